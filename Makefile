@@ -1,0 +1,39 @@
+# The two commands of the README: `make demo` and `make test`. Both build .venv themselves.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CORPUS ?= ../shared/corpus
+
+.PHONY: install demo test lint typecheck unit conformance bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,s3,spark,hudi,lance]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(PY) -m lakecore.demo --corpus $(CORPUS)
+
+lint: install
+	$(PY) -m ruff check lakecore plugins conformance tests benchmarks
+	$(PY) -m ruff format --check lakecore plugins conformance tests benchmarks
+
+typecheck: install
+	$(PY) -m mypy
+
+unit: install
+	$(PY) -m pytest -q
+
+conformance: install
+	$(PY) -m conformance --corpus $(CORPUS)
+
+test: lint typecheck unit
+
+bench: install
+	$(PY) benchmarks/delta_snapshot.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,46 @@
+"""The file index: one Arrow table per snapshot, one row per live data file.
+
+Columns every format fills (absent information is null):
+
+- ``path`` (string): where the file is, relative to the table root or an absolute URI; decoded
+  (no URL escapes).
+- ``size`` (int64): bytes. ``record_count`` (int64): rows in the file, before row-level deletes.
+- ``modification_time`` (int64): epoch milliseconds.
+- ``partition`` (struct): one typed child per partition column, by logical name.
+- ``min``, ``max``, ``null_count`` (struct): per-column statistics by logical name; nested
+  columns are nested structs. A null value means "unknown", never "no value".
+- ``deletion`` (struct, null when the file has no row-level deletes): format-specific descriptor
+  plus ``cardinality`` (int64, rows deleted).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+PATH = "path"
+SIZE = "size"
+RECORD_COUNT = "record_count"
+MODIFICATION_TIME = "modification_time"
+PARTITION = "partition"
+MIN = "min"
+MAX = "max"
+NULL_COUNT = "null_count"
+DELETION = "deletion"
+
+BASE_FIELDS: tuple[pa.Field, ...] = (
+    pa.field(PATH, pa.string(), nullable=False),
+    pa.field(SIZE, pa.int64()),
+    pa.field(RECORD_COUNT, pa.int64()),
+    pa.field(MODIFICATION_TIME, pa.int64()),
+)
+
+
+def live_record_count(files: pa.Table) -> int:
+    """Rows in the index's files after row-level deletes (files without a count are skipped)."""
+    import pyarrow.compute as pc
+
+    total = pc.sum(files.column(RECORD_COUNT)).as_py() or 0
+    if DELETION in files.column_names:
+        deleted = pc.sum(pc.struct_field(files.column(DELETION), "cardinality")).as_py() or 0
+        total -= deleted
+    return int(total)

@@ -1,0 +1,45 @@
+"""Schema conventions: lakecore schemas are pyarrow.Schema with format facts in field metadata."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+FIELD_ID = b"lakecore.field_id"
+"""Field metadata key: the stable field id (Delta column-mapping id, Iceberg-style ids)."""
+PHYSICAL_NAME = b"lakecore.physical_name"
+"""Field metadata key: the column's name inside data files when it differs from the logical."""
+
+
+def field_id(field: pa.Field) -> int | None:
+    """Return the field id stored in ``field``'s metadata, if any."""
+    meta = field.metadata or {}
+    raw = meta.get(FIELD_ID)
+    return int(raw) if raw is not None else None
+
+
+def physical_name(field: pa.Field) -> str:
+    """Return the name of ``field`` inside data files (its own name unless mapped)."""
+    meta = field.metadata or {}
+    raw = meta.get(PHYSICAL_NAME)
+    return raw.decode() if raw is not None else field.name
+
+
+def strip_metadata(schema: pa.Schema) -> pa.Schema:
+    """Return ``schema`` without any field or schema metadata, recursively."""
+    return pa.schema([_strip_field(f) for f in schema])
+
+
+def _strip_field(field: pa.Field) -> pa.Field:
+    return pa.field(field.name, _strip_type(field.type), field.nullable)
+
+
+def _strip_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct([_strip_field(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_large_list(t):
+        return pa.large_list(_strip_field(t.value_field))
+    if pa.types.is_list(t):
+        return pa.list_(_strip_field(t.value_field))
+    if pa.types.is_map(t):
+        return pa.map_(_strip_field(t.key_field), _strip_field(t.item_field))
+    return t

@@ -1,0 +1,258 @@
+"""The fsspec-backed Storage used for local paths, ``file://``, ``memory://`` and ``s3://``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import posixpath
+import threading
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any, BinaryIO, cast
+from urllib.parse import unquote
+
+import fsspec
+from fsspec.core import url_to_fs
+
+from lakecore.storage.base import FileInfo
+
+# fsspec's memory filesystem is one process-wide store, so its conditional put needs one lock
+# for the whole process, not one per Storage instance.
+_MEMORY_LOCK = threading.Lock()
+
+
+def normalize_uri(uri: str) -> str:
+    """Return ``uri`` in the form lakecore keeps: local paths absolute, no trailing slash."""
+    uri = os.fspath(uri)
+    if uri.startswith("file:"):
+        uri = _file_uri_to_path(uri)
+    if "://" not in uri:
+        return os.path.abspath(os.path.expanduser(uri)).rstrip(os.sep) or os.sep
+    return uri.rstrip("/")
+
+
+def _file_uri_to_path(uri: str) -> str:
+    # Hadoop writes "file:/a/b", others "file:///a/b"; both name the local path "/a/b".
+    rest = uri[len("file:") :]
+    if rest.startswith("//"):
+        rest = rest[2:]
+        if not rest.startswith("/"):  # file://host/path: the host part is ignored locally
+            rest = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return unquote(rest)
+
+
+def _mtime_ms(info: Mapping[str, Any]) -> int:
+    for key in ("mtime", "LastModified", "last_modified", "created", "modified"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if isinstance(value, dt.datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=dt.timezone.utc)
+            return int(value.timestamp() * 1000)
+        if isinstance(value, int | float):
+            return int(float(value) * 1000)
+        if isinstance(value, str):
+            return int(dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    return 0
+
+
+class FsspecStorage:
+    """Storage over an fsspec filesystem, rooted at a table URI.
+
+    Local files use ``os`` directly for the atomic conditional put (write a temp file, then
+    ``os.link`` it into place, which fails if the target exists). S3 uses a conditional PUT
+    (``If-None-Match: *``) through s3fs's exclusive-create mode.
+    """
+
+    def __init__(self, uri: str, storage_options: Mapping[str, Any] | None = None) -> None:
+        self._options = dict(storage_options or {})
+        self._root = normalize_uri(uri)
+        self._fs, self._fs_root = self._filesystem_for(self._root)
+        self._local = "://" not in self._root
+        self._memory = self._root.startswith("memory://")
+        self._other: dict[str, Any] = {}
+        self._other_lock = threading.Lock()
+
+    def _filesystem_for(self, uri: str) -> tuple[Any, str]:
+        if "://" not in uri:
+            return fsspec.filesystem("file"), uri
+        fs, path = url_to_fs(uri, **self._options)
+        return fs, cast(str, path).rstrip("/")
+
+    @property
+    def root(self) -> str:
+        return self._root
+
+    @property
+    def is_local(self) -> bool:
+        """True when the root is a local directory."""
+        return self._local
+
+    def resolve(self, path: str) -> str:
+        if path.startswith("file:"):
+            return _file_uri_to_path(path)
+        if "://" in path or path.startswith("/"):
+            return path
+        if self._local:
+            return os.path.join(self._root, path)
+        return f"{self._root}/{path}"
+
+    def _locate(self, path: str) -> tuple[Any, str]:
+        """Return (filesystem, filesystem path) for ``path``."""
+        full = self.resolve(path)
+        if self._local and "://" not in full:
+            return self._fs, full
+        if "://" in full and not full.startswith(self._root.split("://", 1)[0] + "://"):
+            protocol = full.split("://", 1)[0]
+            with self._other_lock:
+                if protocol not in self._other:
+                    self._other[protocol] = url_to_fs(full, **self._options)[0]
+            fs = self._other[protocol]
+            return fs, fs._strip_protocol(full)
+        return self._fs, self._fs._strip_protocol(full)
+
+    def _relative(self, fs_path: str) -> str:
+        root = self._fs_root if not self._local else self._root
+        root = root.rstrip("/")
+        if fs_path.startswith(root + "/"):
+            return fs_path[len(root) + 1 :]
+        return fs_path
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        fs, fs_path = self._locate(path)
+        if self._local and fs is self._fs:
+            return self._list_local(fs_path)
+        try:
+            entries = fs.ls(fs_path, detail=True, refresh=True) if self._is_s3(fs) else fs.ls(
+                fs_path, detail=True
+            )
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = [
+            FileInfo(self._relative(e["name"]), int(e.get("size") or 0), _mtime_ms(e))
+            for e in entries
+            if e.get("type") == "file"
+        ]
+        out.sort(key=lambda f: f.path)
+        return out
+
+    @staticmethod
+    def _is_s3(fs: Any) -> bool:
+        return "s3" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
+
+    def _list_local(self, directory: str) -> list[FileInfo]:
+        out: list[FileInfo] = []
+        try:
+            with os.scandir(directory) as it:
+                for entry in it:
+                    if entry.is_file():
+                        st = entry.stat()
+                        out.append(
+                            FileInfo(self._relative(entry.path), st.st_size, st.st_mtime_ns // 1_000_000)
+                        )
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def list_from(self, path: str) -> Iterator[FileInfo]:
+        directory, _, start = path.rstrip("/").rpartition("/")
+        for info in self.list_dir(directory):
+            if posixpath.basename(info.path) >= start:
+                yield info
+
+    def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        fs, fs_path = self._locate(path)
+        if self._local and fs is self._fs:
+            with open(fs_path, "rb") as f:
+                if start:
+                    f.seek(start)
+                return f.read() if end is None else f.read(end - (start or 0))
+        return cast(bytes, fs.cat_file(fs_path, start=start, end=end))
+
+    def open_input(self, path: str) -> BinaryIO:
+        fs, fs_path = self._locate(path)
+        if self._local and fs is self._fs:
+            return open(fs_path, "rb")
+        return cast(BinaryIO, fs.open(fs_path, "rb"))
+
+    def head(self, path: str) -> FileInfo:
+        fs, fs_path = self._locate(path)
+        if self._local and fs is self._fs:
+            st = os.stat(fs_path)
+            return FileInfo(self._relative(fs_path), st.st_size, st.st_mtime_ns // 1_000_000)
+        info = fs.info(fs_path)
+        if info.get("type") != "file":
+            raise FileNotFoundError(fs_path)
+        return FileInfo(self._relative(fs_path), int(info.get("size") or 0), _mtime_ms(info))
+
+    def exists(self, path: str) -> bool:
+        try:
+            self.head(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def put(self, path: str, data: bytes) -> None:
+        fs, fs_path = self._locate(path)
+        if self._local and fs is self._fs:
+            os.makedirs(os.path.dirname(fs_path), exist_ok=True)
+            tmp = f"{fs_path}.{uuid.uuid4().hex}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, fs_path)
+            return
+        fs.pipe_file(fs_path, data)
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        fs, fs_path = self._locate(path)
+        if self._local and fs is self._fs:
+            self._put_if_absent_local(fs_path, data)
+        elif self._memory:
+            with _MEMORY_LOCK:
+                if fs.exists(fs_path):
+                    raise FileExistsError(fs_path)
+                fs.pipe_file(fs_path, data)
+        else:
+            self._put_if_absent_exclusive(fs, fs_path, data)
+
+    @staticmethod
+    def _put_if_absent_local(fs_path: str, data: bytes) -> None:
+        directory = os.path.dirname(fs_path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(fs_path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, fs_path)  # atomic; fails with FileExistsError if the target exists
+        finally:
+            os.unlink(tmp)
+
+    @staticmethod
+    def _put_if_absent_exclusive(fs: Any, fs_path: str, data: bytes) -> None:
+        try:
+            with fs.open(fs_path, "xb") as f:
+                f.write(data)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            # s3fs maps "412 Precondition Failed" of If-None-Match to an OSError subclass.
+            if "PreconditionFailed" in repr(exc) or "412" in str(exc):
+                raise FileExistsError(fs_path) from exc
+            raise
+
+    def delete(self, path: str) -> None:
+        fs, fs_path = self._locate(path)
+        if self._local and fs is self._fs:
+            try:
+                os.unlink(fs_path)
+            except FileNotFoundError:
+                pass
+            return
+        try:
+            fs.rm_file(fs_path)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,100 @@
+"""The Table facade: one interface over every format."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from lakecore.format import TableFormat
+from lakecore.model.history import HistoryEntry
+from lakecore.snapshot import Snapshot
+from lakecore.storage import Storage
+
+TimestampLike = int | float | str | dt.datetime | dt.date
+
+
+def to_epoch_ms(value: TimestampLike) -> int:
+    """Convert a timestamp (epoch ms, ISO-8601 text, datetime, date) to epoch milliseconds.
+
+    Naive datetimes and texts without an offset are taken as UTC. Raises ``ValueError`` on text
+    that is not ISO-8601.
+    """
+    if isinstance(value, bool):
+        raise TypeError("a timestamp must not be a bool")
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return int(value.timestamp() * 1000)
+
+
+class Table:
+    """A table of any format, opened by ``lakecore.open``.
+
+    Each call reads the table's current state: a Table holds no cached snapshot, so it sees
+    commits made by other writers.
+    """
+
+    def __init__(self, uri: str, storage: Storage, fmt: TableFormat) -> None:
+        self._uri = uri
+        self._storage = storage
+        self._format = fmt
+
+    def __repr__(self) -> str:
+        return f"Table(format={self.format!r}, uri={self.uri!r})"
+
+    @property
+    def format(self) -> str:
+        """The format's name (``"delta"``, ``"hudi"``, ``"lance"``)."""
+        return self._format.name
+
+    @property
+    def uri(self) -> str:
+        """The table's root location."""
+        return self._storage.root
+
+    @property
+    def storage(self) -> Storage:
+        """The Storage the table is read and written through."""
+        return self._storage
+
+    @property
+    def version(self) -> int | str:
+        """The newest version of the table (read now, not cached)."""
+        return self._format.latest_version(self._storage)
+
+    def snapshot(
+        self, version: int | str | None = None, timestamp: TimestampLike | None = None
+    ) -> Snapshot:
+        """Return the table at ``version``, or as it was at ``timestamp``; latest by default.
+
+        Raises ``ValueError`` when both are given or the table has no such version/time.
+        """
+        if version is not None and timestamp is not None:
+            raise ValueError("pass version or timestamp, not both")
+        ts = None if timestamp is None else to_epoch_ms(timestamp)
+        return self._format.load_snapshot(self._storage, version=version, timestamp=ts)
+
+    def history(self, limit: int | None = None) -> list[HistoryEntry]:
+        """Return the table's changes, newest first (at most ``limit``)."""
+        return self._format.history(self._storage, limit=limit)
+
+    def to_arrow(
+        self, version: int | str | None = None, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """Return the rows of the table at ``version`` (latest by default) as an Arrow table."""
+        return self.snapshot(version).to_arrow(columns)
+
+    def changes(self, start: int | str, end: int | str | None = None) -> pa.Table:
+        """Return the row changes of versions ``start`` through ``end`` (default: latest).
+
+        Delta: the change data feed, with ``_change_type`` (insert, delete, update_preimage,
+        update_postimage), ``_commit_version`` and ``_commit_timestamp`` columns.
+        """
+        return self._format.changes(self._storage, start, end)
