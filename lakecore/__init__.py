@@ -21,6 +21,7 @@ from lakecore.errors import (
     TableNotFoundError,
     UnknownFormatError,
     UnsupportedFeatureError,
+    VersionNotFoundError,
 )
 from lakecore.model.history import HistoryEntry
 from lakecore.plugins import load_registry
@@ -89,5 +90,6 @@ __all__ = [
     "TableNotFoundError",
     "UnknownFormatError",
     "UnsupportedFeatureError",
+    "VersionNotFoundError",
     "open",
 ]

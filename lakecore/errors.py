@@ -17,6 +17,10 @@ class TableExistsError(LakecoreError):
     """Raised when creating a table where one already exists."""
 
 
+class VersionNotFoundError(LakecoreError, ValueError):
+    """Raised when a version or timestamp asked for does not exist or can't be reconstructed."""
+
+
 class FormatDetectionError(LakecoreError):
     """Raised when the format of a table cannot be decided."""
 
@@ -99,4 +103,5 @@ __all__ = [
     "TableNotFoundError",
     "UnknownFormatError",
     "UnsupportedFeatureError",
+    "VersionNotFoundError",
 ]

@@ -39,17 +39,25 @@ class Storage(Protocol):
     def list_from(self, path: str) -> Iterator[FileInfo]:
         """List the files in ``path``'s directory whose names sort at or after its last part.
 
-        Must yield files only (no directories), sorted by path. A missing directory yields
-        nothing.
+        ``"_delta_log/00000000000000000010"`` yields the files of ``_delta_log`` whose names
+        are ``>= "00000000000000000010"``; a directory-like path (``"_delta_log/"``) yields the
+        whole directory. Must yield files only (no directories), sorted by path. A missing
+        directory yields nothing.
         """
         ...
 
     def list_dir(self, path: str) -> list[FileInfo]:
-        """List the files directly in directory ``path``, sorted; a missing directory is empty."""
+        """List the files directly in directory ``path``, sorted by path.
+
+        Must list files only (no directories, nothing from subdirectories); paths are relative
+        to the root when under it. A missing directory, or a path naming a file, is empty.
+        """
         ...
 
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         """Return the bytes of ``path`` in ``[start, end)`` (the whole file by default).
+
+        ``end`` past the end of the file reads to its end; ``end <= start`` reads nothing.
 
         Must raise ``FileNotFoundError`` when the file does not exist.
         """
@@ -60,7 +68,10 @@ class Storage(Protocol):
         ...
 
     def head(self, path: str) -> FileInfo:
-        """Return the metadata of ``path``; must raise ``FileNotFoundError`` if absent."""
+        """Return the metadata of file ``path``; must raise ``FileNotFoundError`` if absent.
+
+        A directory is not a file: it must raise ``FileNotFoundError`` too.
+        """
         ...
 
     def exists(self, path: str) -> bool:

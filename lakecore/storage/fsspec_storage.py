@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import posixpath
+import stat
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
@@ -12,6 +14,7 @@ from typing import Any, BinaryIO, cast
 from urllib.parse import unquote
 
 import fsspec
+from fsspec.asyn import sync
 from fsspec.core import url_to_fs
 
 from lakecore.storage.base import FileInfo
@@ -60,9 +63,11 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
 class FsspecStorage:
     """Storage over an fsspec filesystem, rooted at a table URI.
 
-    Local files use ``os`` directly for the atomic conditional put (write a temp file, then
-    ``os.link`` it into place, which fails if the target exists). S3 uses a conditional PUT
-    (``If-None-Match: *``) through s3fs's exclusive-create mode.
+    Local files use ``os`` directly: a put writes a temp file and renames it into place, and the
+    conditional put writes a temp file and ``os.link``s it into place, which fails if the target
+    exists. S3 uses a conditional PUT (``If-None-Match: *``), so the store itself decides which
+    of several concurrent writers wins; S3 metadata calls bypass s3fs's listing cache so that
+    files written by other processes are seen at once.
     """
 
     def __init__(self, uri: str, storage_options: Mapping[str, Any] | None = None) -> None:
@@ -70,7 +75,6 @@ class FsspecStorage:
         self._root = normalize_uri(uri)
         self._fs, self._fs_root = self._filesystem_for(self._root)
         self._local = "://" not in self._root
-        self._memory = self._root.startswith("memory://")
         self._other: dict[str, Any] = {}
         self._other_lock = threading.Lock()
 
@@ -112,6 +116,10 @@ class FsspecStorage:
             return fs, fs._strip_protocol(full)
         return self._fs, self._fs._strip_protocol(full)
 
+    def _is_os(self, fs: Any) -> bool:
+        """True when ``fs`` is the local filesystem that this storage drives through ``os``."""
+        return self._local and fs is self._fs
+
     def _relative(self, fs_path: str) -> str:
         root = self._fs_root if not self._local else self._root
         root = root.rstrip("/")
@@ -121,25 +129,26 @@ class FsspecStorage:
 
     def list_dir(self, path: str) -> list[FileInfo]:
         fs, fs_path = self._locate(path)
-        if self._local and fs is self._fs:
+        if self._is_os(fs):
             return self._list_local(fs_path)
+        fs_path = fs_path.rstrip("/")
         try:
-            entries = fs.ls(fs_path, detail=True, refresh=True) if self._is_s3(fs) else fs.ls(
-                fs_path, detail=True
+            # refresh: s3fs caches listings, and a stale listing hides other writers' commits.
+            entries = (
+                fs.ls(fs_path, detail=True, refresh=True)
+                if _is_s3(fs)
+                else fs.ls(fs_path, detail=True)
             )
         except (FileNotFoundError, NotADirectoryError):
             return []
         out = [
             FileInfo(self._relative(e["name"]), int(e.get("size") or 0), _mtime_ms(e))
             for e in entries
-            if e.get("type") == "file"
+            # ls of a file path returns the file itself: only direct children are listed.
+            if e.get("type") == "file" and posixpath.dirname(e["name"].rstrip("/")) == fs_path
         ]
         out.sort(key=lambda f: f.path)
         return out
-
-    @staticmethod
-    def _is_s3(fs: Any) -> bool:
-        return "s3" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
 
     def _list_local(self, directory: str) -> list[FileInfo]:
         out: list[FileInfo] = []
@@ -149,7 +158,9 @@ class FsspecStorage:
                     if entry.is_file():
                         st = entry.stat()
                         out.append(
-                            FileInfo(self._relative(entry.path), st.st_size, st.st_mtime_ns // 1_000_000)
+                            FileInfo(
+                                self._relative(entry.path), st.st_size, st.st_mtime_ns // 1_000_000
+                            )
                         )
         except (FileNotFoundError, NotADirectoryError):
             return []
@@ -157,32 +168,47 @@ class FsspecStorage:
         return out
 
     def list_from(self, path: str) -> Iterator[FileInfo]:
-        directory, _, start = path.rstrip("/").rpartition("/")
+        # "log/00" lists "log" from "00"; a directory-like "log/" lists all of "log".
+        directory, _, start = path.rpartition("/")
         for info in self.list_dir(directory):
             if posixpath.basename(info.path) >= start:
                 yield info
 
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         fs, fs_path = self._locate(path)
-        if self._local and fs is self._fs:
+        if start is not None and end is not None and end <= start:
+            self.head(path)  # an empty range of a missing file is still an error
+            return b""
+        if self._is_os(fs):
             with open(fs_path, "rb") as f:
                 if start:
                     f.seek(start)
                 return f.read() if end is None else f.read(end - (start or 0))
-        return cast(bytes, fs.cat_file(fs_path, start=start, end=end))
+        try:
+            return cast(bytes, fs.cat_file(fs_path, start=start, end=end))
+        except OSError as exc:
+            # S3 answers a range that starts past the end with 416: the file is there, the
+            # range is empty.
+            if _error_status(exc) == (416, "InvalidRange"):
+                return b""
+            raise
 
     def open_input(self, path: str) -> BinaryIO:
         fs, fs_path = self._locate(path)
-        if self._local and fs is self._fs:
+        if self._is_os(fs):
             return open(fs_path, "rb")
         return cast(BinaryIO, fs.open(fs_path, "rb"))
 
     def head(self, path: str) -> FileInfo:
         fs, fs_path = self._locate(path)
-        if self._local and fs is self._fs:
+        if self._is_os(fs):
             st = os.stat(fs_path)
+            if not stat.S_ISREG(st.st_mode):
+                raise FileNotFoundError(f"not a file: {fs_path}")
             return FileInfo(self._relative(fs_path), st.st_size, st.st_mtime_ns // 1_000_000)
-        info = fs.info(fs_path)
+        # refresh: s3fs answers info() from a cached parent listing when it has one, which
+        # reports a file written since by another process as missing.
+        info = fs.info(fs_path, refresh=True) if _is_s3(fs) else fs.info(fs_path)
         if info.get("type") != "file":
             raise FileNotFoundError(fs_path)
         return FileInfo(self._relative(fs_path), int(info.get("size") or 0), _mtime_ms(info))
@@ -196,63 +222,113 @@ class FsspecStorage:
 
     def put(self, path: str, data: bytes) -> None:
         fs, fs_path = self._locate(path)
-        if self._local and fs is self._fs:
-            os.makedirs(os.path.dirname(fs_path), exist_ok=True)
-            tmp = f"{fs_path}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, fs_path)
+        if self._is_os(fs):
+            directory = os.path.dirname(fs_path)
+            os.makedirs(directory, exist_ok=True)
+            tmp = _write_temp(directory, os.path.basename(fs_path), data, durable=False)
+            try:
+                os.replace(tmp, fs_path)
+            except BaseException:
+                _unlink_quietly(tmp)
+                raise
             return
         fs.pipe_file(fs_path, data)
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         fs, fs_path = self._locate(path)
-        if self._local and fs is self._fs:
-            self._put_if_absent_local(fs_path, data)
-        elif self._memory:
+        if self._is_os(fs):
+            _put_if_absent_local(fs_path, data)
+        elif _is_s3(fs):
+            _put_if_absent_s3(fs, fs_path, data)
+        elif _protocols(fs) & {"memory"}:
+            # fsspec's memory store has no atomic create: serialise every writer in the process.
             with _MEMORY_LOCK:
                 if fs.exists(fs_path):
                     raise FileExistsError(fs_path)
                 fs.pipe_file(fs_path, data)
         else:
-            self._put_if_absent_exclusive(fs, fs_path, data)
-
-    @staticmethod
-    def _put_if_absent_local(fs_path: str, data: bytes) -> None:
-        directory = os.path.dirname(fs_path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(fs_path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, fs_path)  # atomic; fails with FileExistsError if the target exists
-        finally:
-            os.unlink(tmp)
-
-    @staticmethod
-    def _put_if_absent_exclusive(fs: Any, fs_path: str, data: bytes) -> None:
-        try:
-            with fs.open(fs_path, "xb") as f:
-                f.write(data)
-        except FileExistsError:
-            raise
-        except OSError as exc:
-            # s3fs maps "412 Precondition Failed" of If-None-Match to an OSError subclass.
-            if "PreconditionFailed" in repr(exc) or "412" in str(exc):
-                raise FileExistsError(fs_path) from exc
-            raise
+            _put_if_absent_exclusive(fs, fs_path, data)
 
     def delete(self, path: str) -> None:
         fs, fs_path = self._locate(path)
-        if self._local and fs is self._fs:
-            try:
-                os.unlink(fs_path)
-            except FileNotFoundError:
-                pass
+        if self._is_os(fs):
+            _unlink_quietly(fs_path)
             return
-        try:
+        with contextlib.suppress(FileNotFoundError):
             fs.rm_file(fs_path)
-        except FileNotFoundError:
-            pass
+
+
+def _protocols(fs: Any) -> set[str]:
+    protocol = fs.protocol
+    return set(protocol) if isinstance(protocol, tuple | list) else {protocol}
+
+
+def _is_s3(fs: Any) -> bool:
+    return bool(_protocols(fs) & {"s3", "s3a"})
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _write_temp(directory: str, name: str, data: bytes, *, durable: bool) -> str:
+    """Write ``data`` to a new hidden temp file next to ``name`` and return its path."""
+    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _put_if_absent_local(fs_path: str, data: bytes) -> None:
+    directory = os.path.dirname(fs_path)
+    os.makedirs(directory, exist_ok=True)
+    tmp = _write_temp(directory, os.path.basename(fs_path), data, durable=True)
+    try:
+        os.link(tmp, fs_path)  # atomic; fails with FileExistsError if the target exists
+    finally:
+        os.unlink(tmp)
+
+
+def _put_if_absent_s3(fs: Any, fs_path: str, data: bytes) -> None:
+    """One ``PutObject`` with ``If-None-Match: *``: S3 answers 412 if the key exists.
+
+    s3fs's ``open(path, "xb")`` sends the same header for small files, but an empty file goes
+    through ``touch`` (an unconditional PUT) and a large one through a multipart upload that
+    is checked only on completion; a single conditional PutObject is exact for every size S3
+    accepts in one request (5 GiB).
+    """
+    bucket, key, _ = fs.split_path(fs_path)
+    try:
+        sync(fs.loop, fs._call_s3, "put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if _error_status(exc)[0] == 412:  # PreconditionFailed: the key exists
+            raise FileExistsError(f"{fs_path} already exists") from exc
+        raise
+    finally:
+        fs.invalidate_cache(fs_path)
+
+
+def _error_status(exc: BaseException) -> tuple[int | None, str | None]:
+    """Return (HTTP status, error code) of the botocore error behind ``exc``, if there is one."""
+    for err in (exc, exc.__cause__, exc.__context__):
+        response = getattr(err, "response", None)
+        if isinstance(response, Mapping):
+            status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+            return status, (response.get("Error") or {}).get("Code")
+    return None, None
+
+
+def _put_if_absent_exclusive(fs: Any, fs_path: str, data: bytes) -> None:
+    # Other fsspec backends: exclusive-create mode, atomic only where the backend makes it so.
+    with fs.open(fs_path, "xb") as f:
+        f.write(data)

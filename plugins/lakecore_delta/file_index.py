@@ -1,0 +1,50 @@
+"""The Delta file index: reconciled add actions to lakecore's file-index layout."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.model import files as fi
+from lakecore_delta.partitions import typed_partition_values
+from lakecore_delta.state import DeltaState
+from lakecore_delta.stats import parse_stats
+
+DELETION_TYPE = pa.struct(
+    [
+        ("storage_type", pa.string()),
+        ("path_or_inline_dv", pa.string()),
+        ("offset", pa.int32()),
+        ("size_in_bytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
+
+
+def build_file_index(state: DeltaState) -> pa.Table:
+    """Return the file index of ``state`` (see ``lakecore.model.files`` for the layout)."""
+    adds = state.adds
+    stats = parse_stats(adds.column("stats"), state.data_fields())
+    dv = adds.column("deletionVector").combine_chunks()
+    deletion = pa.StructArray.from_arrays(
+        [pc.struct_field(dv, name).cast(DELETION_TYPE.field(i).type)
+         for i, name in enumerate(("storageType", "pathOrInlineDv", "offset", "sizeInBytes",
+                                   "cardinality"))],
+        fields=list(DELETION_TYPE),
+        mask=pc.is_null(pc.struct_field(dv, "storageType")),
+    ) if len(dv) else pa.array([], DELETION_TYPE)
+    return pa.table(
+        {
+            fi.PATH: adds.column("path"),
+            fi.SIZE: adds.column("size"),
+            fi.RECORD_COUNT: stats.column("numRecords"),
+            fi.MODIFICATION_TIME: adds.column("modificationTime"),
+            fi.PARTITION: typed_partition_values(
+                adds.column("partitionValues"), state.partition_fields()
+            ),
+            fi.MIN: stats.column("min"),
+            fi.MAX: stats.column("max"),
+            fi.NULL_COUNT: stats.column("null_count"),
+            fi.DELETION: deletion,
+        }
+    )

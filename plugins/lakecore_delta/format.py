@@ -1,0 +1,72 @@
+"""DeltaFormat: the TableFormat implementation for Delta Lake."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lakecore.errors import TableNotFoundError, VersionNotFoundError
+from lakecore.model.history import HistoryEntry
+from lakecore.snapshot import Snapshot
+from lakecore.storage import Storage
+from lakecore_delta import history as delta_history
+from lakecore_delta.log.files import LOG_DIR
+from lakecore_delta.log.segment import latest_version, list_log
+from lakecore_delta.protocol import ensure_readable
+from lakecore_delta.source import DeltaSnapshotSource
+from lakecore_delta.state import list_for, load_state
+
+
+def _as_version(version: int | str) -> int:
+    try:
+        return int(version)
+    except (TypeError, ValueError) as exc:
+        raise VersionNotFoundError(f"Delta versions are integers, not {version!r}") from exc
+
+
+class DeltaFormat:
+    """Delta Lake tables: a ``_delta_log`` of JSON commits and Parquet checkpoints."""
+
+    name = "delta"
+
+    def detect(self, storage: Storage) -> bool:
+        return bool(storage.list_dir(LOG_DIR))
+
+    def latest_version(self, storage: Storage) -> int:
+        version = latest_version(list_for(storage, None))
+        if version is None:
+            version = latest_version(list_log(storage, 0))
+        if version is None:
+            raise TableNotFoundError(f"no Delta table at {storage.root}: _delta_log is empty")
+        return version
+
+    def load_snapshot(
+        self, storage: Storage, version: int | str | None = None, timestamp: int | None = None
+    ) -> Snapshot:
+        if timestamp is not None:
+            version = delta_history.version_at(storage, timestamp)
+        if not self.detect(storage):
+            raise TableNotFoundError(f"no Delta table at {storage.root}: no _delta_log")
+        state = load_state(storage, None if version is None else _as_version(version))
+        return Snapshot(
+            format=self.name,
+            version=state.version,
+            timestamp=state.timestamp,
+            schema=state.schema,
+            partition_columns=state.partition_columns,
+            properties=state.configuration,
+            protocol=dict(state.protocol),
+            source=DeltaSnapshotSource(storage, state),
+        )
+
+    def history(self, storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
+        return delta_history.history(storage, limit)
+
+    def changes(self, storage: Storage, start: int | str, end: int | str | None) -> pa.Table:
+        from lakecore_delta.cdf import read_changes
+
+        return read_changes(
+            storage, _as_version(start), None if end is None else _as_version(end)
+        )
+
+    def ensure_readable(self, snapshot: Snapshot) -> None:
+        ensure_readable(snapshot.protocol, snapshot.properties)

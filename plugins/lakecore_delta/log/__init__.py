@@ -1,0 +1,1 @@
+"""The Delta transaction log: file naming, segments, commit and checkpoint reading, replay."""

@@ -1,0 +1,226 @@
+"""Reading checkpoints: classic, multi-part and V2 (JSON or Parquet top-level file + sidecars)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecore.errors import CorruptTableError
+from lakecore.storage import Storage
+from lakecore_delta.log.commits import find_last_action, parse_actions, parse_file_actions
+from lakecore_delta.log.files import SIDECAR_DIR, LogFileKind
+from lakecore_delta.log.schemas import DV_TYPE, partition_values_type
+from lakecore_delta.log.segment import Checkpoint
+
+_ADD_CHILDREN = ("path", "partitionValues", "size", "modificationTime", "stats", "deletionVector")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointActions:
+    """The non-file actions of a checkpoint (read first, for gating) and where its adds are."""
+
+    checkpoint: Checkpoint
+    protocol: dict[str, Any] | None
+    metadata: dict[str, Any] | None
+    txns: dict[str, int]
+    add_sources: tuple[str, ...]
+    """Parquet files holding the checkpoint's add actions (parts or sidecars)."""
+    json_adds: pa.Table | None = None
+    """Add actions inside a JSON V2 top-level file, already parsed."""
+
+
+def read_checkpoint_actions(storage: Storage, checkpoint: Checkpoint) -> CheckpointActions:
+    """Read the protocol, metadata and app transactions of ``checkpoint``.
+
+    Raises ``CorruptTableError`` naming the file when a part is missing or unreadable.
+    """
+    top = checkpoint.files[0]
+    if top.kind is LogFileKind.V2_CHECKPOINT and top.path.endswith(".json"):
+        return _read_v2_json(storage, checkpoint)
+    protocol = metadata = None
+    txns: dict[str, int] = {}
+    sidecars: list[str] = []
+    for f in checkpoint.files:
+        table = _read_parquet(storage, f.path, ("protocol", "metaData", "txn", "sidecar"))
+        protocol = protocol or _first_struct(table, "protocol")
+        metadata = metadata or _first_struct(table, "metaData")
+        txns.update(_txns(table))
+        if "sidecar" in table.column_names:
+            sidecars += _sidecar_paths(table.column("sidecar").to_pylist())
+    sources = tuple(f.path for f in checkpoint.files) + tuple(sidecars)
+    return CheckpointActions(checkpoint, protocol, metadata, txns, sources)
+
+
+def _read_v2_json(storage: Storage, checkpoint: Checkpoint) -> CheckpointActions:
+    top = checkpoint.files[0]
+    raw = _read(storage, top.path)
+    actions = parse_actions(raw, top)
+    sidecars = _sidecar_paths([a["sidecar"] for a in actions if "sidecar" in a])
+    txns = {
+        a["txn"]["appId"]: int(a["txn"]["version"]) for a in actions if isinstance(a.get("txn"), dict)
+    }
+    json_adds = None
+    if any("add" in a for a in actions):
+        pv = (find_last_action([raw], [top], "metaData") or {}).get("partitionColumns") or []
+        json_adds = _adds_from_commit_table(parse_file_actions([raw], [top], pv), pv)
+    return CheckpointActions(
+        checkpoint,
+        find_last_action([raw], [top], "protocol"),
+        find_last_action([raw], [top], "metaData"),
+        txns,
+        tuple(sidecars),
+        json_adds,
+    )
+
+
+def _adds_from_commit_table(table: pa.Table, physical_partition_columns: Sequence[str]) -> pa.Table:
+    add = table.column("add")
+    mask = pc.is_valid(add)
+    return pa.Table.from_arrays(
+        [pc.struct_field(add, c).filter(mask) for c in _ADD_CHILDREN], names=list(_ADD_CHILDREN)
+    )
+
+
+def read_checkpoint_adds(
+    storage: Storage, actions: CheckpointActions, physical_partition_columns: Sequence[str]
+) -> pa.Table:
+    """Return the checkpoint's add actions as a table with the columns of ``_ADD_CHILDREN``.
+
+    Partition values come back as a struct of strings by physical column name.
+    """
+    pieces = [
+        _adds_of(_read_parquet(storage, p, ("add",)), p, physical_partition_columns)
+        for p in actions.add_sources
+    ]
+    if actions.json_adds is not None:
+        pieces.append(actions.json_adds)
+    pieces = [p for p in pieces if p.num_rows]
+    if not pieces:
+        return _empty_adds(physical_partition_columns)
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+
+
+def _empty_adds(physical_partition_columns: Sequence[str]) -> pa.Table:
+    return pa.schema(
+        [
+            ("path", pa.string()),
+            ("partitionValues", partition_values_type(physical_partition_columns)),
+            ("size", pa.int64()),
+            ("modificationTime", pa.int64()),
+            ("stats", pa.string()),
+            ("deletionVector", DV_TYPE),
+        ]
+    ).empty_table()
+
+
+def _adds_of(table: pa.Table, path: str, physical_partition_columns: Sequence[str]) -> pa.Table:
+    if "add" not in table.column_names:
+        return _empty_adds(physical_partition_columns)
+    add = table.column("add").combine_chunks()
+    add = add.filter(pc.is_valid(pc.struct_field(add, "path")))
+    n = len(add)
+    names = {add.type.field(i).name for i in range(add.type.num_fields)}
+
+    def child(name: str, dtype: pa.DataType) -> pa.Array:
+        if name not in names:
+            return pa.nulls(n, dtype)
+        return pc.struct_field(add, name)
+
+    pv_type = partition_values_type(physical_partition_columns)
+    if physical_partition_columns and "partitionValues" in names:
+        pmap = pc.struct_field(add, "partitionValues")
+        pvs = pa.StructArray.from_arrays(
+            [pc.map_lookup(pmap, pa.scalar(c), "first") for c in physical_partition_columns],
+            fields=list(pv_type),
+        )
+    else:
+        pvs = pa.nulls(n, pv_type)
+    dv = child("deletionVector", DV_TYPE)
+    if dv.type != DV_TYPE:
+        dv = pa.StructArray.from_arrays(
+            [pc.struct_field(dv, f.name).cast(f.type) for f in DV_TYPE],
+            fields=list(DV_TYPE),
+            mask=pc.is_null(dv),
+        )
+    try:
+        return pa.Table.from_arrays(
+            [
+                child("path", pa.string()),
+                pvs,
+                child("size", pa.int64()).cast(pa.int64()),
+                child("modificationTime", pa.int64()).cast(pa.int64()),
+                child("stats", pa.string()),
+                dv,
+            ],
+            names=list(_ADD_CHILDREN),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise CorruptTableError(f"{path}: unexpected add action layout: {exc}") from exc
+
+
+def _read(storage: Storage, path: str) -> bytes:
+    try:
+        return storage.read(path)
+    except FileNotFoundError as exc:
+        raise CorruptTableError(f"{path}: checkpoint file is missing") from exc
+
+
+def _read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Table:
+    source: Any
+    if getattr(storage, "is_local", False):
+        source = storage.resolve(path)
+        if not storage.exists(path):
+            raise CorruptTableError(f"{path}: checkpoint file is missing")
+    else:
+        source = io.BytesIO(_read(storage, path))
+    try:
+        pf = pq.ParquetFile(source, memory_map=isinstance(source, str))
+        present = [c for c in columns if pf.schema_arrow.get_field_index(c) >= 0]
+        return pf.read(columns=present)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorruptTableError(f"{path}: unreadable checkpoint parquet: {exc}") from exc
+
+
+def _first_struct(table: pa.Table, name: str) -> dict[str, Any] | None:
+    if name not in table.column_names:
+        return None
+    col = table.column(name)
+    rows = col.filter(pc.is_valid(col)).to_pylist()
+    return _maps_to_dicts(rows[0]) if rows else None
+
+
+def _maps_to_dicts(value: Any) -> Any:
+    """Parquet maps come back as lists of (key, value) pairs; the log's JSON has objects."""
+    if isinstance(value, dict):
+        return {k: _maps_to_dicts(v) for k, v in value.items()}
+    if isinstance(value, list) and value and all(
+        isinstance(p, tuple) and len(p) == 2 for p in value
+    ):
+        return {k: _maps_to_dicts(v) for k, v in value}
+    return value
+
+
+def _txns(table: pa.Table) -> dict[str, int]:
+    if "txn" not in table.column_names:
+        return {}
+    col = table.column("txn")
+    out: dict[str, int] = {}
+    for row in col.filter(pc.is_valid(col)).to_pylist():
+        out[row["appId"]] = int(row["version"])
+    return out
+
+
+def _sidecar_paths(sidecars: Sequence[Any]) -> list[str]:
+    out = []
+    for s in sidecars:
+        if not s or not s.get("path"):
+            continue
+        p = s["path"]
+        out.append(p if "/" in p or "://" in p else f"{SIDECAR_DIR}/{p}")
+    return out

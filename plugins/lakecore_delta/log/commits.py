@@ -1,0 +1,130 @@
+"""Reading commit files: raw bytes, the few non-file actions, and file actions as Arrow."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.json as pj
+
+from lakecore.errors import CorruptTableError
+from lakecore.storage import Storage
+from lakecore_delta.log.files import LogFile
+from lakecore_delta.log.schemas import file_action_json_schema
+
+_REMOTE_READERS = 16
+
+
+def read_all(storage: Storage, files: Sequence[LogFile]) -> list[bytes]:
+    """Read ``files`` whole, in order (in parallel when the storage is remote)."""
+    paths = [f.path for f in files]
+    if getattr(storage, "is_local", False) or len(paths) < 4:
+        return [storage.read(p) for p in paths]
+    with ThreadPoolExecutor(_REMOTE_READERS) as pool:
+        return list(pool.map(storage.read, paths))
+
+
+def _line_at(chunk: bytes, pos: int) -> bytes:
+    start = chunk.rfind(b"\n", 0, pos) + 1
+    end = chunk.find(b"\n", pos)
+    return chunk[start : end if end >= 0 else len(chunk)]
+
+
+def find_last_action(
+    chunks: Sequence[bytes], files: Sequence[LogFile], key: str
+) -> dict[str, Any] | None:
+    """Return the newest ``key`` action (e.g. ``metaData``) among the commits, or None.
+
+    Scans bytes from the newest commit backwards and parses only candidate lines, so the
+    cost does not grow with the number of add actions.
+    """
+    needle = f'"{key}"'.encode()
+    for chunk, f in zip(reversed(chunks), reversed(files), strict=True):
+        pos = chunk.rfind(needle)
+        while pos >= 0:
+            if pos == 0 or chunk[pos - 1] != ord("\\"):
+                action = _parse_line(_line_at(chunk, pos), f)
+                if isinstance(action, dict) and key in action:
+                    value = action[key]
+                    if not isinstance(value, dict):
+                        raise CorruptTableError(f"{f.path}: the {key} action is not an object")
+                    return value
+            line_start = chunk.rfind(b"\n", 0, pos)
+            if line_start < 0:
+                break
+            pos = chunk.rfind(needle, 0, line_start)
+    return None
+
+
+def parse_actions(chunk: bytes, f: LogFile) -> list[dict[str, Any]]:
+    """Parse every action of one commit with ``json`` (for the few places that need all)."""
+    out: list[dict[str, Any]] = []
+    for line in chunk.splitlines():
+        if line.strip():
+            action = _parse_line(line, f)
+            if not isinstance(action, dict):
+                raise CorruptTableError(f"{f.path}: a line is not a JSON object")
+            out.append(action)
+    return out
+
+
+def _parse_line(line: bytes, f: LogFile) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise CorruptTableError(f"{f.path}: invalid JSON in the commit: {exc}") from exc
+
+
+def first_action(chunk: bytes, f: LogFile) -> dict[str, Any] | None:
+    """Return the first action of a commit (where commitInfo with inCommitTimestamp must be)."""
+    for line in chunk.split(b"\n", 8):
+        if line.strip():
+            action = _parse_line(line, f)
+            return action if isinstance(action, dict) else None
+    return None
+
+
+def parse_file_actions(
+    chunks: Sequence[bytes], files: Sequence[LogFile], physical_partition_columns: Sequence[str]
+) -> pa.Table:
+    """Parse the add/remove/cdc/txn actions of commits into one Arrow table, in log order.
+
+    Raises ``CorruptTableError`` naming the first commit that is not valid JSON lines.
+    """
+    schema = file_action_json_schema(physical_partition_columns)
+    if not chunks:
+        return schema.empty_table()
+    data = b"\n".join(chunks)
+    try:
+        return _read_json(data, schema)
+    except (pa.ArrowInvalid, ValueError) as exc:
+        for chunk, f in zip(chunks, files, strict=True):
+            try:
+                _read_json(chunk, schema)
+            except (pa.ArrowInvalid, ValueError) as inner:
+                raise CorruptTableError(f"{f.path}: not valid Delta JSON: {inner}") from inner
+        raise CorruptTableError(f"commits {files[0].path}..{files[-1].path}: {exc}") from exc
+
+
+_BLOCK_SIZE = 8 << 20
+
+
+def _read_json(data: bytes, schema: pa.Schema) -> pa.Table:
+    if not data.strip():
+        return schema.empty_table()
+    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        return pj.read_json(
+            io.BytesIO(data), read_options=pj.ReadOptions(block_size=_BLOCK_SIZE), parse_options=parse
+        )
+    except pa.ArrowInvalid as exc:
+        if "straddling" not in str(exc) and "block" not in str(exc):
+            raise
+    # A line longer than a block (a huge schema, say): parse the whole buffer as one block.
+    return pj.read_json(
+        io.BytesIO(data), read_options=pj.ReadOptions(block_size=len(data) + 1), parse_options=parse
+    )

@@ -1,0 +1,55 @@
+"""Paths in the Delta log: URL-decoding and making them relative to the table root."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def decode_paths(paths: pa.Array | pa.ChunkedArray, root: str) -> pa.Array:
+    """Return log paths decoded (no ``%`` escapes), relative to ``root`` when inside it.
+
+    Delta stores paths as URIs: relative ones are URL-encoded and resolved against the root;
+    absolute ones (``file:/...``, ``s3://...``) are kept absolute unless they point inside
+    the table. Only the paths that need it go through Python, so the common case stays
+    vectorised.
+    """
+    if isinstance(paths, pa.ChunkedArray):
+        paths = paths.combine_chunks()
+    paths = paths.cast(pa.string())
+    needs = pc.or_(
+        pc.match_substring(paths, "%"),
+        pc.or_(pc.match_substring(paths, ":"), pc.starts_with(paths, "/")),
+    )
+    needs = pc.fill_null(needs, False)
+    if not pc.any(needs).as_py():
+        return paths
+    positions = np.flatnonzero(needs.to_numpy(zero_copy_only=False))
+    fixed = [_decode_one(p, root) for p in paths.take(pa.array(positions)).to_pylist()]
+    values = np.array(paths.to_pylist(), dtype=object)
+    values[positions] = fixed
+    return pa.array(values.tolist(), pa.string())
+
+
+def _decode_one(path: str, root: str) -> str:
+    if "://" in path or path.startswith(("file:", "/")):
+        absolute = _absolute(path)
+        for prefix in (root.rstrip("/") + "/",):
+            if absolute.startswith(prefix):
+                return absolute[len(prefix) :]
+        return absolute
+    return unquote(path)
+
+
+def _absolute(path: str) -> str:
+    if path.startswith("file:"):
+        rest = path[len("file:") :]
+        if rest.startswith("//"):
+            rest = rest[2:]
+            if not rest.startswith("/"):
+                rest = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+        return unquote(rest)
+    return unquote(path)

@@ -1,0 +1,124 @@
+"""Reading a Delta snapshot's rows: data files + partition values + deletion vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakecore.errors import CorruptTableError
+from lakecore.model import files as fi
+from lakecore.storage import Storage
+from lakecore_delta.conform import conform, find_source
+from lakecore_delta.deletion_vectors import (
+    DeletionVectorDescriptor,
+    keep_mask,
+    load_deletion_vector,
+)
+
+T = TypeVar("T")
+R = TypeVar("R")
+_WORKERS = 8
+
+
+def ordered_parallel_map(fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[R]:
+    """Map ``fn`` over ``items`` on threads, yielding in input order, at most ``window`` ahead."""
+    with ThreadPoolExecutor(_WORKERS) as pool:
+        pending = []
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= window:
+                yield pending.pop(0).result()
+        for fut in pending:
+            yield fut.result()
+
+
+class FileReader:
+    """Reads data files of one snapshot into its logical schema."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        schema: pa.Schema,
+        partition_columns: Sequence[str],
+        column_mapping_mode: str,
+    ) -> None:
+        self._storage = storage
+        self._schema = schema
+        self._partition_columns = set(partition_columns)
+        self._by_id = column_mapping_mode == "id"
+
+    def read_files(self, files: pa.Table, columns: Sequence[str] | None) -> Iterator[pa.RecordBatch]:
+        """Yield one batch per file of ``files`` (a file index), in order, deletes applied."""
+        out_fields = [self._schema.field(c) for c in columns] if columns is not None else list(
+            self._schema
+        )
+        out_schema = pa.schema(out_fields)
+        rows = files.select(
+            [fi.PATH, fi.PARTITION, fi.DELETION]
+        ).to_pylist()
+        for batch in ordered_parallel_map(
+            lambda r: self._read_one(r, out_schema), rows, window=2 * _WORKERS
+        ):
+            if batch.num_rows:
+                yield batch
+
+    def _read_one(self, row: dict[str, Any], out_schema: pa.Schema) -> pa.RecordBatch:
+        path = row[fi.PATH]
+        data_fields = [f for f in out_schema if f.name not in self._partition_columns]
+        table = self._read_parquet(path, data_fields)
+        n = table.num_rows
+        columns = []
+        partition = row[fi.PARTITION] or {}
+        file_fields = list(table.schema)
+        for f in out_schema:
+            if f.name in self._partition_columns:
+                columns.append(pa.array([partition.get(f.name)] * n, f.type))
+                continue
+            i = find_source(file_fields, f, self._by_id)
+            if i < 0:
+                columns.append(pa.nulls(n, f.type))
+            else:
+                columns.append(conform(table.column(i).combine_chunks(), file_fields[i], f, self._by_id))
+        batch = (
+            pa.RecordBatch.from_arrays(columns, schema=out_schema) if columns else _no_columns(n)
+        )
+        dv = row[fi.DELETION]
+        if dv is not None:
+            descriptor = DeletionVectorDescriptor(
+                dv["storage_type"], dv["path_or_inline_dv"], dv["offset"],
+                dv["size_in_bytes"], dv["cardinality"],
+            )
+            deleted = load_deletion_vector(descriptor, self._storage)
+            batch = batch.filter(pa.array(keep_mask(deleted, n, source=path)))
+        return batch
+
+    def _read_parquet(self, path: str, fields: Sequence[pa.Field]) -> pa.Table:
+        try:
+            with self._storage.open_input(path) as f:
+                pf = pq.ParquetFile(f)
+                file_fields = list(pf.schema_arrow)
+                wanted = sorted(
+                    {i for f in fields if (i := find_source(file_fields, f, self._by_id)) >= 0}
+                )
+                if not wanted:
+                    return _empty_with_rows(pf.metadata.num_rows)
+                return pf.read(columns=[file_fields[i].name for i in wanted])
+        except FileNotFoundError as exc:
+            raise CorruptTableError(
+                f"data file {path} is in the table's log but missing from storage"
+            ) from exc
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CorruptTableError(f"data file {path} is not readable Parquet: {exc}") from exc
+
+
+def _empty_with_rows(n: int) -> pa.Table:
+    """A table with ``n`` rows and no columns (a file whose columns are all partition values)."""
+    return pa.table({"_": pa.nulls(n)}).select([])
+
+
+def _no_columns(n: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"_": pa.nulls(n)}).select([])

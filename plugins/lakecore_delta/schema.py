@@ -1,0 +1,105 @@
+"""Delta schema JSON (``schemaString``) to and from Arrow schemas."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.errors import SchemaError, UnsupportedFeatureError
+from lakecore.model.schema import FIELD_ID, PHYSICAL_NAME
+
+CM_ID = "delta.columnMapping.id"
+CM_PHYSICAL = "delta.columnMapping.physicalName"
+DELTA_METADATA = b"delta.metadata"
+"""Field metadata key holding the field's Delta metadata as JSON (kept for round trips)."""
+
+_PRIMITIVES: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+}
+_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)")
+# Spark stores a variant as a struct of two binaries; readers expose that struct.
+VARIANT_TYPE = pa.struct(
+    [pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary(), nullable=False)]
+)
+
+
+def parse_schema_string(schema_string: str | None) -> pa.Schema:
+    """Parse a Delta ``schemaString``; raises ``SchemaError`` if it is not valid Delta JSON."""
+    if schema_string is None:
+        raise SchemaError("the table metadata has no schemaString")
+    try:
+        obj = json.loads(schema_string)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"schemaString is not JSON: {exc}") from exc
+    if not isinstance(obj, dict) or obj.get("type") != "struct":
+        raise SchemaError("schemaString must be a JSON struct type")
+    return pa.schema([to_arrow_field(f) for f in obj.get("fields", [])])
+
+
+def to_arrow_field(field: dict[str, Any]) -> pa.Field:
+    """Convert one Delta StructField (JSON object) to an Arrow field with lakecore metadata."""
+    try:
+        name = field["name"]
+        dtype = to_arrow_type(field["type"])
+    except KeyError as exc:
+        raise SchemaError(f"Delta schema field {field!r} lacks {exc}") from exc
+    meta = field.get("metadata") or {}
+    out: dict[bytes, bytes] = {}
+    if meta:
+        out[DELTA_METADATA] = json.dumps(meta, separators=(",", ":")).encode()
+    if CM_ID in meta:
+        out[FIELD_ID] = str(meta[CM_ID]).encode()
+    if CM_PHYSICAL in meta:
+        out[PHYSICAL_NAME] = str(meta[CM_PHYSICAL]).encode()
+    return pa.field(name, dtype, nullable=bool(field.get("nullable", True)), metadata=out or None)
+
+
+def to_arrow_type(dtype: Any) -> pa.DataType:
+    """Convert a Delta data type (a name or a JSON object) to an Arrow type."""
+    if isinstance(dtype, str):
+        if dtype in _PRIMITIVES:
+            return _PRIMITIVES[dtype]
+        m = _DECIMAL.fullmatch(dtype)
+        if m:
+            precision, scale = int(m.group(1)), int(m.group(2))
+            return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(
+                precision, scale
+            )
+        if dtype == "variant":
+            return VARIANT_TYPE
+        if dtype == "void":
+            return pa.null()
+        raise UnsupportedFeatureError(f"type:{dtype}", f"Delta data type {dtype!r} is not supported")
+    kind = dtype.get("type")
+    if kind == "struct":
+        return pa.struct([to_arrow_field(f) for f in dtype.get("fields", [])])
+    if kind == "array":
+        return pa.list_(
+            pa.field("element", to_arrow_type(dtype["elementType"]), dtype.get("containsNull", True))
+        )
+    if kind == "map":
+        return pa.map_(
+            pa.field("key", to_arrow_type(dtype["keyType"]), nullable=False),
+            pa.field("value", to_arrow_type(dtype["valueType"]), dtype.get("valueContainsNull", True)),
+        )
+    raise SchemaError(f"unknown Delta type {dtype!r}")
+
+
+def delta_metadata(field: pa.Field) -> dict[str, Any]:
+    """Return the Delta metadata object kept on ``field`` (empty if none)."""
+    raw = (field.metadata or {}).get(DELTA_METADATA)
+    return dict(json.loads(raw)) if raw else {}

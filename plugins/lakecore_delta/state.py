@@ -1,0 +1,171 @@
+"""Loading the reconciled state of a Delta table at one version (log replay)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import CorruptTableError, SchemaError
+from lakecore.model.schema import physical_name
+from lakecore.storage import Storage
+from lakecore_delta.log.checkpoint import (
+    CheckpointActions,
+    _empty_adds,
+    read_checkpoint_actions,
+    read_checkpoint_adds,
+)
+from lakecore_delta.log.commits import find_last_action, first_action, parse_file_actions, read_all
+from lakecore_delta.log.files import LogFile
+from lakecore_delta.log.replay import reconcile
+from lakecore_delta.log.segment import (
+    LogSegment,
+    build_segment,
+    complete_checkpoints,
+    list_log,
+    read_last_checkpoint_hint,
+)
+from lakecore_delta.protocol import ensure_readable
+from lakecore_delta.schema import parse_schema_string
+
+log = logging.getLogger(__name__)
+
+ICT_ENABLED = "delta.enableInCommitTimestamps"
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaState:
+    """The table at one version: protocol, metadata, schema and the live add actions."""
+
+    version: int
+    timestamp: int | None
+    protocol: dict[str, Any]
+    metadata: dict[str, Any]
+    schema: pa.Schema
+    partition_columns: tuple[str, ...]
+    txns: dict[str, int]
+    adds: pa.Table
+    """Reconciled add actions: path (decoded), partitionValues (strings by physical name),
+    size, modificationTime, stats (JSON text), deletionVector."""
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return dict(self.metadata.get("configuration") or {})
+
+    def partition_fields(self) -> list[pa.Field]:
+        """The schema fields of the partition columns, in partition order."""
+        return [self.schema.field(c) for c in self.partition_columns]
+
+    def data_fields(self) -> list[pa.Field]:
+        """The schema fields that are stored in data files (not partition columns)."""
+        return [f for f in self.schema if f.name not in self.partition_columns]
+
+
+def list_for(storage: Storage, version: int | None) -> list[LogFile]:
+    """List the log from the newest usable checkpoint hint (or from the start)."""
+    hint = read_last_checkpoint_hint(storage)
+    if hint is not None and (version is None or version >= hint):
+        files = list_log(storage, hint)
+        if any(c.version == hint for c in complete_checkpoints(files)):
+            return files
+        log.info("_last_checkpoint names version %s but that checkpoint is incomplete", hint)
+    return list_log(storage, 0)
+
+
+def load_state(storage: Storage, version: int | None = None) -> DeltaState:
+    """Replay the log up to ``version`` (latest by default).
+
+    Falls back to an older checkpoint (or full replay) when a checkpoint is unreadable.
+    Raises ``TableNotFoundError``, ``VersionNotFoundError``, ``CorruptTableError``,
+    ``UnsupportedFeatureError`` (before any add action is read).
+    """
+    files = list_for(storage, version)
+    skipped: list[int] = []
+    while True:
+        segment = build_segment(files, version, skipped)
+        try:
+            return _load_segment(storage, segment)
+        except CorruptTableError as exc:
+            cp = segment.checkpoint
+            if cp is None or cp.version in skipped or not _is_checkpoint_error(exc, segment):
+                raise
+            log.warning("checkpoint %s is unusable (%s); trying an older one", cp.version, exc)
+            skipped.append(cp.version)
+            if len(files) and files[0].version > 0:
+                files = list_log(storage, 0)
+
+
+def _is_checkpoint_error(exc: CorruptTableError, segment: LogSegment) -> bool:
+    return segment.checkpoint is not None and "checkpoint" in str(exc)
+
+
+def _load_segment(storage: Storage, segment: LogSegment) -> DeltaState:
+    chunks = read_all(storage, segment.commits)
+    protocol = find_last_action(chunks, segment.commits, "protocol")
+    metadata = find_last_action(chunks, segment.commits, "metaData")
+    cp_actions: CheckpointActions | None = None
+    if segment.checkpoint is not None:
+        cp_actions = read_checkpoint_actions(storage, segment.checkpoint)
+        protocol = protocol or cp_actions.protocol
+        metadata = metadata or cp_actions.metadata
+    where = f"the log up to version {segment.version}"
+    if protocol is None:
+        raise CorruptTableError(f"{where} has no protocol action")
+    if metadata is None:
+        raise CorruptTableError(f"{where} has no metaData action")
+    configuration = dict(metadata.get("configuration") or {})
+    ensure_readable(protocol, configuration)
+    schema_string = metadata.get("schemaString")
+    schema = parse_schema_string(schema_string) if schema_string is not None else pa.schema([])
+    partition_columns = tuple(metadata.get("partitionColumns") or ())
+    unknown = [c for c in partition_columns if schema.get_field_index(c) < 0]
+    if unknown and schema_string is not None:
+        raise SchemaError(f"{where}: partition column(s) {unknown} are not in the schema")
+    physical = [physical_name(schema.field(c)) if c not in unknown else c for c in partition_columns]
+    actions = parse_file_actions(chunks, segment.commits, physical)
+    cp_adds = (
+        read_checkpoint_adds(storage, cp_actions, physical)
+        if cp_actions is not None
+        else _empty_adds(physical)
+    )
+    adds = reconcile(cp_adds, actions, storage.root)
+    txns = dict(cp_actions.txns) if cp_actions else {}
+    txns.update(_txns(actions))
+    return DeltaState(
+        version=segment.version,
+        timestamp=_timestamp(segment, chunks, configuration),
+        protocol=protocol,
+        metadata=metadata,
+        schema=schema,
+        partition_columns=partition_columns,
+        txns=txns,
+        adds=adds,
+    )
+
+
+def _txns(actions: pa.Table) -> dict[str, int]:
+    txn = actions.column("txn")
+    rows = txn.filter(pc.is_valid(txn)).to_pylist()
+    return {r["appId"]: int(r["version"]) for r in rows if r and r.get("appId") is not None}
+
+
+def commit_timestamp(f: LogFile, chunk: bytes | None, ict: bool) -> int:
+    """A commit's timestamp: its in-commit timestamp when enabled, else the file's mtime."""
+    if ict and chunk is not None:
+        action = first_action(chunk, f) or {}
+        info = action.get("commitInfo")
+        if isinstance(info, dict) and info.get("inCommitTimestamp") is not None:
+            return int(info["inCommitTimestamp"])
+    return f.info.modification_time
+
+
+def _timestamp(segment: LogSegment, chunks: list[bytes], configuration: dict[str, str]) -> int | None:
+    last = segment.last_commit
+    if last is None:
+        cp = segment.checkpoint
+        return cp.files[0].info.modification_time if cp else None
+    ict = configuration.get(ICT_ENABLED, "false").lower() == "true"
+    return commit_timestamp(last, chunks[-1], ict)

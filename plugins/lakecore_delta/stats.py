@@ -1,0 +1,155 @@
+"""Per-file column statistics: the ``stats`` JSON of add actions to typed Arrow structs."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from lakecore.model.schema import physical_name
+
+_STAT_KINDS = (("minValues", "min"), ("maxValues", "max"), ("nullCount", "null_count"))
+
+
+def _stat_leaf_type(t: pa.DataType, kind: str, logical: bool) -> pa.DataType | None:
+    if pa.types.is_struct(t):
+        return _stats_struct(list(t), kind, logical)
+    if kind == "nullCount":
+        return pa.int64()
+    if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_boolean(t):
+        return None  # the protocol collects no min/max for these
+    if pa.types.is_date(t):
+        return pa.string()  # Arrow's JSON reader takes dates only as text; cast afterwards
+    return t
+
+
+def _stats_struct(fields: Sequence[pa.Field], kind: str, logical: bool) -> pa.StructType | None:
+    children = []
+    for f in fields:
+        leaf = _stat_leaf_type(f.type, kind, logical)
+        if leaf is not None:
+            children.append(pa.field(f.name if logical else physical_name(f), leaf))
+    return pa.struct(children) if children else None
+
+
+def stats_json_schema(fields: Sequence[pa.Field]) -> pa.Schema:
+    """The Arrow schema used to parse the ``stats`` JSON of files with these data columns."""
+    out: list[pa.Field] = [pa.field("numRecords", pa.int64())]
+    for key, _ in _STAT_KINDS:
+        st = _stats_struct(fields, key, logical=False)
+        if st is not None:
+            out.append(pa.field(key, st))
+    return pa.schema(out)
+
+
+def parse_stats(stats: pa.Array | pa.ChunkedArray, fields: Sequence[pa.Field]) -> pa.Table:
+    """Parse ``stats`` strings into ``numRecords`` plus ``min``/``max``/``null_count`` structs.
+
+    Fields are the table's data (non-partition) columns; results use logical names. A stat that
+    is absent or unparsable is null ("unknown"), never an error: stats only guide pruning.
+    """
+    if isinstance(stats, pa.ChunkedArray):
+        stats = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
+    n = len(stats)
+    schema = stats_json_schema(fields)
+    parsed = _read_stats(stats, schema)
+    out = {"numRecords": parsed.column("numRecords") if parsed else pa.nulls(n, pa.int64())}
+    for key, name in _STAT_KINDS:
+        logical = _stats_struct(fields, key, logical=True) or pa.struct([])
+        col = parsed.column(key) if parsed and key in parsed.column_names else None
+        out[name] = _to_logical(col, fields, logical, n)
+    return pa.table(out)
+
+
+def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
+    if len(stats) == 0:
+        return schema.empty_table()
+    filled = pc.fill_null(stats, "{}")
+    filled = pc.if_else(pc.equal(pc.utf8_trim_whitespace(filled), ""), "{}", filled)
+    try:
+        return pj.read_json(
+            _joined_lines(filled),
+            read_options=pj.ReadOptions(block_size=16 << 20),
+            parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+        )
+    except (pa.ArrowInvalid, ValueError):
+        return _read_stats_lenient(filled, schema)
+
+
+def _joined_lines(strings: pa.Array) -> pa.BufferReader:
+    """Newline-separated values as one buffer, built by Arrow without a Python loop."""
+    nl = pa.scalar("\n", pa.large_string())
+    lines = pc.binary_join_element_wise(
+        strings.cast(pa.large_string()), nl, pa.scalar("", pa.large_string())
+    )
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[
+        lines.offset : lines.offset + len(lines) + 1
+    ]
+    start, end = int(offsets[0]), int(offsets[-1])
+    return pa.BufferReader(lines.buffers()[2].slice(start, end - start))
+
+
+def _read_stats_lenient(strings: pa.Array, schema: pa.Schema) -> pa.Table | None:
+    """Parse file by file, dropping the stats of files whose JSON does not fit the schema."""
+    rows = []
+    for s in strings.to_pylist():
+        try:
+            rows.append(json.loads(s))
+        except ValueError:
+            rows.append({})
+    cleaned = []
+    for r in rows:
+        line = json.dumps(r if isinstance(r, dict) else {})
+        try:
+            pj.read_json(
+                io.BytesIO(line.encode()),
+                parse_options=pj.ParseOptions(
+                    explicit_schema=schema, unexpected_field_behavior="ignore"
+                ),
+            )
+            cleaned.append(line)
+        except (pa.ArrowInvalid, ValueError):
+            cleaned.append("{}")
+    return pj.read_json(
+        io.BytesIO("\n".join(cleaned).encode()),
+        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+    )
+
+
+def _to_logical(
+    col: pa.Array | pa.ChunkedArray | None,
+    fields: Sequence[pa.Field],
+    logical: pa.StructType,
+    n: int,
+) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    children = []
+    for target in logical:
+        source = next(f for f in fields if f.name == target.name)
+        values = None
+        if col is not None and col.type.get_field_index(physical_name(source)) >= 0:
+            values = pc.struct_field(col, physical_name(source))
+        children.append(_convert(values, source, target.type, n))
+    if not children:
+        return pa.array([{}] * n, pa.struct([]))
+    names = [t.name for t in logical]
+    return pa.StructArray.from_arrays(children, names=names)
+
+
+def _convert(values: pa.Array | None, source: pa.Field, target: pa.DataType, n: int) -> pa.Array:
+    if pa.types.is_struct(target):
+        if values is None:
+            values = pa.nulls(n, pa.struct([]))
+        return _to_logical(values, list(source.type), target, n)
+    if values is None:
+        return pa.nulls(n, target if pa.types.is_integer(target) else source.type)
+    try:
+        return values if pa.types.is_integer(target) else values.cast(source.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.nulls(n, source.type)
