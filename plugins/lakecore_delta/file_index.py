@@ -19,20 +19,23 @@ DELETION_TYPE = pa.struct(
         ("cardinality", pa.int64()),
     ]
 )
+_DV_FIELDS = ("storageType", "pathOrInlineDv", "offset", "sizeInBytes", "cardinality")
 
 
 def build_file_index(state: DeltaState) -> pa.Table:
     """Return the file index of ``state`` (see ``lakecore.model.files`` for the layout)."""
-    adds = state.adds
+    return index_actions(state.adds, state)
+
+
+def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
+    """Return the file index of add actions (columns as ``DeltaState.adds``) under ``state``."""
     stats = parse_stats(adds.column("stats"), state.data_fields())
     dv = adds.column("deletionVector").combine_chunks()
     deletion = pa.StructArray.from_arrays(
-        [pc.struct_field(dv, name).cast(DELETION_TYPE.field(i).type)
-         for i, name in enumerate(("storageType", "pathOrInlineDv", "offset", "sizeInBytes",
-                                   "cardinality"))],
+        [pc.struct_field(dv, name).cast(f.type) for name, f in zip(_DV_FIELDS, DELETION_TYPE)],
         fields=list(DELETION_TYPE),
         mask=pc.is_null(pc.struct_field(dv, "storageType")),
-    ) if len(dv) else pa.array([], DELETION_TYPE)
+    )
     return pa.table(
         {
             fi.PATH: adds.column("path"),

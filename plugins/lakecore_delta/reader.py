@@ -51,12 +51,15 @@ class FileReader:
         self._partition_columns = set(partition_columns)
         self._by_id = column_mapping_mode == "id"
 
+    def output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
+        """The schema of what ``read_files(..., columns)`` yields."""
+        if columns is None:
+            return self._schema
+        return pa.schema([self._schema.field(c) for c in columns])
+
     def read_files(self, files: pa.Table, columns: Sequence[str] | None) -> Iterator[pa.RecordBatch]:
         """Yield one batch per file of ``files`` (a file index), in order, deletes applied."""
-        out_fields = [self._schema.field(c) for c in columns] if columns is not None else list(
-            self._schema
-        )
-        out_schema = pa.schema(out_fields)
+        out_schema = self.output_schema(columns)
         rows = files.select(
             [fi.PATH, fi.PARTITION, fi.DELETION]
         ).to_pylist()
