@@ -42,8 +42,9 @@ def run(corpus: Corpus, formats: Sequence[str], table: str | None, verbose: bool
         results.append(result)
         print("\n".join(result_lines(result, verbose)), flush=True)
     if not cases:
-        print(f"no table of {', '.join(formats)} matches {table!r} in {corpus.root}",
-              file=sys.stderr)
+        print(
+            f"no table of {', '.join(formats)} matches {table!r} in {corpus.root}", file=sys.stderr
+        )
     print(summary_line(results), flush=True)
     return 0 if cases and all(r.passed for r in results) else 1
 

@@ -44,7 +44,9 @@ def row_problems(corpus: Corpus, case: Case, entry: dict[str, Any], rows: pa.Tab
         return problems
     got = corpus.digest(rows)
     if got != want:
-        problems.append(f"digest {got[:12]}, expected {want[:12]}{_diagnose(corpus, case, entry, rows)}")
+        problems.append(
+            f"digest {got[:12]}, expected {want[:12]}{_diagnose(corpus, case, entry, rows)}"
+        )
     return problems
 
 

@@ -92,10 +92,13 @@ def _compare_column(
     got_type, want_type = str(got["type"]), str(want["type"])
     if got_type != want_type:
         if relax(got_type) == relax(want_type):
-            notes.append(f"column {name!r}: type {got_type} vs expected {want_type} (nullability/"
-                         "item name only)")
+            notes.append(
+                f"column {name!r}: type {got_type} vs expected {want_type} (nullability/"
+                "item name only)"
+            )
         else:
             failures.append(f"column {name!r}: type {got_type}, expected {want_type}")
     if bool(got["nullable"]) != bool(want.get("nullable", True)):
-        notes.append(f"column {name!r}: nullable={got['nullable']}, oracle says "
-                     f"{want.get('nullable')}")
+        notes.append(
+            f"column {name!r}: nullable={got['nullable']}, oracle says {want.get('nullable')}"
+        )

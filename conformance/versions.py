@@ -64,11 +64,11 @@ def _check_unreadable(snap: Snapshot, label: str, found: Findings) -> None:
         rows = snap.to_arrow()
     except Exception as exc:
         if error_kind(exc) == "untyped":
-            found.fail(f"{label}oracle could not read rows; to_arrow raises untyped "
-                       f"{describe_error(exc)}")
+            found.fail(
+                f"{label}oracle could not read rows; to_arrow raises untyped {describe_error(exc)}"
+            )
         else:
-            found.note(f"{label}oracle could not read rows; to_arrow raises "
-                       f"{describe_error(exc)}")
+            found.note(f"{label}oracle could not read rows; to_arrow raises {describe_error(exc)}")
         return
     found.note(f"{label}oracle could not read rows; lakecore reads {rows.num_rows}")
 
@@ -89,10 +89,13 @@ def check_unloadable(table: Table, version: int | str, oracle_error: str, found:
         num_files = snap.files().num_rows
     except Exception as exc:
         if error_kind(exc) == "untyped" and not isinstance(exc, ValueError):
-            found.fail(f"{label}oracle could not load it; lakecore raises untyped "
-                       f"{describe_error(exc)}")
+            found.fail(
+                f"{label}oracle could not load it; lakecore raises untyped {describe_error(exc)}"
+            )
         else:
             found.note(f"{label}oracle could not load it; lakecore raises {describe_error(exc)}")
         return
-    found.note(f"{label}oracle could not load it ({oracle_error.splitlines()[0][:80]}); "
-               f"lakecore loads it with {num_files} files")
+    found.note(
+        f"{label}oracle could not load it ({oracle_error.splitlines()[0][:80]}); "
+        f"lakecore loads it with {num_files} files"
+    )

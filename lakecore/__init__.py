@@ -32,9 +32,9 @@ from lakecore.table import Table
 __version__ = "0.1.0"
 
 
-def open(  # noqa: A001 - the public name the design card fixes
+def open(
     uri: str,
-    format: str | None = None,  # noqa: A002
+    format: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Table:
     """Open the table at ``uri``, detecting its format unless ``format`` is given.

@@ -34,8 +34,9 @@ def detect_format(storage: Storage, registry: FormatRegistry) -> TableFormat:
         if name not in registry.names() and storage.list_dir(marker):
             state = "disabled" if name in registry.disabled else "not installed"
             raise PluginNotInstalledError(
-                name, f"{storage.root} looks like a {name} table, but the {name} plugin is "
-                f"{state}: {INSTALL_HINTS[name]}"
+                name,
+                f"{storage.root} looks like a {name} table, but the {name} plugin is "
+                f"{state}: {INSTALL_HINTS[name]}",
             )
     if not storage.list_dir(""):
         raise TableNotFoundError(f"no table at {storage.root}: the location is empty or missing")

@@ -78,7 +78,8 @@ class PluginNotInstalledError(LakecoreError):
     def __init__(self, format_name: str, hint: str | None = None) -> None:
         self.format_name = format_name
         super().__init__(
-            hint or f"no installed lakecore plugin provides format {format_name!r}; "
+            hint
+            or f"no installed lakecore plugin provides format {format_name!r}; "
             f"install it (pip install 'lakecore[{format_name}]') or check "
             "LAKECORE_DISABLED_PLUGINS"
         )

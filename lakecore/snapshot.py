@@ -56,7 +56,5 @@ class Snapshot:
             return self.schema
         missing = [c for c in columns if self.schema.get_field_index(c) < 0]
         if missing:
-            raise SchemaError(
-                f"unknown column(s) {missing}; the table has {self.schema.names}"
-            )
+            raise SchemaError(f"unknown column(s) {missing}; the table has {self.schema.names}")
         return pa.schema([self.schema.field(c) for c in columns])

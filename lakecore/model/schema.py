@@ -21,7 +21,7 @@ def physical_name(field: pa.Field) -> str:
     """Return the name of ``field`` inside data files (its own name unless mapped)."""
     meta = field.metadata or {}
     raw = meta.get(PHYSICAL_NAME)
-    return raw.decode() if raw is not None else field.name
+    return str(raw.decode()) if raw is not None else str(field.name)
 
 
 def strip_metadata(schema: pa.Schema) -> pa.Schema:

@@ -81,7 +81,7 @@ class FsspecStorage:
     def _filesystem_for(self, uri: str) -> tuple[Any, str]:
         if "://" not in uri:
             return fsspec.filesystem("file"), uri
-        fs, path = url_to_fs(uri, **self._options)
+        fs, path = url_to_fs(uri, **_options_for(uri, self._options))
         return fs, cast(str, path).rstrip("/")
 
     @property
@@ -111,7 +111,8 @@ class FsspecStorage:
             protocol = full.split("://", 1)[0]
             with self._other_lock:
                 if protocol not in self._other:
-                    self._other[protocol] = url_to_fs(full, **self._options)[0]
+                    options = _options_for(full, self._options)
+                    self._other[protocol] = url_to_fs(full, **options)[0]
             fs = self._other[protocol]
             return fs, fs._strip_protocol(full)
         return self._fs, self._fs._strip_protocol(full)
@@ -185,6 +186,9 @@ class FsspecStorage:
                     f.seek(start)
                 return f.read() if end is None else f.read(end - (start or 0))
         try:
+            if _is_s3(fs) and start is None and end is None:
+                # One GET: s3fs would first HEAD the object to decide on a chunked download.
+                return cast(bytes, fs.cat_file(fs_path, max_concurrency=1))
             return cast(bytes, fs.cat_file(fs_path, start=start, end=end))
         except OSError as exc:
             # S3 answers a range that starts past the end with 416: the file is there, the
@@ -256,6 +260,19 @@ class FsspecStorage:
             return
         with contextlib.suppress(FileNotFoundError):
             fs.rm_file(fs_path)
+
+
+def _options_for(uri: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the filesystem options for ``uri``: the caller's, plus lakecore's S3 defaults.
+
+    s3fs answers ``info``/``size`` (and so ``open`` and whole-file reads) from listings it has
+    cached, which hides or truncates files that other writers create or overwrite; a table's
+    log changes under us, so S3 listings are not cached unless the caller asks for it.
+    """
+    out = dict(options)
+    if uri.split("://", 1)[0] in ("s3", "s3a"):
+        out.setdefault("use_listings_cache", False)
+    return out
 
 
 def _protocols(fs: Any) -> set[str]:

@@ -78,7 +78,10 @@ class StorageContract:
     @settings(
         max_examples=25,
         deadline=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.differing_executors,
+        ],
     )
     @given(
         start=st.none() | st.integers(min_value=0, max_value=len(PAYLOAD) + 8),
@@ -167,7 +170,13 @@ class StorageContract:
     def test_list_dir_sorted_files_only(self, storage: Storage) -> None:
         self._fill_log(storage)
         infos = storage.list_dir("log")
-        assert _paths(infos) == ["log/00.json", "log/01.json", "log/02.crc", "log/02.json", "log/10.json"]
+        assert _paths(infos) == [
+            "log/00.json",
+            "log/01.json",
+            "log/02.crc",
+            "log/02.json",
+            "log/10.json",
+        ]
         assert [i.size for i in infos] == [7, 7, 6, 7, 7]
 
     def test_list_dir_with_trailing_slash(self, storage: Storage) -> None:

@@ -94,9 +94,15 @@ def _commit_changes(
 def _derived_changes(
     storage: Storage, state: DeltaState, actions: list[dict[str, Any]], mode: str
 ) -> pa.Table:
-    adds = [a["add"] for a in actions if isinstance(a.get("add"), dict) and a["add"].get("dataChange", True)]
+    adds = [
+        a["add"]
+        for a in actions
+        if isinstance(a.get("add"), dict) and a["add"].get("dataChange", True)
+    ]
     removes = [
-        a["remove"] for a in actions if isinstance(a.get("remove"), dict) and a["remove"].get("dataChange", True)
+        a["remove"]
+        for a in actions
+        if isinstance(a.get("remove"), dict) and a["remove"].get("dataChange", True)
     ]
     reader = FileReader(storage, state.schema, state.partition_columns, mode)
     added_paths = {a["path"] for a in adds}
@@ -117,7 +123,11 @@ def _derived_changes(
 
 
 def _newly_deleted(
-    storage: Storage, reader: FileReader, state: DeltaState, old: dict[str, Any], new: dict[str, Any]
+    storage: Storage,
+    reader: FileReader,
+    state: DeltaState,
+    old: dict[str, Any],
+    new: dict[str, Any],
 ) -> pa.Table:
     """Rows deleted by replacing ``old``'s deletion vector with ``new``'s (same file)."""
     before = _deleted_rows(storage, old.get("deletionVector"))
@@ -132,7 +142,11 @@ def _deleted_rows(storage: Storage, dv: dict[str, Any] | None) -> np.ndarray:
     if not dv:
         return np.array([], dtype=np.uint64)
     descriptor = DeletionVectorDescriptor(
-        dv["storageType"], dv["pathOrInlineDv"], dv.get("offset"), dv["sizeInBytes"], dv["cardinality"]
+        dv["storageType"],
+        dv["pathOrInlineDv"],
+        dv.get("offset"),
+        dv["sizeInBytes"],
+        dv["cardinality"],
     )
     return load_deletion_vector(descriptor, storage)
 
@@ -164,4 +178,3 @@ def _read(reader: FileReader, index: pa.Table, columns: list[str] | None) -> pa.
     batches = list(reader.read_files(index.select([fi.PATH, fi.PARTITION, fi.DELETION]), columns))
     schema = reader.output_schema(columns)
     return pa.Table.from_batches(batches, schema=schema)
-

@@ -32,7 +32,10 @@ def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
     stats = parse_stats(adds.column("stats"), state.data_fields())
     dv = adds.column("deletionVector").combine_chunks()
     deletion = pa.StructArray.from_arrays(
-        [pc.struct_field(dv, name).cast(f.type) for name, f in zip(_DV_FIELDS, DELETION_TYPE)],
+        [
+            pc.struct_field(dv, name).cast(f.type)
+            for name, f in zip(_DV_FIELDS, DELETION_TYPE, strict=True)
+        ],
         fields=list(DELETION_TYPE),
         mask=pc.is_null(pc.struct_field(dv, "storageType")),
     )

@@ -64,9 +64,7 @@ class DeltaFormat:
     def changes(self, storage: Storage, start: int | str, end: int | str | None) -> pa.Table:
         from lakecore_delta.cdf import read_changes
 
-        return read_changes(
-            storage, _as_version(start), None if end is None else _as_version(end)
-        )
+        return read_changes(storage, _as_version(start), None if end is None else _as_version(end))
 
     def ensure_readable(self, snapshot: Snapshot) -> None:
         ensure_readable(snapshot.protocol, snapshot.properties)

@@ -31,8 +31,10 @@ def typed_partition_values(
         )
         strings = pc.if_else(pc.equal(strings, ""), pa.scalar(None, pa.string()), strings)
         children.append(parse_partition_strings(strings, f))
-    return pa.StructArray.from_arrays(children, fields=[_plain(f) for f in fields]) if fields else (
-        pa.array([{}] * len(raw), pa.struct([]))
+    return (
+        pa.StructArray.from_arrays(children, fields=[_plain(f) for f in fields])
+        if fields
+        else (pa.array([{}] * len(raw), pa.struct([])))
     )
 
 

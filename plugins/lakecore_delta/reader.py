@@ -57,12 +57,12 @@ class FileReader:
             return self._schema
         return pa.schema([self._schema.field(c) for c in columns])
 
-    def read_files(self, files: pa.Table, columns: Sequence[str] | None) -> Iterator[pa.RecordBatch]:
+    def read_files(
+        self, files: pa.Table, columns: Sequence[str] | None
+    ) -> Iterator[pa.RecordBatch]:
         """Yield one batch per file of ``files`` (a file index), in order, deletes applied."""
         out_schema = self.output_schema(columns)
-        rows = files.select(
-            [fi.PATH, fi.PARTITION, fi.DELETION]
-        ).to_pylist()
+        rows = files.select([fi.PATH, fi.PARTITION, fi.DELETION]).to_pylist()
         for batch in ordered_parallel_map(
             lambda r: self._read_one(r, out_schema), rows, window=2 * _WORKERS
         ):
@@ -85,15 +85,20 @@ class FileReader:
             if i < 0:
                 columns.append(pa.nulls(n, f.type))
             else:
-                columns.append(conform(table.column(i).combine_chunks(), file_fields[i], f, self._by_id))
+                columns.append(
+                    conform(table.column(i).combine_chunks(), file_fields[i], f, self._by_id)
+                )
         batch = (
             pa.RecordBatch.from_arrays(columns, schema=out_schema) if columns else _no_columns(n)
         )
         dv = row[fi.DELETION]
         if dv is not None:
             descriptor = DeletionVectorDescriptor(
-                dv["storage_type"], dv["path_or_inline_dv"], dv["offset"],
-                dv["size_in_bytes"], dv["cardinality"],
+                dv["storage_type"],
+                dv["path_or_inline_dv"],
+                dv["offset"],
+                dv["size_in_bytes"],
+                dv["cardinality"],
             )
             deleted = load_deletion_vector(descriptor, self._storage)
             batch = batch.filter(pa.array(keep_mask(deleted, n, source=path)))

@@ -33,7 +33,10 @@ _PRIMITIVES: dict[str, pa.DataType] = {
 _DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)")
 # Spark stores a variant as a struct of two binaries; readers expose that struct.
 VARIANT_TYPE = pa.struct(
-    [pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary(), nullable=False)]
+    [
+        pa.field("metadata", pa.binary(), nullable=False),
+        pa.field("value", pa.binary(), nullable=False),
+    ]
 )
 
 
@@ -76,25 +79,33 @@ def to_arrow_type(dtype: Any) -> pa.DataType:
         m = _DECIMAL.fullmatch(dtype)
         if m:
             precision, scale = int(m.group(1)), int(m.group(2))
-            return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(
-                precision, scale
+            return (
+                pa.decimal128(precision, scale)
+                if precision <= 38
+                else pa.decimal256(precision, scale)
             )
         if dtype == "variant":
             return VARIANT_TYPE
         if dtype == "void":
             return pa.null()
-        raise UnsupportedFeatureError(f"type:{dtype}", f"Delta data type {dtype!r} is not supported")
+        raise UnsupportedFeatureError(
+            f"type:{dtype}", f"Delta data type {dtype!r} is not supported"
+        )
     kind = dtype.get("type")
     if kind == "struct":
         return pa.struct([to_arrow_field(f) for f in dtype.get("fields", [])])
     if kind == "array":
         return pa.list_(
-            pa.field("element", to_arrow_type(dtype["elementType"]), dtype.get("containsNull", True))
+            pa.field(
+                "element", to_arrow_type(dtype["elementType"]), dtype.get("containsNull", True)
+            )
         )
     if kind == "map":
         return pa.map_(
             pa.field("key", to_arrow_type(dtype["keyType"]), nullable=False),
-            pa.field("value", to_arrow_type(dtype["valueType"]), dtype.get("valueContainsNull", True)),
+            pa.field(
+                "value", to_arrow_type(dtype["valueType"]), dtype.get("valueContainsNull", True)
+            ),
         )
     raise SchemaError(f"unknown Delta type {dtype!r}")
 

@@ -40,6 +40,7 @@ class DeltaSnapshotSource:
 
             missing = [c for c in columns if self.state.schema.get_field_index(c) < 0]
             if missing:
-                raise SchemaError(f"unknown column(s) {missing}; the table has "
-                                  f"{self.state.schema.names}")
+                raise SchemaError(
+                    f"unknown column(s) {missing}; the table has {self.state.schema.names}"
+                )
         return self.reader().read_files(files, columns)

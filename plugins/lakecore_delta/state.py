@@ -124,7 +124,9 @@ def _load_segment(storage: Storage, segment: LogSegment) -> DeltaState:
     unknown = [c for c in partition_columns if schema.get_field_index(c) < 0]
     if unknown and schema_string is not None:
         raise SchemaError(f"{where}: partition column(s) {unknown} are not in the schema")
-    physical = [physical_name(schema.field(c)) if c not in unknown else c for c in partition_columns]
+    physical = [
+        physical_name(schema.field(c)) if c not in unknown else c for c in partition_columns
+    ]
     actions = parse_file_actions(chunks, segment.commits, physical)
     cp_adds = (
         read_checkpoint_adds(storage, cp_actions, physical)
@@ -162,7 +164,9 @@ def commit_timestamp(f: LogFile, chunk: bytes | None, ict: bool) -> int:
     return f.info.modification_time
 
 
-def _timestamp(segment: LogSegment, chunks: list[bytes], configuration: dict[str, str]) -> int | None:
+def _timestamp(
+    segment: LogSegment, chunks: list[bytes], configuration: dict[str, str]
+) -> int | None:
     last = segment.last_commit
     if last is None:
         cp = segment.checkpoint

@@ -75,7 +75,9 @@ def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
         return pj.read_json(
             _joined_lines(filled),
             read_options=pj.ReadOptions(block_size=16 << 20),
-            parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+            parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"
+            ),
         )
     except (pa.ArrowInvalid, ValueError):
         return _read_stats_lenient(filled, schema)

@@ -63,7 +63,9 @@ def _read_v2_json(storage: Storage, checkpoint: Checkpoint) -> CheckpointActions
     actions = parse_actions(raw, top)
     sidecars = _sidecar_paths([a["sidecar"] for a in actions if "sidecar" in a])
     txns = {
-        a["txn"]["appId"]: int(a["txn"]["version"]) for a in actions if isinstance(a.get("txn"), dict)
+        a["txn"]["appId"]: int(a["txn"]["version"])
+        for a in actions
+        if isinstance(a.get("txn"), dict)
     }
     json_adds = None
     if any("add" in a for a in actions):
@@ -199,8 +201,10 @@ def _maps_to_dicts(value: Any) -> Any:
     """Parquet maps come back as lists of (key, value) pairs; the log's JSON has objects."""
     if isinstance(value, dict):
         return {k: _maps_to_dicts(v) for k, v in value.items()}
-    if isinstance(value, list) and value and all(
-        isinstance(p, tuple) and len(p) == 2 for p in value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(p, tuple) and len(p) == 2 for p in value)
     ):
         return {k: _maps_to_dicts(v) for k, v in value}
     return value

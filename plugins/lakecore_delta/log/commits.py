@@ -119,7 +119,9 @@ def _read_json(data: bytes, schema: pa.Schema) -> pa.Table:
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
         return pj.read_json(
-            io.BytesIO(data), read_options=pj.ReadOptions(block_size=_BLOCK_SIZE), parse_options=parse
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(block_size=_BLOCK_SIZE),
+            parse_options=parse,
         )
     except pa.ArrowInvalid as exc:
         if "straddling" not in str(exc) and "block" not in str(exc):

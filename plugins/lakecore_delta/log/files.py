@@ -69,7 +69,11 @@ def parse_log_file(info: FileInfo) -> LogFile | None:
         return LogFile(info, LogFileKind.CRC, version)
     if m.group("part"):
         return LogFile(
-            info, LogFileKind.MULTIPART_CHECKPOINT, version, int(m.group("part")), int(m.group("parts"))
+            info,
+            LogFileKind.MULTIPART_CHECKPOINT,
+            version,
+            int(m.group("part")),
+            int(m.group("parts")),
         )
     if m.group("uuid"):
         return LogFile(info, LogFileKind.V2_CHECKPOINT, version)

@@ -59,9 +59,7 @@ def reconcile(checkpoint_adds: pa.Table, actions: pa.Table, root: str) -> pa.Tab
 
     Paths in the result are decoded and relative to ``root`` where possible.
     """
-    cp = checkpoint_adds.set_column(
-        0, "path", decode_paths(checkpoint_adds.column("path"), root)
-    )
+    cp = checkpoint_adds.set_column(0, "path", decode_paths(checkpoint_adds.column("path"), root))
     if actions.num_rows == 0:
         return cp
     new_adds, is_add = commit_adds(actions)
@@ -78,9 +76,7 @@ def reconcile(checkpoint_adds: pa.Table, actions: pa.Table, root: str) -> pa.Tab
         pc.struct_field(add, "deletionVector"),
         pc.struct_field(remove, "deletionVector"),
     )
-    commit_keys = file_keys(
-        decode_paths(paths.filter(file_rows), root), dvs.filter(file_rows)
-    )
+    commit_keys = file_keys(decode_paths(paths.filter(file_rows), root), dvs.filter(file_rows))
     new_adds = new_adds.set_column(0, "path", decode_paths(new_adds.column("path"), root))
     cp_keys = file_keys(cp.column("path").combine_chunks(), cp.column("deletionVector"))
     return _last_wins(cp, new_adds, cp_keys, commit_keys, is_add)

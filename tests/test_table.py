@@ -1,0 +1,91 @@
+"""The Table facade: argument handling shared by every format."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lakecore
+from lakecore.errors import SchemaError, VersionNotFoundError
+from lakecore.table import to_epoch_ms
+
+
+def _tiny_delta(root: Path) -> Path:
+    log = root / "_delta_log"
+    log.mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1, 2, 3]}), root / "a.parquet")
+    schema = {
+        "type": "struct",
+        "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}],
+    }
+    actions = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "t",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema),
+                "partitionColumns": [],
+                "configuration": {},
+            }
+        },
+        {
+            "add": {
+                "path": "a.parquet",
+                "partitionValues": {},
+                "size": 1,
+                "modificationTime": 0,
+                "dataChange": True,
+                "stats": '{"numRecords":3}',
+            }
+        },
+    ]
+    (log / f"{0:020d}.json").write_text("\n".join(json.dumps(a) for a in actions))
+    return root
+
+
+def test_to_epoch_ms_accepts_the_documented_forms() -> None:
+    expected = 1_717_200_000_000
+    assert to_epoch_ms(expected) == expected
+    assert to_epoch_ms("2024-06-01T00:00:00Z") == expected
+    assert to_epoch_ms("2024-06-01T02:00:00+02:00") == expected
+    assert to_epoch_ms(dt.datetime(2024, 6, 1)) == expected  # naive = UTC
+    assert to_epoch_ms(dt.date(2024, 6, 1)) == expected
+    with pytest.raises(ValueError):
+        to_epoch_ms("yesterday")
+    with pytest.raises(TypeError):
+        to_epoch_ms(True)
+
+
+def test_table_basics(tmp_path: Path) -> None:
+    table = lakecore.open(str(_tiny_delta(tmp_path / "t")))
+    assert table.format == "delta"
+    assert table.version == 0
+    assert "delta" in repr(table)
+    assert table.to_arrow(columns=["id"]).column("id").to_pylist() == [1, 2, 3]
+    assert table.snapshot().files().num_rows == 1
+
+
+def test_version_and_timestamp_are_exclusive(tmp_path: Path) -> None:
+    table = lakecore.open(str(_tiny_delta(tmp_path / "t")))
+    with pytest.raises(ValueError):
+        table.snapshot(version=0, timestamp=0)
+
+
+def test_unknown_column_is_a_schema_error(tmp_path: Path) -> None:
+    table = lakecore.open(str(_tiny_delta(tmp_path / "t")))
+    with pytest.raises(SchemaError, match="nope"):
+        table.to_arrow(columns=["nope"])
+
+
+def test_missing_version_is_typed(tmp_path: Path) -> None:
+    table = lakecore.open(str(_tiny_delta(tmp_path / "t")))
+    with pytest.raises(VersionNotFoundError):
+        table.snapshot(version=5)
+    with pytest.raises(VersionNotFoundError):
+        table.snapshot(version="latest")
