@@ -177,7 +177,7 @@ class FsspecStorage:
 
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         fs, fs_path = self._locate(path)
-        if start is not None and end is not None and end <= start:
+        if end is not None and end <= (start or 0):
             self.head(path)  # an empty range of a missing file is still an error
             return b""
         if self._is_os(fs):

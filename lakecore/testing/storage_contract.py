@@ -56,7 +56,17 @@ class StorageContract:
 
     @pytest.mark.parametrize(
         ("start", "end"),
-        [(None, None), (0, None), (10, None), (None, 10), (0, 10), (10, 20), (1000, 1024)],
+        [
+            (None, None),
+            (0, None),
+            (10, None),
+            (None, 10),
+            (None, 1),
+            (0, 10),
+            (10, 20),
+            (1000, 1024),
+            (1023, None),
+        ],
     )
     def test_read_range(self, storage: Storage, start: int | None, end: int | None) -> None:
         storage.put("a.bin", PAYLOAD)
@@ -71,6 +81,8 @@ class StorageContract:
         storage.put("a.bin", PAYLOAD)
         assert storage.read("a.bin", 10, 10) == b""
         assert storage.read("a.bin", 20, 10) == b""
+        assert storage.read("a.bin", None, 0) == b""
+        assert storage.read("a.bin", 0, 0) == b""
 
     # function_scoped_fixture: every example writes the same file, so sharing one fresh storage
     # across examples is fine. differing_executors: a mixin's test runs on each opted-in class by

@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 from lakecore.model import files as fi
 from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.state import DeltaState
-from lakecore_delta.stats import parse_stats
+from lakecore_delta.stats import merge_stats, parse_stats, stats_from_struct
 
 DELETION_TYPE = pa.struct(
     [
@@ -30,6 +30,10 @@ def build_file_index(state: DeltaState) -> pa.Table:
 def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
     """Return the file index of add actions (columns as ``DeltaState.adds``) under ``state``."""
     stats = parse_stats(adds.column("stats"), state.data_fields())
+    if "stats_parsed" in adds.column_names:
+        parsed = adds.column("stats_parsed")
+        use_struct = pc.and_(pc.is_null(adds.column("stats")), pc.is_valid(parsed))
+        stats = merge_stats(stats, stats_from_struct(parsed, state.data_fields()), use_struct)
     dv = adds.column("deletionVector").combine_chunks()
     deletion = pa.StructArray.from_arrays(
         [

@@ -103,9 +103,10 @@ def _is_checkpoint_error(exc: CorruptTableError, segment: LogSegment) -> bool:
 
 
 def _load_segment(storage: Storage, segment: LogSegment) -> DeltaState:
-    chunks = read_all(storage, segment.commits)
-    protocol = find_last_action(chunks, segment.commits, "protocol")
-    metadata = find_last_action(chunks, segment.commits, "metaData")
+    to_read = segment.files_to_read()
+    chunks = read_all(storage, to_read)
+    protocol = find_last_action(chunks, to_read, "protocol")
+    metadata = find_last_action(chunks, to_read, "metaData")
     cp_actions: CheckpointActions | None = None
     if segment.checkpoint is not None:
         cp_actions = read_checkpoint_actions(storage, segment.checkpoint)
@@ -127,7 +128,7 @@ def _load_segment(storage: Storage, segment: LogSegment) -> DeltaState:
     physical = [
         physical_name(schema.field(c)) if c not in unknown else c for c in partition_columns
     ]
-    actions = parse_file_actions(chunks, segment.commits, physical)
+    actions = parse_file_actions(chunks, to_read, physical)
     cp_adds = (
         read_checkpoint_adds(storage, cp_actions, physical)
         if cp_actions is not None
@@ -138,7 +139,7 @@ def _load_segment(storage: Storage, segment: LogSegment) -> DeltaState:
     txns.update(_txns(actions))
     return DeltaState(
         version=segment.version,
-        timestamp=_timestamp(segment, chunks, configuration),
+        timestamp=_timestamp(storage, segment, to_read, chunks, configuration),
         protocol=protocol,
         metadata=metadata,
         schema=schema,
@@ -165,11 +166,18 @@ def commit_timestamp(f: LogFile, chunk: bytes | None, ict: bool) -> int:
 
 
 def _timestamp(
-    segment: LogSegment, chunks: list[bytes], configuration: dict[str, str]
+    storage: Storage,
+    segment: LogSegment,
+    read: tuple[LogFile, ...],
+    chunks: list[bytes],
+    configuration: dict[str, str],
 ) -> int | None:
     last = segment.last_commit
     if last is None:
         cp = segment.checkpoint
         return cp.files[0].info.modification_time if cp else None
     ict = configuration.get(ICT_ENABLED, "false").lower() == "true"
-    return commit_timestamp(last, chunks[-1], ict)
+    if not ict:
+        return last.info.modification_time
+    chunk = chunks[-1] if read and read[-1] is last else storage.read(last.path)
+    return commit_timestamp(last, chunk, ict)

@@ -66,6 +66,36 @@ def parse_stats(stats: pa.Array | pa.ChunkedArray, fields: Sequence[pa.Field]) -
     return pa.table(out)
 
 
+def stats_from_struct(parsed: pa.Array | pa.ChunkedArray, fields: Sequence[pa.Field]) -> pa.Table:
+    """Convert checkpoint ``stats_parsed`` structs to the shape ``parse_stats`` returns."""
+    if isinstance(parsed, pa.ChunkedArray):
+        parsed = parsed.combine_chunks()
+    n = len(parsed)
+    names = {parsed.type.field(i).name for i in range(parsed.type.num_fields)}
+
+    def part(key: str) -> pa.Array | None:
+        return pc.struct_field(parsed, key) if key in names else None
+
+    records = part("numRecords")
+    out = {
+        "numRecords": records.cast(pa.int64()) if records is not None else pa.nulls(n, pa.int64())
+    }
+    for key, name in _STAT_KINDS:
+        logical = _stats_struct(fields, key, logical=True) or pa.struct([])
+        out[name] = _to_logical(part(key), fields, logical, n)
+    return pa.table(out)
+
+
+def merge_stats(json_stats: pa.Table, struct_stats: pa.Table, use_struct: pa.Array) -> pa.Table:
+    """Take ``struct_stats`` where ``use_struct`` is true, else ``json_stats`` (same shapes)."""
+    return pa.table(
+        {
+            name: pc.if_else(use_struct, struct_stats.column(name), json_stats.column(name))
+            for name in json_stats.column_names
+        }
+    )
+
+
 def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
     if len(stats) == 0:
         return schema.empty_table()

@@ -105,7 +105,7 @@ def read_checkpoint_adds(
     pieces = [p for p in pieces if p.num_rows]
     if not pieces:
         return _empty_adds(physical_partition_columns)
-    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+    return pa.concat_tables(pieces, promote_options="permissive") if len(pieces) > 1 else pieces[0]
 
 
 def _empty_adds(physical_partition_columns: Sequence[str]) -> pa.Table:
@@ -151,7 +151,7 @@ def _adds_of(table: pa.Table, path: str, physical_partition_columns: Sequence[st
             mask=pc.is_null(dv),
         )
     try:
-        return pa.Table.from_arrays(
+        table = pa.Table.from_arrays(
             [
                 child("path", pa.string()),
                 pvs,
@@ -164,6 +164,10 @@ def _adds_of(table: pa.Table, path: str, physical_partition_columns: Sequence[st
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise CorruptTableError(f"{path}: unexpected add action layout: {exc}") from exc
+    if "stats_parsed" in names:
+        # Writers may keep stats only as a struct (delta.checkpoint.writeStatsAsJson=false).
+        table = table.append_column("stats_parsed", pc.struct_field(add, "stats_parsed"))
+    return table
 
 
 def _read(storage: Storage, path: str) -> bytes:

@@ -95,5 +95,6 @@ def _last_wins(
     last = last[all_is_add[last]]
     add_rank = np.cumsum(is_add) - 1
     rows = np.where(last < n_cp, last, n_cp + add_rank[np.maximum(last - n_cp, 0)])
-    combined = pa.concat_tables([cp, new_adds.cast(cp.schema)])
+    common = pa.schema([cp.schema.field(name) for name in new_adds.column_names])
+    combined = pa.concat_tables([cp, new_adds.cast(common)], promote_options="default")
     return combined.take(pa.array(rows, pa.int64()))

@@ -55,6 +55,30 @@ class LogSegment:
     def last_commit(self) -> LogFile | None:
         return self.commits[-1] if self.commits else None
 
+    def files_to_read(self) -> tuple[LogFile, ...]:
+        """The commits to replay, with log compaction files standing in for runs of them.
+
+        Greedy from the oldest commit: where a compaction starts, take the one reaching
+        furthest (its actions are those commits' actions, already reconciled).
+        """
+        by_start: dict[int, LogFile] = {}
+        for c in self.compactions:
+            best = by_start.get(c.version)
+            if best is None or (c.end_version or 0) > (best.end_version or 0):
+                by_start[c.version] = c
+        out: list[LogFile] = []
+        i = 0
+        while i < len(self.commits):
+            version = self.commits[i].version
+            compaction = by_start.get(version)
+            if compaction is not None and compaction.end_version is not None:
+                out.append(compaction)
+                i += compaction.end_version - version + 1
+            else:
+                out.append(self.commits[i])
+                i += 1
+        return tuple(out)
+
 
 def read_last_checkpoint_hint(storage: Storage) -> int | None:
     """Return the version named by ``_last_checkpoint``, or None if absent or unreadable.
@@ -142,7 +166,12 @@ def build_segment(
     wanted = range(start, target + 1)
     missing = [v for v in wanted if v not in commits]
     if missing:
-        return _missing_commits(files, checkpoint, target, missing, commits)
+        unusable = sorted(
+            c.version
+            for c in complete_checkpoints(files)
+            if c.version <= target and c.version in skip
+        )
+        return _missing_commits(files, checkpoint, target, missing, commits, unusable)
     compactions = tuple(
         f
         for f in files
@@ -160,8 +189,17 @@ def _missing_commits(
     target: int,
     missing: list[int],
     commits: dict[int, LogFile],
+    unusable: Sequence[int] = (),
 ) -> LogSegment:
     earliest = min(commits) if commits else None
+    if unusable and (checkpoint is None or checkpoint.version < unusable[-1]):
+        # The version was reachable through a checkpoint that turned out unreadable: the
+        # table is damaged, not too old (VersionNotFoundError would send users the wrong way).
+        raise CorruptTableError(
+            f"{LOG_DIR}: version {target} needs checkpoint {unusable[-1]}, which is unreadable, "
+            f"and commit file(s) for version(s) {_ranges(missing)} needed to replay without it "
+            "are missing"
+        )
     if checkpoint is None and (earliest is None or missing[-1] < earliest):
         raise VersionNotFoundError(
             f"version {target} cannot be reconstructed: no checkpoint at or before it and "

@@ -1,0 +1,442 @@
+"""Benchmark: open a Delta snapshot and build its file index — lakecore vs delta-rs vs the floor.
+
+For each synthetic table (see ``delta_log_synth``; generated under ``benchmarks/_data`` on
+first use) this times, in the same run and on a warm page cache:
+
+- delta-rs: ``DeltaTable(path)`` (open the latest snapshot), then
+  ``get_add_actions(flatten=True)`` converted to a pyarrow Table (the file index with stats);
+- lakecore: ``lakecore.open(path).snapshot()``, then ``.files()`` (file index, stats parsed);
+- the parse floor: pyarrow reading + parsing the bytes a reader must read (the checkpoint
+  with ``pyarrow.parquet.read_table``, the later commits with ``pyarrow.json.read_json``).
+
+Each measurement runs in a fresh subprocess (imports and plugin loading untimed), which also
+reports its peak RSS. Results: a markdown table on stdout, JSON in ``benchmarks/results``, and
+with ``--write-docs`` the section of ``docs/performance.md`` between the delta_snapshot markers.
+
+Usage::
+
+    python benchmarks/delta_snapshot.py               # full: 3 repetitions, < 10 min
+    python benchmarks/delta_snapshot.py --quick       # CI smoke: small tables, 1 repetition
+    python benchmarks/delta_snapshot.py --write-docs  # full run, then update the docs
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from delta_log_synth import GENERATOR_VERSION, LOG_DIR, LogSpec, files_to_read, generate, log_bytes
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DATA_DIR = HERE / "_data"
+RESULTS = HERE / "results"
+DOCS = REPO / "docs" / "performance.md"
+START_MARK = "<!-- delta_snapshot:start -->"
+END_MARK = "<!-- delta_snapshot:end -->"
+TOOLS = ("delta-rs", "lakecore", "floor")
+CHILD_TIMEOUT_S = 600
+TARGET_RATIO, LIMIT_RATIO = 1.5, 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    spec: LogSpec
+    description: str
+
+
+FULL_CASES = (
+    Case(LogSpec("commits_100x1000", 100, 1000), "100 commits x 1,000 adds, no checkpoint"),
+    Case(LogSpec("commits_100x1000_cp90", 100, 1000, checkpoint_version=90),
+         "same, checkpoint at v90"),
+    Case(LogSpec("commits_10000x10", 10_000, 10, checkpoint_version=9_900),
+         "10,000 commits x 10 adds, checkpoint every 100 (last: v9900)"),
+    Case(LogSpec("checkpoint_1m", 1_000, 1_000, checkpoint_version=999, first_kept_commit=999),
+         "1,000,000 files in one checkpoint"),
+)
+QUICK_CASES = (
+    Case(LogSpec("commits_10x1000", 10, 1000), "10 commits x 1,000 adds, no checkpoint"),
+    Case(LogSpec("commits_10x1000_cp8", 10, 1000, checkpoint_version=8), "same, checkpoint at v8"),
+    Case(LogSpec("commits_1000x10", 1_000, 10, checkpoint_version=900),
+         "1,000 commits x 10 adds, checkpoint every 100 (last: v900)"),
+    Case(LogSpec("checkpoint_100k", 100, 1_000, checkpoint_version=99, first_kept_commit=99),
+         "100,000 files in one checkpoint"),
+)
+ALL_CASES = {c.spec.name: c for c in FULL_CASES + QUICK_CASES}
+
+
+# --------------------------------------------------------------------------------------------
+# Child process: one measurement
+
+
+def _rss_mb() -> float:
+    """Peak RSS of this process so far, MiB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _measure_deltars(path: Path, spec: LogSpec) -> dict[str, Any]:
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    t0 = time.perf_counter()
+    table = DeltaTable(str(path))
+    t1 = time.perf_counter()
+    rss_open = _rss_mb()
+    index = pa.table(table.get_add_actions(flatten=True))
+    t2 = time.perf_counter()
+    return {"open_s": t1 - t0, "open_index_s": t2 - t0, "rss_open_mb": rss_open,
+            "files": index.num_rows, "version": table.version()}
+
+
+def _measure_lakecore(path: Path, spec: LogSpec) -> dict[str, Any]:
+    import lakecore
+    from lakecore.plugins import load_registry
+
+    load_registry()  # import the plugin modules (untimed, like ``import deltalake``)
+    t0 = time.perf_counter()
+    snapshot = lakecore.open(str(path)).snapshot()
+    t1 = time.perf_counter()
+    rss_open = _rss_mb()
+    index = snapshot.files()
+    t2 = time.perf_counter()
+    return {"open_s": t1 - t0, "open_index_s": t2 - t0, "rss_open_mb": rss_open,
+            "files": index.num_rows, "version": snapshot.version}
+
+
+def _measure_floor(path: Path, spec: LogSpec) -> dict[str, Any]:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    checkpoints, commits = files_to_read(spec, path)
+    t0 = time.perf_counter()
+    parts = [pq.read_table(p) for p in checkpoints]
+    data = b"".join(p.read_bytes() for p in commits)
+    if data:
+        parts.append(pj.read_json(io.BytesIO(data),
+                                  read_options=pj.ReadOptions(block_size=8 << 20)))
+    t1 = time.perf_counter()
+    rows = sum(t.num_rows for t in parts if isinstance(t, pa.Table))
+    return {"open_s": None, "open_index_s": t1 - t0, "rss_open_mb": None, "files": None,
+            "actions": rows}
+
+
+MEASURES: dict[str, Callable[[Path, LogSpec], dict[str, Any]]] = {
+    "delta-rs": _measure_deltars,
+    "lakecore": _measure_lakecore,
+    "floor": _measure_floor,
+}
+
+
+def child_main(tool: str, case_name: str, data_dir: Path) -> None:
+    spec = ALL_CASES[case_name].spec
+    if tool == "delta-rs":
+        import deltalake  # noqa: F401 - imported before the baseline RSS, like the others
+    rss_base = _rss_mb()
+    result = MEASURES[tool](data_dir / spec.name, spec)
+    result.update(rss_base_mb=rss_base, rss_peak_mb=_rss_mb())
+    print(json.dumps(result))
+
+
+def run_child(tool: str, case: Case, data_dir: Path) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", tool,
+           "--case", case.spec.name, "--data-dir", str(data_dir)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO), str(REPO / "plugins"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
+                          env=env, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{tool} on {case.spec.name} failed:\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    expected = case.spec.live_files
+    if result["files"] is not None and result["files"] != expected:
+        raise RuntimeError(f"{tool} on {case.spec.name}: {result['files']} files, "
+                           f"expected {expected}")
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+
+
+def ensure_table(case: Case, data_dir: Path) -> None:
+    """Generate and validate the table unless an up-to-date copy is already there."""
+    spec = case.spec
+    root, marker = data_dir / spec.name, data_dir / f"{spec.name}.json"
+    want = {"generator": GENERATOR_VERSION, "spec": asdict(spec)}
+    if root.is_dir() and marker.is_file():
+        try:
+            if {k: v for k, v in json.loads(marker.read_text()).items() if k in want} == want:
+                return
+        except ValueError:
+            pass
+    marker.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    generate(spec, root)
+    generated_s = time.perf_counter() - t0
+    files = validate_with_deltalake(root, spec)
+    print(f"  generated {spec.name} in {generated_s:.1f} s; delta-rs sees {files:,} files",
+          file=sys.stderr)
+    marker.write_text(json.dumps({**want, "generated_s": generated_s, "deltalake_files": files}))
+
+
+def validate_with_deltalake(root: Path, spec: LogSpec) -> int:
+    """Open the table with delta-rs; raise unless it sees the expected version and files."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(root))
+    files = len(table.file_uris())
+    if table.version() != spec.version or files != spec.live_files:
+        raise RuntimeError(f"{root}: delta-rs sees version {table.version()} with {files} "
+                           f"files, expected {spec.version} with {spec.live_files}")
+    return files
+
+
+def warm_page_cache(root: Path) -> None:
+    """Read every log file once so that all tools start from a hot OS page cache."""
+    for p in sorted((root / LOG_DIR).iterdir()):
+        with p.open("rb") as f:
+            while f.read(16 << 20):
+                pass
+
+
+# --------------------------------------------------------------------------------------------
+# Running and reporting
+
+
+def run_case(case: Case, data_dir: Path, repetitions: int) -> dict[str, Any]:
+    root = data_dir / case.spec.name
+    warm_page_cache(root)
+    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
+    for rep in range(repetitions):
+        order = TOOLS[rep % len(TOOLS):] + TOOLS[: rep % len(TOOLS)]  # rotate: no fixed slot
+        for tool in order:
+            runs[tool].append(run_child(tool, case, data_dir))
+    checkpoints, commits = files_to_read(case.spec, root)
+    summary = {tool: summarize(r) for tool, r in runs.items()}
+    lc, dr = summary["lakecore"]["open_index_s"], summary["delta-rs"]["open_index_s"]
+    return {
+        "name": case.spec.name,
+        "description": case.description,
+        "spec": asdict(case.spec),
+        "live_files": case.spec.live_files,
+        "bytes_read": {"checkpoint": log_bytes(checkpoints), "commits": log_bytes(commits),
+                       "commit_files": len(commits)},
+        "results": summary,
+        "ratio_lakecore_over_deltars": lc / dr,
+        "ratio_lakecore_over_floor": lc / summary["floor"]["open_index_s"],
+    }
+
+
+def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def median(key: str) -> float | None:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    return {
+        "open_s": median("open_s"),
+        "open_index_s": median("open_index_s"),
+        "rss_base_mb": median("rss_base_mb"),
+        "rss_open_mb": max((r["rss_open_mb"] for r in runs if r.get("rss_open_mb")), default=None),
+        "rss_peak_mb": max(r["rss_peak_mb"] for r in runs),
+        "runs": list(runs),
+    }
+
+
+def machine() -> dict[str, Any]:
+    import deltalake
+    import numpy
+    import pyarrow
+
+    cpu = next((line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    mem_kb = next((int(line.split()[1]) for line in _lines("/proc/meminfo")
+                   if line.startswith("MemTotal:")), 0)
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "ram_gib": round(mem_kb / 1024**2, 1),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "pyarrow": pyarrow.__version__,
+        "deltalake": deltalake.__version__,
+        "numpy": numpy.__version__,
+        "lakecore_commit": _git_head(),
+    }
+
+
+def _lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text().splitlines()
+    except OSError:
+        return []
+
+
+def _git_head() -> str | None:
+    """The repository's HEAD commit, marked ``+dirty`` if tracked files differ (read-only)."""
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--"],
+                               capture_output=True, check=False).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
+def _s(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f} s"
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.0f} MB" if n >= 1e6 else f"{n / 1e6:,.1f} MB"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The results as markdown: times table, memory table, machine and command."""
+    out = [
+        "| case | files | log bytes read | delta-rs open | delta-rs open+index | "
+        "lakecore open | lakecore open+index | parse floor | lakecore / delta-rs (open+index) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in results["cases"]:
+        r, b = c["results"], c["bytes_read"]
+        read = " + ".join(x for x in (
+            f"{_mb(b['checkpoint'])} parquet" if b["checkpoint"] else "",
+            f"{_mb(b['commits'])} JSON ({b['commit_files']:,} files)" if b["commits"] else "",
+        ) if x)
+        ratio = c["ratio_lakecore_over_deltars"]
+        flag = "" if ratio <= TARGET_RATIO else (" ⚠" if ratio <= LIMIT_RATIO else " ✗")
+        out.append(
+            f"| `{c['name']}` | {c['live_files']:,} | {read} "
+            f"| {_s(r['delta-rs']['open_s'])} | {_s(r['delta-rs']['open_index_s'])} "
+            f"| {_s(r['lakecore']['open_s'])} | {_s(r['lakecore']['open_index_s'])} "
+            f"| {_s(r['floor']['open_index_s'])} | {ratio:.2f}×{flag} |"
+        )
+    out += [
+        "",
+        "Peak RSS of the measuring process (MiB; whole process, after-imports baseline in "
+        "brackets):",
+        "",
+        "| case | delta-rs open | delta-rs open+index | lakecore open | lakecore open+index "
+        "| parse floor |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for c in results["cases"]:
+        r = c["results"]
+
+        def rss(tool: str, key: str) -> str:
+            v = r[tool][key]
+            return "—" if v is None else f"{v:,.0f}"
+
+        out.append(
+            f"| `{c['name']}` | {rss('delta-rs', 'rss_open_mb')} "
+            f"| {rss('delta-rs', 'rss_peak_mb')} ({rss('delta-rs', 'rss_base_mb')}) "
+            f"| {rss('lakecore', 'rss_open_mb')} "
+            f"| {rss('lakecore', 'rss_peak_mb')} ({rss('lakecore', 'rss_base_mb')}) "
+            f"| {rss('floor', 'rss_peak_mb')} ({rss('floor', 'rss_base_mb')}) |"
+        )
+    m = results["machine"]
+    out += [
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, {m['os']}; "
+        f"Python {m['python']}, pyarrow {m['pyarrow']}, deltalake {m['deltalake']} "
+        f"(delta-rs), numpy {m['numpy']}; lakecore at `{m['lakecore_commit']}`. "
+        f"Medians of {results['repetitions']} repetition(s), run {results['finished_at']} "
+        f"in {results['wall_s']:.0f} s.",
+        "",
+        f"Reproduce: `{results['command']}`",
+    ]
+    return "\n".join(out)
+
+
+def write_docs(section: str, path: Path = DOCS) -> None:
+    """Replace the text between the delta_snapshot markers of ``docs/performance.md``."""
+    text = path.read_text() if path.exists() else ""
+    if START_MARK not in text or END_MARK not in text:
+        raise SystemExit(f"{path} lacks the markers {START_MARK} / {END_MARK}")
+    head, rest = text.split(START_MARK, 1)
+    _, tail = rest.split(END_MARK, 1)
+    path.write_text(f"{head}{START_MARK}\n{section}\n{END_MARK}{tail}")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--quick", action="store_true",
+                   help="CI smoke: smaller tables, 1 repetition (< 60 s)")
+    p.add_argument("--repetitions", "-n", type=int, default=None,
+                   help="timed runs per tool and case (default: 3 full, 1 quick)")
+    p.add_argument("--cases", nargs="*", default=None, help="run only these cases (by name)")
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR,
+                   help="where the generated tables live (default: benchmarks/_data)")
+    p.add_argument("--output", type=Path, default=None,
+                   help="JSON results file (default: benchmarks/results/delta_snapshot.json, "
+                        "or delta_snapshot.quick.json with --quick)")
+    p.add_argument("--write-docs", action="store_true",
+                   help="update docs/performance.md between the delta_snapshot markers")
+    p.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)
+    p.add_argument("--case", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        child_main(args.child, args.case, args.data_dir)
+        return 0
+    if args.quick and args.write_docs:
+        raise SystemExit("--write-docs takes full-mode numbers only; drop --quick")
+    cases = QUICK_CASES if args.quick else FULL_CASES
+    if args.cases:
+        unknown = set(args.cases) - {c.spec.name for c in cases}
+        if unknown:
+            raise SystemExit(f"unknown case(s) {sorted(unknown)}")
+        cases = tuple(c for c in cases if c.spec.name in args.cases)
+    repetitions = args.repetitions or (1 if args.quick else 3)
+    started = time.perf_counter()
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {
+        "benchmark": "delta_snapshot",
+        "mode": "quick" if args.quick else "full",
+        "repetitions": repetitions,
+        "command": "python benchmarks/delta_snapshot.py" + (" --quick" if args.quick else ""),
+        "machine": machine(),
+        "cases": [],
+    }
+    for case in cases:
+        print(f"{case.spec.name}: {case.description}", file=sys.stderr)
+        ensure_table(case, args.data_dir)
+        results["cases"].append(run_case(case, args.data_dir, repetitions))
+        r = results["cases"][-1]["results"]
+        print("  " + ", ".join(f"{t} {r[t]['open_index_s']:.2f} s" for t in TOOLS),
+              file=sys.stderr)
+    results["wall_s"] = time.perf_counter() - started
+    results["finished_at"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    output = args.output or RESULTS / (
+        "delta_snapshot.quick.json" if args.quick else "delta_snapshot.json")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2) + "\n")
+    section = markdown(results)
+    print(section)
+    if args.write_docs:
+        write_docs(section)
+        print(f"updated {DOCS.relative_to(REPO)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
