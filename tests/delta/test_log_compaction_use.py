@@ -8,10 +8,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from lakecore_delta.state import load_state
 
 import lakecore
 from lakecore.storage import FsspecStorage
-from lakecore_delta.state import load_state
 
 SCHEMA = {
     "type": "struct",
