@@ -82,8 +82,17 @@ ALL_CASES = {c.spec.name: c for c in FULL_CASES + QUICK_CASES}
 
 
 def _rss_mb() -> float:
-    """Peak RSS of this process so far, MiB (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak RSS of this process so far, MiB.
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of this process's own
+    address space. (``ru_maxrss`` is not used: across fork + exec it keeps the parent's peak.)
+    Elsewhere ``ru_maxrss`` (KiB on Linux, bytes on macOS), which may include the parent's.
+    """
+    for line in _lines("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss / 1024**2 if sys.platform == "darwin" else maxrss / 1024
 
 
 def _measure_deltars(path: Path, spec: LogSpec) -> dict[str, Any]:
@@ -298,6 +307,10 @@ def _git_head() -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def _s(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f} s"
 
@@ -317,7 +330,7 @@ def markdown(results: dict[str, Any]) -> str:
         r, b = c["results"], c["bytes_read"]
         read = " + ".join(x for x in (
             f"{_mb(b['checkpoint'])} parquet" if b["checkpoint"] else "",
-            f"{_mb(b['commits'])} JSON ({b['commit_files']:,} files)" if b["commits"] else "",
+            f"{_mb(b['commits'])} JSON ({_plural(b['commit_files'], 'file')})" if b["commits"] else "",
         ) if x)
         ratio = c["ratio_lakecore_over_deltars"]
         flag = "" if ratio <= TARGET_RATIO else (" ⚠" if ratio <= LIMIT_RATIO else " ✗")

@@ -57,7 +57,8 @@ class Storage(Protocol):
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         """Return the bytes of ``path`` in ``[start, end)`` (the whole file by default).
 
-        ``end`` past the end of the file reads to its end; ``end <= start`` reads nothing.
+        ``end`` past the end of the file reads to its end; ``end <= start`` reads nothing;
+        negative offsets must raise ``ValueError``.
 
         Must raise ``FileNotFoundError`` when the file does not exist.
         """

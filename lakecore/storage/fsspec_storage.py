@@ -176,6 +176,8 @@ class FsspecStorage:
                 yield info
 
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        if (start is not None and start < 0) or (end is not None and end < 0):
+            raise ValueError(f"read range of {path} must not be negative: [{start}, {end})")
         fs, fs_path = self._locate(path)
         if end is not None and end <= (start or 0):
             self.head(path)  # an empty range of a missing file is still an error

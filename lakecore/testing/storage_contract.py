@@ -106,6 +106,13 @@ class StorageContract:
             storage.put("h.bin", PAYLOAD)
         assert storage.read("h.bin", start, end) == PAYLOAD[start:end]
 
+    def test_read_negative_range_raises_value_error(self, storage: Storage) -> None:
+        storage.put("a.bin", PAYLOAD)
+        with pytest.raises(ValueError):
+            storage.read("a.bin", -10)
+        with pytest.raises(ValueError):
+            storage.read("a.bin", 0, -1)
+
     def test_read_missing_raises_file_not_found(self, storage: Storage) -> None:
         with pytest.raises(FileNotFoundError):
             storage.read("missing.bin")

@@ -53,12 +53,24 @@ def parse_partition_strings(strings: pa.Array, field: pa.Field) -> pa.Array:
         if pa.types.is_timestamp(t):
             return _parse_timestamp(strings, t)
         if pa.types.is_boolean(t):
-            return pc.equal(pc.utf8_lower(strings), "true")
+            return _parse_boolean(strings, field)
         return strings.cast(t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise CorruptTableError(
             f"partition column {field.name!r}: value does not parse as {t}: {exc}"
         ) from exc
+
+
+def _parse_boolean(strings: pa.Array, field: pa.Field) -> pa.Array:
+    lowered = pc.utf8_lower(strings)
+    valid = pc.is_in(lowered, pa.array(["true", "false"]))
+    bad = pc.and_(pc.is_valid(lowered), pc.invert(valid))
+    if pc.any(bad).as_py():
+        example = strings.filter(bad)[0].as_py()
+        raise CorruptTableError(
+            f"partition column {field.name!r}: value {example!r} is not a boolean (true/false)"
+        )
+    return pc.equal(lowered, "true")
 
 
 def _parse_timestamp(strings: pa.Array, t: pa.TimestampType) -> pa.Array:

@@ -172,12 +172,19 @@ def _timestamp(
     chunks: list[bytes],
     configuration: dict[str, str],
 ) -> int | None:
-    last = segment.last_commit
+    last = segment.tip
     if last is None:
         cp = segment.checkpoint
         return cp.files[0].info.modification_time if cp else None
     ict = configuration.get(ICT_ENABLED, "false").lower() == "true"
     if not ict:
         return last.info.modification_time
-    chunk = chunks[-1] if read and read[-1] is last else storage.read(last.path)
+    chunk = chunks[-1] if read and read[-1] is last else _read_commit(storage, last)
     return commit_timestamp(last, chunk, ict)
+
+
+def _read_commit(storage: Storage, f: LogFile) -> bytes | None:
+    try:
+        return storage.read(f.path)
+    except FileNotFoundError:
+        return None

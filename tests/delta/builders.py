@@ -482,7 +482,9 @@ class DeltaTableBuilder:
             pq.write_table(checkpoint_table(body, V2_CHECKPOINT_SCHEMA), path)
         return path
 
-    def last_checkpoint(self, version: int | None = None, raw: bytes | None = None, **extra: Any) -> Path:
+    def last_checkpoint(
+        self, version: int | None = None, raw: bytes | None = None, **extra: Any
+    ) -> Path:
         """Write ``_last_checkpoint`` naming ``version`` (or ``raw`` bytes as they are)."""
         data = raw if raw is not None else json.dumps({"version": version, **extra}).encode()
         return self.write_bytes("_delta_log/_last_checkpoint", data)

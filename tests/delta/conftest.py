@@ -17,9 +17,7 @@ ID_FIELDS = [field("id", "long"), field("v", "string")]
 
 def id_rows(*ids: int) -> pa.Table:
     """A data file body for ``ID_FIELDS``: the given ids, ``v`` = ``"v<id>"``."""
-    return pa.table(
-        {"id": pa.array(list(ids), pa.int64()), "v": pa.array([f"v{i}" for i in ids])}
-    )
+    return pa.table({"id": pa.array(list(ids), pa.int64()), "v": pa.array([f"v{i}" for i in ids])})
 
 
 @pytest.fixture

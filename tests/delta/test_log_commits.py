@@ -160,8 +160,17 @@ def test_files_index_columns_and_record_counts(builder: DeltaTableBuilder) -> No
     builder.commit(1, commit_info(), a, b)
     files = lakecore.open(builder.uri).snapshot().files().sort_by("path")
     assert files.num_rows == 2
-    for name in ("path", "size", "record_count", "modification_time", "partition", "min", "max",
-                 "null_count", "deletion"):
+    for name in (
+        "path",
+        "size",
+        "record_count",
+        "modification_time",
+        "partition",
+        "min",
+        "max",
+        "null_count",
+        "deletion",
+    ):
         assert name in files.column_names
     assert files.column("path").to_pylist() == ["a.parquet", "b.parquet"]
     assert files.column("record_count").to_pylist() == [3, None]
@@ -175,8 +184,12 @@ def test_files_index_columns_and_record_counts(builder: DeltaTableBuilder) -> No
 def test_blank_lines_and_unknown_actions_are_ignored(builder: DeltaTableBuilder) -> None:
     builder.init(ID_FIELDS)
     a = builder.data_file("a.parquet", id_rows(1))
-    path = builder.commit(1, commit_info(), {"domainMetadata": {"domain": "x", "configuration": "{}",
-                                                                "removed": False}}, a)
+    path = builder.commit(
+        1,
+        commit_info(),
+        {"domainMetadata": {"domain": "x", "configuration": "{}", "removed": False}},
+        a,
+    )
     path.write_text(path.read_text() + "\n\n")
     assert lakecore.open(builder.uri).to_arrow().num_rows == 1
 

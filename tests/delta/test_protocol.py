@@ -80,9 +80,7 @@ def test_known_reader_features_are_accepted(builder: DeltaTableBuilder, feature:
 
 
 def test_all_known_reader_features_together(builder: DeltaTableBuilder) -> None:
-    builder.init(
-        ID_FIELDS, proto=protocol(3, 7, KNOWN_READER_FEATURES, KNOWN_READER_FEATURES)
-    )
+    builder.init(ID_FIELDS, proto=protocol(3, 7, KNOWN_READER_FEATURES, KNOWN_READER_FEATURES))
     builder.commit(1, commit_info(), builder.data_file("a.parquet", id_rows(1)))
     assert lakecore.open(builder.uri).to_arrow().num_rows == 1
 

@@ -43,9 +43,7 @@ def ict_table(builder: DeltaTableBuilder, icts: list[int], mtimes: list[int]) ->
     )
     for v in range(1, len(icts)):
         a = builder.data_file(f"f{v}.parquet", id_rows(*range(100 * v, 100 * v + v)))
-        builder.commit(
-            v, commit_info(in_commit_timestamp=icts[v]), a, mtime_ms=mtimes[v]
-        )
+        builder.commit(v, commit_info(in_commit_timestamp=icts[v]), a, mtime_ms=mtimes[v])
 
 
 def rows_total(v: int) -> int:
@@ -112,7 +110,12 @@ def test_version_and_timestamp_together_is_an_error(builder: DeltaTableBuilder) 
 
 def test_mtimes_going_backwards_keep_versions_monotonic(builder: DeltaTableBuilder) -> None:
     # A copied table: commit 2 got an older mtime than commit 1.
-    times = [BASE_TIME_MS, BASE_TIME_MS + 2 * MINUTE, BASE_TIME_MS + MINUTE, BASE_TIME_MS + 3 * MINUTE]
+    times = [
+        BASE_TIME_MS,
+        BASE_TIME_MS + 2 * MINUTE,
+        BASE_TIME_MS + MINUTE,
+        BASE_TIME_MS + 3 * MINUTE,
+    ]
     mtime_table(builder, times)
     table = lakecore.open(builder.uri)
     assert table.snapshot(timestamp=BASE_TIME_MS + MINUTE).version == 0
@@ -144,7 +147,9 @@ def test_snapshot_timestamp_at_a_checkpointed_version_is_the_commit_time(
     """A checkpoint's mtime is not the commit time of its version (state.py bug)."""
     times = [BASE_TIME_MS + i * MINUTE for i in range(3)]
     mtime_table(builder, times)
-    adds = [builder.data_file(f"f{v}.parquet", id_rows(*range(100 * v, 100 * v + v))) for v in (1, 2)]
+    adds = [
+        builder.data_file(f"f{v}.parquet", id_rows(*range(100 * v, 100 * v + v))) for v in (1, 2)
+    ]
     (cp,) = builder.checkpoint(2, [protocol(), metadata(ID_FIELDS), *adds])
     set_mtime(cp, times[2] + 10 * MINUTE)  # checkpoints are written after the commit
     table = lakecore.open(builder.uri)

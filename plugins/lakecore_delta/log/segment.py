@@ -50,6 +50,8 @@ class LogSegment:
     checkpoint: Checkpoint | None
     commits: tuple[LogFile, ...]
     compactions: tuple[LogFile, ...] = ()
+    tip: LogFile | None = None
+    """The commit file of ``version`` itself, when listed (also when a checkpoint covers it)."""
 
     @property
     def last_commit(self) -> LogFile | None:
@@ -180,7 +182,9 @@ def build_segment(
         and f.end_version is not None
         and f.end_version <= target
     )
-    return LogSegment(target, checkpoint, tuple(commits[v] for v in wanted), compactions)
+    return LogSegment(
+        target, checkpoint, tuple(commits[v] for v in wanted), compactions, commits.get(target)
+    )
 
 
 def _missing_commits(
