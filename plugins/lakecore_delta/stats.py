@@ -102,7 +102,7 @@ def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
     filled = pc.fill_null(stats, "{}")
     filled = pc.if_else(pc.equal(pc.utf8_trim_whitespace(filled), ""), "{}", filled)
     try:
-        return pj.read_json(
+        parsed = pj.read_json(
             _joined_lines(filled),
             read_options=pj.ReadOptions(block_size=16 << 20),
             parse_options=pj.ParseOptions(
@@ -111,6 +111,11 @@ def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
         )
     except (pa.ArrowInvalid, ValueError):
         return _read_stats_lenient(filled, schema)
+    if parsed.num_rows != len(filled):
+        # A value held a line break (pretty-printed or several objects): one row per file
+        # is no longer guaranteed, so parse file by file.
+        return _read_stats_lenient(filled, schema)
+    return parsed
 
 
 def _joined_lines(strings: pa.Array) -> pa.BufferReader:
@@ -184,4 +189,16 @@ def _convert(values: pa.Array | None, source: pa.Field, target: pa.DataType, n: 
     try:
         return values if pa.types.is_integer(target) else values.cast(source.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.nulls(n, source.type)
+        return _cast_each(values, source.type)
+
+
+def _cast_each(values: pa.Array, t: pa.DataType) -> pa.Array:
+    """Cast value by value, nulling only the values that do not convert (one bad file's
+    stats must not hide the stats of the others)."""
+    out = []
+    for v in values:
+        try:
+            out.append(v.cast(t).as_py())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            out.append(None)
+    return pa.array(out, t)
