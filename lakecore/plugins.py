@@ -49,9 +49,10 @@ class FormatRegistry:
         except KeyError:
             hint = INSTALL_HINTS.get(name)
             msg = None
-            if hint:
-                state = "disabled" if name in self.disabled else "not installed"
-                msg = f"format {name!r} is {state}: {hint}"
+            if name in self.disabled:
+                msg = f"format {name!r} is disabled ({DISABLE_ENV})" + (f": {hint}" if hint else "")
+            elif hint:
+                msg = f"format {name!r} is not installed: {hint}"
             raise PluginNotInstalledError(name, msg) from None
 
     def names(self) -> list[str]:
@@ -77,9 +78,12 @@ def plugin_manager(disabled: Iterable[str] | None = None) -> pluggy.PluginManage
     for ep in entry_points(group=hookspecs.PROJECT):
         if ep.name not in skip and pm.get_plugin(ep.name) is None:
             pm.register(ep.load(), name=ep.name)
-    for name, module in BUILTIN_PLUGINS.items():
+    for name, path in BUILTIN_PLUGINS.items():
         if name not in skip and pm.get_plugin(name) is None:
-            pm.register(importlib.import_module(module), name=name)
+            module = importlib.import_module(path)
+            # An entry point under another name may already have registered this module.
+            if not pm.is_registered(module):
+                pm.register(module, name=name)
     return pm
 
 

@@ -8,6 +8,7 @@ import os
 import posixpath
 import stat
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO, cast
@@ -22,6 +23,9 @@ from lakecore.storage.base import FileInfo
 # fsspec's memory filesystem is one process-wide store, so its conditional put needs one lock
 # for the whole process, not one per Storage instance.
 _MEMORY_LOCK = threading.Lock()
+
+S3_CONFLICT_RETRIES = 5
+"""Retries of a conditional PUT that S3 answered with 409 (a concurrent conditional write)."""
 
 
 def normalize_uri(uri: str) -> str:
@@ -322,19 +326,33 @@ def _put_if_absent_s3(fs: Any, fs_path: str, data: bytes) -> None:
     s3fs's ``open(path, "xb")`` sends the same header for small files, but an empty file goes
     through ``touch`` (an unconditional PUT) and a large one through a multipart upload that
     is checked only on completion; a single conditional PutObject is exact for every size S3
-    accepts in one request (5 GiB).
+    accepts in one request (5 GiB). S3 answers 409 ConditionalRequestConflict while another
+    conditional write of the key is in flight; the request is then retried, as AWS advises.
     """
     bucket, key, _ = fs.split_path(fs_path)
-    try:
-        sync(fs.loop, fs._call_s3, "put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if _error_status(exc)[0] == 412:  # PreconditionFailed: the key exists
-            raise FileExistsError(f"{fs_path} already exists") from exc
-        raise
-    finally:
-        fs.invalidate_cache(fs_path)
+    for attempt in range(S3_CONFLICT_RETRIES + 1):
+        try:
+            sync(
+                fs.loop,
+                fs._call_s3,
+                "put_object",
+                Bucket=bucket,
+                Key=key,
+                Body=data,
+                IfNoneMatch="*",
+            )
+            return
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            status = _error_status(exc)[0]
+            if status == 412:  # PreconditionFailed: the key exists
+                raise FileExistsError(f"{fs_path} already exists") from exc
+            if status != 409 or attempt == S3_CONFLICT_RETRIES:
+                raise
+            time.sleep(0.05 * 2**attempt)
+        finally:
+            fs.invalidate_cache(fs_path)
 
 
 def _error_status(exc: BaseException) -> tuple[int | None, str | None]:

@@ -24,11 +24,9 @@ def typed_partition_values(
         raw = raw.combine_chunks() if raw.num_chunks else pa.nulls(0, raw.type)
     children = []
     for f in fields:
-        strings = (
-            pc.struct_field(raw, physical_name(f))
-            if raw.type.get_field_index(physical_name(f)) >= 0
-            else pa.nulls(len(raw), pa.string())
-        )
+        # By index: pyarrow reads a name starting with "." or "[" as a field path.
+        index = raw.type.get_field_index(physical_name(f))
+        strings = pc.struct_field(raw, [index]) if index >= 0 else pa.nulls(len(raw), pa.string())
         strings = pc.if_else(pc.equal(strings, ""), pa.scalar(None, pa.string()), strings)
         children.append(parse_partition_strings(strings, f))
     return (

@@ -37,11 +37,27 @@ def decode_paths(paths: pa.Array | pa.ChunkedArray, root: str) -> pa.Array:
 def _decode_one(path: str, root: str) -> str:
     if "://" in path or path.startswith(("file:", "/")):
         absolute = _absolute(path)
-        for prefix in (root.rstrip("/") + "/",):
-            if absolute.startswith(prefix):
-                return absolute[len(prefix) :]
+        prefix = _same_scheme(root.rstrip("/") + "/")
+        normalized = _same_scheme(absolute)
+        if normalized.startswith(prefix):
+            return normalized[len(prefix) :]
         return absolute
     return unquote(path)
+
+
+_S3_ALIASES = ("s3a://", "s3n://")
+
+
+def _same_scheme(uri: str) -> str:
+    """``uri`` with Hadoop's S3 scheme aliases (``s3a://``, ``s3n://``) spelled ``s3://``.
+
+    Spark writes ``s3a://bucket/table/...`` into the log of a table others open as
+    ``s3://bucket/table``: both name the same object.
+    """
+    for alias in _S3_ALIASES:
+        if uri.startswith(alias):
+            return "s3://" + uri[len(alias) :]
+    return uri
 
 
 def _absolute(path: str) -> str:

@@ -170,8 +170,10 @@ def _to_logical(
     for target in logical:
         source = next(f for f in fields if f.name == target.name)
         values = None
-        if col is not None and col.type.get_field_index(physical_name(source)) >= 0:
-            values = pc.struct_field(col, physical_name(source))
+        index = col.type.get_field_index(physical_name(source)) if col is not None else -1
+        if index >= 0:
+            # By index: pyarrow reads a name starting with "." or "[" as a field path.
+            values = pc.struct_field(col, [index])
         children.append(_convert(values, source, target.type, n))
     if not children:
         return pa.array([{}] * n, pa.struct([]))

@@ -398,7 +398,7 @@ class DeltaTableBuilder:
         table: pa.Table | Mapping[str, Any],
         *,
         partition_values: Mapping[str, str | None] | None = None,
-        stats: str | Mapping[str, Any] | None | bool = True,
+        stats: str | Mapping[str, Any] | bool | None = True,
         field_ids: Mapping[str, int] | None = None,
         log_path: str | None = None,
         deletion_vector: Mapping[str, Any] | None = None,

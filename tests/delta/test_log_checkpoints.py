@@ -279,3 +279,47 @@ def test_checkpoint_txns_and_metadata_are_read(builder: DeltaTableBuilder) -> No
     assert snap.source.state.txns == {"app": 7}  # type: ignore[attr-defined]
     assert snap.schema.names == ["id", "v"]
     assert len(_only(h.state_at_2(), "add")) == 2
+
+
+def test_deletion_vector_keys_match_between_checkpoint_and_commits(
+    builder: DeltaTableBuilder,
+) -> None:
+    from .builders import add, inline_dv, uuid_dv
+
+    builder.init(ID_FIELDS)
+    dv_inline = inline_dv("inline-dv", 1)
+    dv_file = uuid_dv("ab^-aqEH.-t@S}K{vb[*k^", 4, 2)
+    cp_adds = [
+        add("a.parquet", stats={"numRecords": 5}, deletion_vector=dv_inline),
+        add("b.parquet", stats={"numRecords": 5}, deletion_vector=dv_file),
+        add("c.parquet", stats={"numRecords": 5}),
+    ]
+    builder.commit(1, commit_info(), *cp_adds)
+    builder.checkpoint(1, [protocol(), metadata(ID_FIELDS), *cp_adds])
+    builder.commit_path(0).unlink()
+    builder.commit_path(1).unlink()
+    # Each remove names the checkpoint's (path, DV) key exactly; new DVs are added for a, b.
+    builder.commit(
+        2,
+        commit_info("DELETE"),
+        remove("a.parquet", deletion_vector=dv_inline),
+        add("a.parquet", stats={"numRecords": 5}, deletion_vector=inline_dv("inline-2", 3)),
+        remove("b.parquet", deletion_vector=dv_file),
+        add("b.parquet", stats={"numRecords": 5}, deletion_vector=dict(dv_file, offset=90)),
+        remove("c.parquet"),
+    )
+    files = lakecore.open(builder.uri).snapshot().files().sort_by("path")
+    assert files.column("path").to_pylist() == ["a.parquet", "b.parquet"]
+    deletions = files.column("deletion").to_pylist()
+    assert deletions[0]["path_or_inline_dv"] == "inline-2"
+    assert deletions[1]["offset"] == 90
+    assert files.column("record_count").to_pylist() == [5, 5]
+
+
+def test_corrupt_commit_before_the_checkpoint_is_never_read(builder: DeltaTableBuilder) -> None:
+    h = History(builder)
+    builder.checkpoint(2, h.state_at_2())
+    builder.commit_path(1).write_bytes(b"{not json")
+    builder.last_checkpoint(2)
+    assert ids(builder.uri) == [3, 4, 5, 6]
+    assert ids(builder.uri, 2) == [3, 4, 5]

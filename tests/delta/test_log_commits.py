@@ -197,7 +197,7 @@ def test_blank_lines_and_unknown_actions_are_ignored(builder: DeltaTableBuilder)
 def test_commit_with_invalid_json_is_a_corrupt_table(builder: DeltaTableBuilder) -> None:
     builder.init(ID_FIELDS)
     builder.write_bytes("_delta_log/00000000000000000001.json", b'{"add": {"path": "a.parq')
-    with pytest.raises(CorruptTableError, match="00000000000000000001.json"):
+    with pytest.raises(CorruptTableError, match=r"00000000000000000001\.json"):
         lakecore.open(builder.uri).snapshot()
     # the versions before it still load
     assert lakecore.open(builder.uri).snapshot(0).version == 0

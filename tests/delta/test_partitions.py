@@ -80,16 +80,14 @@ CASES: list[tuple[str, str, Any, pa.DataType]] = [
     ("string", "a=b/c%20", "a=b/c%20", pa.string()),
     ("string", " spaced  value ", " spaced  value ", pa.string()),
     ("string", "ünï©ødé 日本 🙂", "ünï©ødé 日本 🙂", pa.string()),
-    ("string", "quote\"back\\slash", "quote\"back\\slash", pa.string()),
+    ("string", 'quote"back\\slash', 'quote"back\\slash', pa.string()),
     ("string", "null", "null", pa.string()),  # the text "null" is a value, not a null
     ("binary", "abc", b"abc", pa.binary()),
 ]
 NULL_TYPES = sorted({c[0] for c in CASES})
 
 
-def partitioned_table(
-    builder: DeltaTableBuilder, dtype: str, values: list[str | None]
-) -> None:
+def partitioned_table(builder: DeltaTableBuilder, dtype: str, values: list[str | None]) -> None:
     """Partition column ``p`` of ``dtype``; one data file per value, holding id = its index."""
     builder.init([field("id", "long"), field("p", dtype)], partition_columns=["p"])
     adds = [
@@ -188,7 +186,12 @@ def test_special_characters_in_partition_directories(builder: DeltaTableBuilder)
 
 
 def test_several_partition_columns_keep_schema_order(builder: DeltaTableBuilder) -> None:
-    fields = [field("p1", "integer"), field("id", "long"), field("p2", "string"), field("v", "double")]
+    fields = [
+        field("p1", "integer"),
+        field("id", "long"),
+        field("p2", "string"),
+        field("v", "double"),
+    ]
     builder.init(fields, partition_columns=["p2", "p1"])
     data = pa.table({"id": pa.array([1, 2], pa.int64()), "v": [0.5, 1.5]})
     a = builder.data_file("a.parquet", data, partition_values={"p1": "7", "p2": "x"})
@@ -215,8 +218,56 @@ def test_partition_column_also_present_in_the_data_file(builder: DeltaTableBuild
     """The log's partition value is authoritative, not a copy of the column inside the file."""
     builder.init([field("id", "long"), field("p", "string")], partition_columns=["p"])
     a = builder.data_file(
-        "a.parquet", pa.table({"id": pa.array([1], pa.int64()), "p": ["stale"]}),
+        "a.parquet",
+        pa.table({"id": pa.array([1], pa.int64()), "p": ["stale"]}),
         partition_values={"p": "log"},
     )
     builder.commit(1, commit_info(), a)
     assert rows(builder.uri) == [{"id": 1, "p": "log"}]
+
+
+def test_partition_values_from_a_checkpoint(builder: DeltaTableBuilder) -> None:
+    from .builders import metadata, protocol
+
+    fields = [field("id", "long"), field("d", "date"), field("n", "integer")]
+    builder.init(fields, partition_columns=["d", "n"])
+    one = pa.table({"id": pa.array([1], pa.int64())})
+    adds = [
+        builder.data_file("a.parquet", one, partition_values={"d": "2021-01-01", "n": "5"}),
+        builder.data_file("b.parquet", one, partition_values={"d": None, "n": ""}),
+    ]
+    builder.commit(1, commit_info(), *adds)
+    builder.checkpoint(1, [protocol(), metadata(fields, ["d", "n"]), *adds])
+    builder.commit_path(0).unlink()
+    builder.commit_path(1).unlink()
+    files = lakecore.open(builder.uri).snapshot().files().sort_by("path")
+    assert files.column("partition").to_pylist() == [
+        {"d": dt.date(2021, 1, 1), "n": 5},
+        {"d": None, "n": None},
+    ]
+
+
+def test_table_of_only_partition_columns(builder: DeltaTableBuilder) -> None:
+    builder.init([field("p", "string")], partition_columns=["p"])
+    body = pa.table({"p": ["ignored", "ignored", "ignored"]})
+    builder.commit(
+        1, commit_info(), builder.data_file("a.parquet", body, partition_values={"p": "x"})
+    )
+    snap = lakecore.open(builder.uri).snapshot()
+    assert snap.files().column("record_count").to_pylist() == [3]
+    assert snap.to_arrow().to_pylist() == [{"p": "x"}] * 3
+
+
+@pytest.mark.parametrize("name", ["p.q", ".p", "[0]", "with space"])
+def test_partition_column_names_with_special_characters(
+    builder: DeltaTableBuilder, name: str
+) -> None:
+    # "first" comes before the odd name, so "[0]" read as a field index would pick it
+    fields = [field("id", "long"), field("first", "string"), field(name, "integer")]
+    builder.init(fields, partition_columns=["first", name])
+    one = pa.table({"id": pa.array([1], pa.int64())})
+    values = {"first": "f", name: "3"}
+    builder.commit(1, commit_info(), builder.data_file("a.parquet", one, partition_values=values))
+    snap = lakecore.open(builder.uri).snapshot()
+    assert snap.files().column("partition").to_pylist() == [{"first": "f", name: 3}]
+    assert snap.to_arrow().to_pylist() == [{"id": 1, "first": "f", name: 3}]

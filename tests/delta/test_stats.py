@@ -76,8 +76,18 @@ def test_full_stats(builder: DeltaTableBuilder) -> None:
     assert hi["s"] == {"a": 9, "b": {"c": "y"}}
     assert "flag" not in lo and "bin" not in hi  # no min/max for booleans and binaries
     assert nulls == {
-        "id": 0, "i": 0, "name": 1, "d": 0, "ts": 0, "ntz": 2, "dec": 0, "big": 0, "f": 0,
-        "flag": 1, "bin": 3, "s": {"a": 0, "b": {"c": 2}},
+        "id": 0,
+        "i": 0,
+        "name": 1,
+        "d": 0,
+        "ts": 0,
+        "ntz": 2,
+        "dec": 0,
+        "big": 0,
+        "f": 0,
+        "flag": 1,
+        "bin": 3,
+        "s": {"a": 0, "b": {"c": 2}},
     }
 
 
@@ -126,14 +136,15 @@ GARBAGE = {
     "not-json": "not json at all",
     "truncated": '{"numRecords": 3, "minValues": {"id"',
     "wrong-type": '{"numRecords": "three"}',
-    "wrong-leaf-type": '{"numRecords": 3, "minValues": {"id": "abc"}}',
+    "wrong-leaf-type": '{"numRecords": 3, "minValues": {"id": "abc"}, "maxValues": {"id": 9}}',
+    "struct-null-count-as-int": '{"numRecords": 3, "nullCount": {"s": 0}, "maxValues": {"id": 9}}',
     "array": "[1, 2, 3]",
     "json-null": "null",
     "number": "42",
     "too-big": '{"numRecords": 100000000000000000000000000000}',
     "two-objects": '{"numRecords": 1}\n{"numRecords": 2}',
     "pretty-printed": '{\n  "numRecords": 7\n}',
-    "bad-date": '{"numRecords": 3, "minValues": {"d": "yesterday"}}',
+    "bad-date": '{"numRecords": 3, "minValues": {"d": "yesterday"}, "maxValues": {"id": 9}}',
 }
 
 
@@ -147,18 +158,20 @@ def test_garbage_stats_for_one_file_do_not_break_the_others(
     assert counts[0] == counts[2] == 3
     if kind == "pretty-printed":
         assert counts[1] == 7  # valid JSON, just not on one line
-    elif kind == "bad-date":
-        assert counts[1] == 3  # only the date is bad
+    elif kind in ("bad-date", "wrong-leaf-type", "struct-null-count-as-int"):
+        assert counts[1] == 3  # only one statistic is bad: the others are kept
+        assert stat(files, "max", 1)["id"] == 9
     else:
         assert counts[1] is None
     for row in (0, 2):
         assert stat(files, "min", row)["d"] == dt.date(2021, 1, 1)
+        assert stat(files, "min", row)["big"] == Decimal("12345678901234567890.12")  # exact
         assert stat(files, "max", row)["s"]["b"]["c"] == "y"
     assert stat(files, "min", 1).get("d") is None
 
 
 def test_garbage_cases_ran() -> None:
-    assert len(GARBAGE) == 11
+    assert len(GARBAGE) == 12
 
 
 def test_stats_ignore_columns_no_longer_in_the_schema(builder: DeltaTableBuilder) -> None:
@@ -173,8 +186,11 @@ def test_partition_columns_have_no_stats(builder: DeltaTableBuilder) -> None:
     builder.commit(
         1,
         commit_info(),
-        add("p=a/f.parquet", partition_values={"p": "a"},
-            stats={"numRecords": 2, "minValues": {"id": 3}, "nullCount": {"id": 0}}),
+        add(
+            "p=a/f.parquet",
+            partition_values={"p": "a"},
+            stats={"numRecords": 2, "minValues": {"id": 3}, "nullCount": {"id": 0}},
+        ),
     )
     files = lakecore.open(builder.uri).snapshot().files()
     assert files.column("min").to_pylist() == [{"id": 3}]
@@ -202,3 +218,24 @@ def test_record_counts_from_real_files(builder: DeltaTableBuilder) -> None:
     assert files.column("min").to_pylist() == [{"id": 1, "v": "a"}]
     assert files.column("max").to_pylist() == [{"id": 5, "v": "b"}]
     assert files.column("null_count").to_pylist() == [{"id": 1, "v": 1}]
+
+
+@pytest.mark.parametrize("name", ["a.b", ".a", "[0]", "with space"])
+def test_stats_of_columns_with_special_names(builder: DeltaTableBuilder, name: str) -> None:
+    # "first" comes before the odd name, so "[0]" read as a field index would pick it
+    inner = struct(field("first", "string"), field(name, "string"))
+    fields = [field("first", "long"), field(name, "long"), field("s", inner)]
+    builder.init(fields)
+    stats = {
+        "numRecords": 1,
+        "minValues": {"first": 1, name: 4, "s": {"first": "f", name: "x"}},
+        "nullCount": {"first": 0, name: 2, "s": {"first": 0, name: 1}},
+    }
+    builder.commit(1, commit_info(), add("f.parquet", stats=stats))
+    files = lakecore.open(builder.uri).snapshot().files()
+    assert files.column("min").to_pylist() == [
+        {"first": 1, name: 4, "s": {"first": "f", name: "x"}}
+    ]
+    assert files.column("null_count").to_pylist() == [
+        {"first": 0, name: 2, "s": {"first": 0, name: 1}}
+    ]

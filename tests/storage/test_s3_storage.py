@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lakecore.storage import FsspecStorage
+from lakecore.storage import FsspecStorage, fsspec_storage
 
 pytestmark = pytest.mark.s3
 
@@ -151,3 +151,71 @@ def test_whole_file_read_is_one_get(
     assert storage.read("log/00.json", 10, 20) == b"0" * 10
     assert [op for op, _ in requests_sent] == ["GetObject", "GetObject"]
     assert requests_sent[1][1].get("Range") == "bytes=10-19"
+
+
+class ConflictingS3:
+    """A stand-in s3fs: answers the first ``conflicts`` PutObjects with S3's 409, then ``final``."""
+
+    def __init__(self, conflicts: int, final: tuple[int, str] | None = None) -> None:
+        from fsspec.asyn import get_loop
+
+        self.loop = get_loop()
+        self.conflicts = conflicts
+        self.final = final
+        self.calls: list[dict[str, Any]] = []
+
+    def split_path(self, path: str) -> tuple[str, str, None]:
+        bucket, _, key = path.partition("/")
+        return bucket, key, None
+
+    def invalidate_cache(self, path: str) -> None:
+        pass
+
+    async def _call_s3(self, method: str, **kwargs: Any) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+        from s3fs.errors import translate_boto_error
+
+        self.calls.append({"method": method, **kwargs})
+        if len(self.calls) <= self.conflicts:
+            status, code = 409, "ConditionalRequestConflict"
+        elif self.final is not None:
+            status, code = self.final
+        else:
+            return {}
+        response: Any = {
+            "Error": {"Code": code, "Message": code},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        }
+        raise translate_boto_error(ClientError(response, "PutObject"))
+
+
+def test_conditional_put_retries_a_409_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fsspec_storage.time, "sleep", lambda seconds: None)
+    fs = ConflictingS3(conflicts=2)
+    fsspec_storage._put_if_absent_s3(fs, "bucket/log/00.json", b"data")
+    assert len(fs.calls) == 3
+    assert all(c["method"] == "put_object" and c["IfNoneMatch"] == "*" for c in fs.calls)
+
+
+def test_conditional_put_409_then_412_is_file_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fsspec_storage.time, "sleep", lambda seconds: None)
+    fs = ConflictingS3(conflicts=1, final=(412, "PreconditionFailed"))
+    with pytest.raises(FileExistsError):
+        fsspec_storage._put_if_absent_s3(fs, "bucket/log/00.json", b"data")
+    assert len(fs.calls) == 2
+
+
+def test_conditional_put_gives_up_on_endless_conflicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fsspec_storage.time, "sleep", lambda seconds: None)
+    fs = ConflictingS3(conflicts=100)
+    with pytest.raises(OSError) as info:
+        fsspec_storage._put_if_absent_s3(fs, "bucket/log/00.json", b"data")
+    assert not isinstance(info.value, FileExistsError)
+    assert len(fs.calls) == fsspec_storage.S3_CONFLICT_RETRIES + 1
+
+
+def test_other_errors_are_not_file_exists() -> None:
+    fs = ConflictingS3(conflicts=0, final=(403, "AccessDenied"))
+    with pytest.raises(PermissionError):
+        fsspec_storage._put_if_absent_s3(fs, "bucket/log/00.json", b"data")
+    assert len(fs.calls) == 1
