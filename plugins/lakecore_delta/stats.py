@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -132,30 +132,49 @@ def _joined_lines(strings: pa.Array) -> pa.BufferReader:
 
 
 def _read_stats_lenient(strings: pa.Array, schema: pa.Schema) -> pa.Table | None:
-    """Parse file by file, dropping the stats of files whose JSON does not fit the schema."""
-    rows = []
+    """Parse file by file; keep what fits the schema, drop only the stats that do not.
+
+    A file's stats are kept as written when they fit (re-serialising would round decimals
+    through floats); otherwise each part (``numRecords``, each column of ``minValues`` ...)
+    is kept if it fits on its own.
+    """
+    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+
+    def fits(line: str) -> bool:
+        try:
+            return pj.read_json(io.BytesIO(line.encode()), parse_options=options).num_rows == 1
+        except (pa.ArrowInvalid, ValueError):
+            return False
+
+    cleaned = []
     for s in strings.to_pylist():
         try:
-            rows.append(json.loads(s))
+            row = json.loads(s)
         except ValueError:
-            rows.append({})
-    cleaned = []
-    for r in rows:
-        line = json.dumps(r if isinstance(r, dict) else {})
-        try:
-            pj.read_json(
-                io.BytesIO(line.encode()),
-                parse_options=pj.ParseOptions(
-                    explicit_schema=schema, unexpected_field_behavior="ignore"
-                ),
-            )
-            cleaned.append(line)
-        except (pa.ArrowInvalid, ValueError):
             cleaned.append("{}")
-    return pj.read_json(
-        io.BytesIO("\n".join(cleaned).encode()),
-        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
-    )
+            continue
+        # JSON text holds line breaks only as whitespace (inside strings they are escaped).
+        one_line = s.replace("\r", " ").replace("\n", " ")
+        if isinstance(row, dict) and fits(one_line):
+            cleaned.append(one_line)
+        else:
+            cleaned.append(_salvage(row, fits))
+    return pj.read_json(io.BytesIO("\n".join(cleaned).encode()), parse_options=options)
+
+
+def _salvage(row: object, fits: Callable[[str], bool]) -> str:
+    """The parts of a stats object that parse on their own, as one JSON line."""
+    if not isinstance(row, dict):
+        return "{}"
+    kept: dict[str, object] = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            part = {c: v for c, v in value.items() if fits(json.dumps({key: {c: v}}))}
+            if part:
+                kept[key] = part
+        elif fits(json.dumps({key: value})):
+            kept[key] = value
+    return json.dumps(kept)
 
 
 def _to_logical(
