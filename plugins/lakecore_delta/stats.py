@@ -112,8 +112,8 @@ def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
     except (pa.ArrowInvalid, ValueError):
         return _read_stats_lenient(filled, schema)
     if parsed.num_rows != len(filled):
-        # A value held a line break (pretty-printed or several objects): one row per file
-        # is no longer guaranteed, so parse file by file.
+        # A value held a line break (pretty-printed or several objects): rows no longer
+        # line up with files.
         return _read_stats_lenient(filled, schema)
     return parsed
 
@@ -132,38 +132,50 @@ def _joined_lines(strings: pa.Array) -> pa.BufferReader:
 
 
 def _read_stats_lenient(strings: pa.Array, schema: pa.Schema) -> pa.Table | None:
-    """Parse file by file; keep what fits the schema, drop only the stats that do not.
+    """Parse when the one-shot parse failed: keep every file's stats that fit the schema.
 
-    A file's stats are kept as written when they fit (re-serialising would round decimals
-    through floats); otherwise each part (``numRecords``, each column of ``minValues`` ...)
-    is kept if it fits on its own.
+    Halves the batch until the bad files are isolated (so one bad file among millions costs
+    a few dozen parses, not one per file), then keeps each part of a bad file's stats
+    (``numRecords``, each column of ``minValues`` ...) that parses on its own. Good files'
+    stats are parsed from their own text: re-serialising would round decimals via floats.
     """
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-
-    def fits(line: str) -> bool:
-        try:
-            return pj.read_json(io.BytesIO(line.encode()), parse_options=options).num_rows == 1
-        except (pa.ArrowInvalid, ValueError):
-            return False
-
-    cleaned = []
-    for s in strings.to_pylist():
-        try:
-            row = json.loads(s)
-        except ValueError:
-            cleaned.append("{}")
-            continue
-        # JSON text holds line breaks only as whitespace (inside strings they are escaped).
-        one_line = s.replace("\r", " ").replace("\n", " ")
-        if isinstance(row, dict) and fits(one_line):
-            cleaned.append(one_line)
-        else:
-            cleaned.append(_salvage(row, fits))
-    return pj.read_json(io.BytesIO("\n".join(cleaned).encode()), parse_options=options)
+    # JSON text holds line breaks only as whitespace (inside strings they are escaped).
+    lines = [s.replace("\r", " ").replace("\n", " ") for s in strings.to_pylist()]
+    return _parse_halving(lines, options)
 
 
-def _salvage(row: object, fits: Callable[[str], bool]) -> str:
-    """The parts of a stats object that parse on their own, as one JSON line."""
+def _parse_lines(lines: Sequence[str], options: pj.ParseOptions) -> pa.Table | None:
+    try:
+        table = pj.read_json(
+            io.BytesIO("\n".join(lines).encode()),
+            read_options=pj.ReadOptions(block_size=16 << 20),
+            parse_options=options,
+        )
+    except (pa.ArrowInvalid, ValueError):
+        return None
+    return table if table.num_rows == len(lines) else None
+
+
+def _parse_halving(lines: Sequence[str], options: pj.ParseOptions) -> pa.Table:
+    table = _parse_lines(lines, options)
+    if table is not None:
+        return table
+    if len(lines) == 1:
+        salvaged = _salvage(lines[0], lambda line: _parse_lines([line], options) is not None)
+        return pj.read_json(io.BytesIO(salvaged.encode()), parse_options=options)
+    mid = len(lines) // 2
+    return pa.concat_tables(
+        [_parse_halving(lines[:mid], options), _parse_halving(lines[mid:], options)]
+    )
+
+
+def _salvage(text: str, fits: Callable[[str], bool]) -> str:
+    """The parts of one file's stats JSON that parse on their own, as one JSON line."""
+    try:
+        row = json.loads(text)
+    except ValueError:
+        return "{}"
     if not isinstance(row, dict):
         return "{}"
     kept: dict[str, object] = {}

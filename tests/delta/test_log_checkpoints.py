@@ -323,3 +323,31 @@ def test_corrupt_commit_before_the_checkpoint_is_never_read(builder: DeltaTableB
     builder.last_checkpoint(2)
     assert ids(builder.uri) == [3, 4, 5, 6]
     assert ids(builder.uri, 2) == [3, 4, 5]
+
+
+@pytest.mark.parametrize("kind", ["classic", "v2-parquet", "v2-json"])
+def test_checkpoint_metadata_configuration_and_protocol(
+    builder: DeltaTableBuilder, kind: str
+) -> None:
+    h = History(builder, v2=True)
+    meta = metadata(ID_FIELDS, configuration={**V2_CONFIG, "custom.key": "x y"})
+    if kind == "classic":
+        builder.checkpoint(2, [h.proto, meta, h.bb, h.c])
+    else:
+        builder.v2_checkpoint(2, [h.proto, meta], [[h.bb, h.c]], top=kind.split("-")[1])
+    h.drop_commits(0, 1, 2)
+    snap = lakecore.open(builder.uri).snapshot(2)
+    assert snap.properties == {"delta.checkpointPolicy": "v2", "custom.key": "x y"}
+    assert snap.protocol["readerFeatures"] == ["v2Checkpoint"]
+    assert snap.protocol["minReaderVersion"] == 3
+
+
+def test_v2_sidecar_path_is_url_encoded(builder: DeltaTableBuilder) -> None:
+    """Sidecar ``path`` is a URI-encoded path relative to ``_delta_log/_sidecars``."""
+    h = History(builder, v2=True)
+    top = builder.v2_checkpoint(2, [h.proto, h.meta], sidecars=[[h.bb, h.c]], top="json")
+    (sidecar,) = (builder.log / "_sidecars").iterdir()
+    sidecar.rename(sidecar.with_name("side car.parquet"))
+    top.write_text(top.read_text().replace(sidecar.name, "side%20car.parquet"))
+    h.drop_commits(0, 1, 2)
+    assert ids(builder.uri) == [3, 4, 5, 6]

@@ -6,6 +6,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -229,6 +230,7 @@ def _sidecar_paths(sidecars: Sequence[Any]) -> list[str]:
     for s in sidecars:
         if not s or not s.get("path"):
             continue
-        p = s["path"]
-        out.append(p if "/" in p or "://" in p else f"{SIDECAR_DIR}/{p}")
+        # Sidecar paths are URI-encoded: a bare name lives in _delta_log/_sidecars/.
+        p = str(s["path"])
+        out.append(p if "://" in p or p.startswith("/") else f"{SIDECAR_DIR}/{unquote(p)}")
     return out
