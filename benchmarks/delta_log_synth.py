@@ -156,8 +156,19 @@ def _ts_text(seconds: np.ndarray) -> pa.Array:
 def _stat_object(values: Sequence[pa.Array]) -> list[pa.Array | str]:
     """The pieces of one ``{"id":..,"qty":..,"name":"..","price":..,"ts":".."}`` object."""
     id_, qty, name, price, ts = values
-    return ['{"id":', id_, ',"qty":', qty, ',"name":"', name, '","price":', price,
-            ',"ts":"', ts, '"}']
+    return [
+        '{"id":',
+        id_,
+        ',"qty":',
+        qty,
+        ',"name":"',
+        name,
+        '","price":',
+        price,
+        ',"ts":"',
+        ts,
+        '"}',
+    ]
 
 
 def add_columns(spec: LogSpec, start: int, stop: int) -> pa.Table:
@@ -170,25 +181,56 @@ def add_columns(spec: LogSpec, start: int, stop: int) -> pa.Table:
     index = np.arange(start, stop, dtype=np.int64)
     commit = index // spec.adds_per_commit
     region = pa.array(np.array(REGIONS, dtype=object)[d["region"]], pa.string())
-    path = _join("region=", region, "/part-", _padded(index % 100_000, 5), "-",
-                 _uuids(d["uuid"]), ".c000.snappy.parquet")
+    path = _join(
+        "region=",
+        region,
+        "/part-",
+        _padded(index % 100_000, 5),
+        "-",
+        _uuids(d["uuid"]),
+        ".c000.snappy.parquet",
+    )
     id_min = index * 2_000_000
     ts_min = BASE_TIME_MS // 1000 + commit * 60
     stats = _join(
-        '{"numRecords":', _text(d["records"]),
-        ',"minValues":', *_stat_object([
-            _text(id_min), _text(d["qty_min"]), _join("cust-", _padded(d["name_lo"], 7)),
-            _text(d["price_min"]), _ts_text(ts_min)]),
-        ',"maxValues":', *_stat_object([
-            _text(id_min + d["records"] - 1), _text(d["qty_max"]),
-            _join("cust-", _padded(d["name_hi"], 7)), _text(d["price_max"]),
-            _ts_text(ts_min + d["ts_span"])]),
-        ',"nullCount":{"id":0,"qty":0,"name":', _text(d["name_nulls"]),
-        ',"price":', _text(d["price_nulls"]), ',"ts":0}}',
+        '{"numRecords":',
+        _text(d["records"]),
+        ',"minValues":',
+        *_stat_object(
+            [
+                _text(id_min),
+                _text(d["qty_min"]),
+                _join("cust-", _padded(d["name_lo"], 7)),
+                _text(d["price_min"]),
+                _ts_text(ts_min),
+            ]
+        ),
+        ',"maxValues":',
+        *_stat_object(
+            [
+                _text(id_min + d["records"] - 1),
+                _text(d["qty_max"]),
+                _join("cust-", _padded(d["name_hi"], 7)),
+                _text(d["price_max"]),
+                _ts_text(ts_min + d["ts_span"]),
+            ]
+        ),
+        ',"nullCount":{"id":0,"qty":0,"name":',
+        _text(d["name_nulls"]),
+        ',"price":',
+        _text(d["price_nulls"]),
+        ',"ts":0}}',
     )
     mtime = BASE_TIME_MS + commit * 60_000 + d["mtime_offset"]
-    return pa.table({"path": path, "region": region, "size": d["size"],
-                     "modificationTime": mtime, "stats": stats})
+    return pa.table(
+        {
+            "path": path,
+            "region": region,
+            "size": d["size"],
+            "modificationTime": mtime,
+            "stats": stats,
+        }
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,11 +245,17 @@ def _json_escape(strings: pa.Array) -> pa.Array:
 def add_lines(adds: pa.Table) -> pa.Array:
     """One ``{"add": ...}`` JSON line per row of ``add_columns``."""
     return _join(
-        '{"add":{"path":"', adds["path"].combine_chunks(),
-        '","partitionValues":{"region":"', adds["region"].combine_chunks(),
-        '"},"size":', _text(adds["size"].to_numpy()),
-        ',"modificationTime":', _text(adds["modificationTime"].to_numpy()),
-        ',"dataChange":true,"stats":"', _json_escape(adds["stats"].combine_chunks()), '"}}',
+        '{"add":{"path":"',
+        adds["path"].combine_chunks(),
+        '","partitionValues":{"region":"',
+        adds["region"].combine_chunks(),
+        '"},"size":',
+        _text(adds["size"].to_numpy()),
+        ',"modificationTime":',
+        _text(adds["modificationTime"].to_numpy()),
+        ',"dataChange":true,"stats":"',
+        _json_escape(adds["stats"].combine_chunks()),
+        '"}}',
     )
 
 
@@ -269,8 +317,9 @@ def write_commits(spec: LogSpec, log: Path) -> None:
     per_chunk = max(1, 200_000 // spec.adds_per_commit)  # commits generated per Arrow batch
     for first in range(spec.first_kept_commit, spec.commits, per_chunk):
         last = min(first + per_chunk, spec.commits)
-        lines = add_lines(add_columns(spec, first * spec.adds_per_commit,
-                                      last * spec.adds_per_commit))
+        lines = add_lines(
+            add_columns(spec, first * spec.adds_per_commit, last * spec.adds_per_commit)
+        )
         for version in range(first, last):
             offset = (version - first) * spec.adds_per_commit
             data = _commit_bytes(version, lines.slice(offset, spec.adds_per_commit))
@@ -281,29 +330,62 @@ def write_commits(spec: LogSpec, log: Path) -> None:
 # Checkpoint (classic single-file Parquet, the checkpoint schema of the Delta protocol)
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
-DV_TYPE = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()),
-                     ("offset", pa.int32()), ("sizeInBytes", pa.int32()),
-                     ("cardinality", pa.int64())])
-ADD_TYPE = pa.struct([("path", pa.string()), ("partitionValues", STRING_MAP),
-                      ("size", pa.int64()), ("modificationTime", pa.int64()),
-                      ("dataChange", pa.bool_()), ("tags", STRING_MAP),
-                      ("deletionVector", DV_TYPE), ("stats", pa.string())])
-REMOVE_TYPE = pa.struct([("path", pa.string()), ("deletionTimestamp", pa.int64()),
-                         ("dataChange", pa.bool_()), ("extendedFileMetadata", pa.bool_()),
-                         ("partitionValues", STRING_MAP), ("size", pa.int64()),
-                         ("tags", STRING_MAP), ("deletionVector", DV_TYPE)])
-TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()),
-                      ("lastUpdated", pa.int64())])
-METADATA_TYPE = pa.struct([("id", pa.string()), ("name", pa.string()),
-                           ("description", pa.string()),
-                           ("format", pa.struct([("provider", pa.string()),
-                                                 ("options", STRING_MAP)])),
-                           ("schemaString", pa.string()),
-                           ("partitionColumns", pa.list_(pa.string())),
-                           ("configuration", STRING_MAP), ("createdTime", pa.int64())])
+DV_TYPE = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
+ADD_TYPE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("partitionValues", STRING_MAP),
+        ("size", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("tags", STRING_MAP),
+        ("deletionVector", DV_TYPE),
+        ("stats", pa.string()),
+    ]
+)
+REMOVE_TYPE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("deletionTimestamp", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("extendedFileMetadata", pa.bool_()),
+        ("partitionValues", STRING_MAP),
+        ("size", pa.int64()),
+        ("tags", STRING_MAP),
+        ("deletionVector", DV_TYPE),
+    ]
+)
+TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
+METADATA_TYPE = pa.struct(
+    [
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("format", pa.struct([("provider", pa.string()), ("options", STRING_MAP)])),
+        ("schemaString", pa.string()),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("configuration", STRING_MAP),
+        ("createdTime", pa.int64()),
+    ]
+)
 PROTOCOL_TYPE = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
-CHECKPOINT_SCHEMA = pa.schema([("txn", TXN_TYPE), ("add", ADD_TYPE), ("remove", REMOVE_TYPE),
-                               ("metaData", METADATA_TYPE), ("protocol", PROTOCOL_TYPE)])
+CHECKPOINT_SCHEMA = pa.schema(
+    [
+        ("txn", TXN_TYPE),
+        ("add", ADD_TYPE),
+        ("remove", REMOVE_TYPE),
+        ("metaData", METADATA_TYPE),
+        ("protocol", PROTOCOL_TYPE),
+    ]
+)
 ROW_GROUP_BYTES = 128 << 20  # Spark's parquet.block.size
 
 
@@ -315,9 +397,16 @@ def add_struct(adds: pa.Table) -> pa.StructArray:
         pa.array(np.full(n, PARTITION_COLUMNS[0], dtype=object), pa.string()),
         adds["region"].combine_chunks(),
     )
-    children = [adds["path"].combine_chunks(), pvs, adds["size"].combine_chunks(),
-                adds["modificationTime"].combine_chunks(), pa.array(np.ones(n, dtype=bool)),
-                pa.nulls(n, STRING_MAP), pa.nulls(n, DV_TYPE), adds["stats"].combine_chunks()]
+    children = [
+        adds["path"].combine_chunks(),
+        pvs,
+        adds["size"].combine_chunks(),
+        adds["modificationTime"].combine_chunks(),
+        pa.array(np.ones(n, dtype=bool)),
+        pa.nulls(n, STRING_MAP),
+        pa.nulls(n, DV_TYPE),
+        adds["stats"].combine_chunks(),
+    ]
     return pa.StructArray.from_arrays(children, fields=list(ADD_TYPE))
 
 
@@ -327,16 +416,22 @@ def checkpoint_table(spec: LogSpec, version: int) -> pa.Table:
     head = 2
     protocol = pa.array([protocol_action()], PROTOCOL_TYPE)
     meta = metadata_action()
-    meta_row = {**meta, "name": None, "description": None,
-                "format": {"provider": "parquet", "options": []}, "configuration": []}
+    meta_row = {
+        **meta,
+        "name": None,
+        "description": None,
+        "format": {"provider": "parquet", "options": []},
+        "configuration": [],
+    }
     metadata = pa.array([meta_row], METADATA_TYPE)
     n = adds.num_rows
     columns = {
         "txn": pa.nulls(head + n, TXN_TYPE),
         "add": pa.concat_arrays([pa.nulls(head, ADD_TYPE), add_struct(adds)]),
         "remove": pa.nulls(head + n, REMOVE_TYPE),
-        "metaData": pa.concat_arrays([pa.nulls(1, METADATA_TYPE), metadata,
-                                      pa.nulls(n, METADATA_TYPE)]),
+        "metaData": pa.concat_arrays(
+            [pa.nulls(1, METADATA_TYPE), metadata, pa.nulls(n, METADATA_TYPE)]
+        ),
         "protocol": pa.concat_arrays([protocol, pa.nulls(1 + n, PROTOCOL_TYPE)]),
     }
     return pa.table(columns, schema=CHECKPOINT_SCHEMA)
@@ -347,10 +442,15 @@ def write_checkpoint(spec: LogSpec, log: Path, version: int) -> None:
     table = checkpoint_table(spec, version)
     row_bytes = max(1, table.nbytes // max(1, table.num_rows))
     path = log / f"{version:020d}.checkpoint.parquet"
-    pq.write_table(table, path, compression="snappy",
-                   row_group_size=max(1_000, ROW_GROUP_BYTES // row_bytes))
-    hint = {"version": version, "size": table.num_rows, "sizeInBytes": path.stat().st_size,
-            "numOfAddFiles": table.num_rows - 2}
+    pq.write_table(
+        table, path, compression="snappy", row_group_size=max(1_000, ROW_GROUP_BYTES // row_bytes)
+    )
+    hint = {
+        "version": version,
+        "size": table.num_rows,
+        "sizeInBytes": path.stat().st_size,
+        "numOfAddFiles": table.num_rows - 2,
+    }
     (log / "_last_checkpoint").write_text(json.dumps(hint, separators=(",", ":")))
 
 

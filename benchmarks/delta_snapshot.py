@@ -59,20 +59,30 @@ class Case:
 
 FULL_CASES = (
     Case(LogSpec("commits_100x1000", 100, 1000), "100 commits x 1,000 adds, no checkpoint"),
-    Case(LogSpec("commits_100x1000_cp90", 100, 1000, checkpoint_version=90),
-         "same, checkpoint at v90"),
-    Case(LogSpec("commits_10000x10", 10_000, 10, checkpoint_version=9_900),
-         "10,000 commits x 10 adds, checkpoint every 100 (last: v9900)"),
-    Case(LogSpec("checkpoint_1m", 1_000, 1_000, checkpoint_version=999, first_kept_commit=999),
-         "1,000,000 files in one checkpoint"),
+    Case(
+        LogSpec("commits_100x1000_cp90", 100, 1000, checkpoint_version=90),
+        "same, checkpoint at v90",
+    ),
+    Case(
+        LogSpec("commits_10000x10", 10_000, 10, checkpoint_version=9_900),
+        "10,000 commits x 10 adds, checkpoint every 100 (last: v9900)",
+    ),
+    Case(
+        LogSpec("checkpoint_1m", 1_000, 1_000, checkpoint_version=999, first_kept_commit=999),
+        "1,000,000 files in one checkpoint",
+    ),
 )
 QUICK_CASES = (
     Case(LogSpec("commits_10x1000", 10, 1000), "10 commits x 1,000 adds, no checkpoint"),
     Case(LogSpec("commits_10x1000_cp8", 10, 1000, checkpoint_version=8), "same, checkpoint at v8"),
-    Case(LogSpec("commits_1000x10", 1_000, 10, checkpoint_version=900),
-         "1,000 commits x 10 adds, checkpoint every 100 (last: v900)"),
-    Case(LogSpec("checkpoint_100k", 100, 1_000, checkpoint_version=99, first_kept_commit=99),
-         "100,000 files in one checkpoint"),
+    Case(
+        LogSpec("commits_1000x10", 1_000, 10, checkpoint_version=900),
+        "1,000 commits x 10 adds, checkpoint every 100 (last: v900)",
+    ),
+    Case(
+        LogSpec("checkpoint_100k", 100, 1_000, checkpoint_version=99, first_kept_commit=99),
+        "100,000 files in one checkpoint",
+    ),
 )
 ALL_CASES = {c.spec.name: c for c in FULL_CASES + QUICK_CASES}
 
@@ -105,8 +115,13 @@ def _measure_deltars(path: Path, spec: LogSpec) -> dict[str, Any]:
     rss_open = _rss_mb()
     index = pa.table(table.get_add_actions(flatten=True))
     t2 = time.perf_counter()
-    return {"open_s": t1 - t0, "open_index_s": t2 - t0, "rss_open_mb": rss_open,
-            "files": index.num_rows, "version": table.version()}
+    return {
+        "open_s": t1 - t0,
+        "open_index_s": t2 - t0,
+        "rss_open_mb": rss_open,
+        "files": index.num_rows,
+        "version": table.version(),
+    }
 
 
 def _measure_lakecore(path: Path, spec: LogSpec) -> dict[str, Any]:
@@ -118,8 +133,13 @@ def _measure_lakecore(path: Path, spec: LogSpec) -> dict[str, Any]:
     rss_open = _rss_mb()
     index = snapshot.files()
     t2 = time.perf_counter()
-    return {"open_s": t1 - t0, "open_index_s": t2 - t0, "rss_open_mb": rss_open,
-            "files": index.num_rows, "version": snapshot.version}
+    return {
+        "open_s": t1 - t0,
+        "open_index_s": t2 - t0,
+        "rss_open_mb": rss_open,
+        "files": index.num_rows,
+        "version": snapshot.version,
+    }
 
 
 def _measure_floor(path: Path, spec: LogSpec) -> dict[str, Any]:
@@ -134,12 +154,18 @@ def _measure_floor(path: Path, spec: LogSpec) -> dict[str, Any]:
     parts = [pq.read_table(p) for p in checkpoints]
     data = b"".join(p.read_bytes() for p in commits)
     if data:
-        parts.append(pj.read_json(io.BytesIO(data),
-                                  read_options=pj.ReadOptions(block_size=8 << 20)))
+        parts.append(
+            pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=8 << 20))
+        )
     t1 = time.perf_counter()
     rows = sum(t.num_rows for t in parts if isinstance(t, pa.Table))
-    return {"open_s": None, "open_index_s": t1 - t0, "rss_open_mb": None, "files": None,
-            "actions": rows}
+    return {
+        "open_s": None,
+        "open_index_s": t1 - t0,
+        "rss_open_mb": None,
+        "files": None,
+        "actions": rows,
+    }
 
 
 MEASURES: dict[str, Callable[[Path, LogSpec], dict[str, Any]]] = {
@@ -170,19 +196,33 @@ def child_main(tool: str, case_name: str, data_dir: Path) -> None:
 
 
 def run_child(tool: str, case: Case, data_dir: Path) -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", tool,
-           "--case", case.spec.name, "--data-dir", str(data_dir)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO), str(REPO / "plugins"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
-                          env=env, check=False)
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        tool,
+        "--case",
+        case.spec.name,
+        "--data-dir",
+        str(data_dir),
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(REPO), str(REPO / "plugins"), os.environ.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep),
+    }
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=env, check=False
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{tool} on {case.spec.name} failed:\n{proc.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = case.spec.live_files
     if result["files"] is not None and result["files"] != expected:
-        raise RuntimeError(f"{tool} on {case.spec.name}: {result['files']} files, "
-                           f"expected {expected}")
+        raise RuntimeError(
+            f"{tool} on {case.spec.name}: {result['files']} files, expected {expected}"
+        )
     return result
 
 
@@ -206,8 +246,10 @@ def ensure_table(case: Case, data_dir: Path) -> None:
     generate(spec, root)
     generated_s = time.perf_counter() - t0
     files = validate_with_deltalake(root, spec)
-    print(f"  generated {spec.name} in {generated_s:.1f} s; delta-rs sees {files:,} files",
-          file=sys.stderr)
+    print(
+        f"  generated {spec.name} in {generated_s:.1f} s; delta-rs sees {files:,} files",
+        file=sys.stderr,
+    )
     marker.write_text(json.dumps({**want, "generated_s": generated_s, "deltalake_files": files}))
 
 
@@ -218,8 +260,10 @@ def validate_with_deltalake(root: Path, spec: LogSpec) -> int:
     table = DeltaTable(str(root))
     files = len(table.file_uris())
     if table.version() != spec.version or files != spec.live_files:
-        raise RuntimeError(f"{root}: delta-rs sees version {table.version()} with {files} "
-                           f"files, expected {spec.version} with {spec.live_files}")
+        raise RuntimeError(
+            f"{root}: delta-rs sees version {table.version()} with {files} "
+            f"files, expected {spec.version} with {spec.live_files}"
+        )
     return files
 
 
@@ -240,7 +284,7 @@ def run_case(case: Case, data_dir: Path, repetitions: int) -> dict[str, Any]:
     warm_page_cache(root)
     runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
     for rep in range(repetitions):
-        order = TOOLS[rep % len(TOOLS):] + TOOLS[: rep % len(TOOLS)]  # rotate: no fixed slot
+        order = TOOLS[rep % len(TOOLS) :] + TOOLS[: rep % len(TOOLS)]  # rotate: no fixed slot
         for tool in order:
             runs[tool].append(run_child(tool, case, data_dir))
     checkpoints, commits = files_to_read(case.spec, root)
@@ -251,8 +295,11 @@ def run_case(case: Case, data_dir: Path, repetitions: int) -> dict[str, Any]:
         "description": case.description,
         "spec": asdict(case.spec),
         "live_files": case.spec.live_files,
-        "bytes_read": {"checkpoint": log_bytes(checkpoints), "commits": log_bytes(commits),
-                       "commit_files": len(commits)},
+        "bytes_read": {
+            "checkpoint": log_bytes(checkpoints),
+            "commits": log_bytes(commits),
+            "commit_files": len(commits),
+        },
         "results": summary,
         "ratio_lakecore_over_deltars": lc / dr,
         "ratio_lakecore_over_floor": lc / summary["floor"]["open_index_s"],
@@ -279,10 +326,18 @@ def machine() -> dict[str, Any]:
     import numpy
     import pyarrow
 
-    cpu = next((line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo")
-                if line.startswith("model name")), platform.processor())
-    mem_kb = next((int(line.split()[1]) for line in _lines("/proc/meminfo")
-                   if line.startswith("MemTotal:")), 0)
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in _lines("/proc/cpuinfo")
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem_kb = next(
+        (int(line.split()[1]) for line in _lines("/proc/meminfo") if line.startswith("MemTotal:")),
+        0,
+    )
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
@@ -306,10 +361,20 @@ def _lines(path: str) -> list[str]:
 def _git_head() -> str | None:
     """The repository's HEAD commit, marked ``+dirty`` if tracked files differ (read-only)."""
     try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--"],
-                               capture_output=True, check=False).returncode != 0
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = (
+            subprocess.run(
+                ["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--"],
+                capture_output=True,
+                check=False,
+            ).returncode
+            != 0
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("+dirty" if dirty else "")
@@ -336,10 +401,16 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for c in results["cases"]:
         r, b = c["results"], c["bytes_read"]
-        read = " + ".join(x for x in (
-            f"{_mb(b['checkpoint'])} parquet" if b["checkpoint"] else "",
-            f"{_mb(b['commits'])} JSON ({_plural(b['commit_files'], 'file')})" if b["commits"] else "",
-        ) if x)
+        read = " + ".join(
+            x
+            for x in (
+                f"{_mb(b['checkpoint'])} parquet" if b["checkpoint"] else "",
+                f"{_mb(b['commits'])} JSON ({_plural(b['commit_files'], 'file')})"
+                if b["commits"]
+                else "",
+            )
+            if x
+        )
         ratio = c["ratio_lakecore_over_deltars"]
         flag = "" if ratio <= TARGET_RATIO else (" ⚠" if ratio <= LIMIT_RATIO else " ✗")
         out.append(
@@ -397,18 +468,35 @@ def write_docs(section: str, path: Path = DOCS) -> None:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--quick", action="store_true",
-                   help="CI smoke: smaller tables, 1 repetition (< 60 s)")
-    p.add_argument("--repetitions", "-n", type=int, default=None,
-                   help="timed runs per tool and case (default: 3 full, 1 quick)")
+    p.add_argument(
+        "--quick", action="store_true", help="CI smoke: smaller tables, 1 repetition (< 60 s)"
+    )
+    p.add_argument(
+        "--repetitions",
+        "-n",
+        type=int,
+        default=None,
+        help="timed runs per tool and case (default: 3 full, 1 quick)",
+    )
     p.add_argument("--cases", nargs="*", default=None, help="run only these cases (by name)")
-    p.add_argument("--data-dir", type=Path, default=DATA_DIR,
-                   help="where the generated tables live (default: benchmarks/_data)")
-    p.add_argument("--output", type=Path, default=None,
-                   help="JSON results file (default: benchmarks/results/delta_snapshot.json, "
-                        "or delta_snapshot.quick.json with --quick)")
-    p.add_argument("--write-docs", action="store_true",
-                   help="update docs/performance.md between the delta_snapshot markers")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DATA_DIR,
+        help="where the generated tables live (default: benchmarks/_data)",
+    )
+    p.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="JSON results file (default: benchmarks/results/delta_snapshot.json, "
+        "or delta_snapshot.quick.json with --quick)",
+    )
+    p.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="update docs/performance.md between the delta_snapshot markers",
+    )
     p.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)
     p.add_argument("--case", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -443,12 +531,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ensure_table(case, args.data_dir)
         results["cases"].append(run_case(case, args.data_dir, repetitions))
         r = results["cases"][-1]["results"]
-        print("  " + ", ".join(f"{t} {r[t]['open_index_s']:.2f} s" for t in TOOLS),
-              file=sys.stderr)
+        print("  " + ", ".join(f"{t} {r[t]['open_index_s']:.2f} s" for t in TOOLS), file=sys.stderr)
     results["wall_s"] = time.perf_counter() - started
     results["finished_at"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     output = args.output or RESULTS / (
-        "delta_snapshot.quick.json" if args.quick else "delta_snapshot.json")
+        "delta_snapshot.quick.json" if args.quick else "delta_snapshot.json"
+    )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n")
     section = markdown(results)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -27,11 +26,11 @@ def decode_paths(paths: pa.Array | pa.ChunkedArray, root: str) -> pa.Array:
     needs = pc.fill_null(needs, False)
     if not pc.any(needs).as_py():
         return paths
-    positions = np.flatnonzero(needs.to_numpy(zero_copy_only=False))
-    fixed = [_decode_one(p, root) for p in paths.take(pa.array(positions)).to_pylist()]
-    values = np.array(paths.to_pylist(), dtype=object)
-    values[positions] = fixed
-    return pa.array(values.tolist(), pa.string())
+    # Only the flagged paths go through Python; Arrow splices them back in place.
+    fixed = pa.array(
+        [_decode_one(p, root) for p in paths.filter(needs).to_pylist()], pa.string()
+    )
+    return pc.replace_with_mask(paths, needs, fixed)
 
 
 def _decode_one(path: str, root: str) -> str:
