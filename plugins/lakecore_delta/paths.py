@@ -27,9 +27,7 @@ def decode_paths(paths: pa.Array | pa.ChunkedArray, root: str) -> pa.Array:
     if not pc.any(needs).as_py():
         return paths
     # Only the flagged paths go through Python; Arrow splices them back in place.
-    fixed = pa.array(
-        [_decode_one(p, root) for p in paths.filter(needs).to_pylist()], pa.string()
-    )
+    fixed = pa.array([_decode_one(p, root) for p in paths.filter(needs).to_pylist()], pa.string())
     return pc.replace_with_mask(paths, needs, fixed)
 
 

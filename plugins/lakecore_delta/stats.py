@@ -100,7 +100,7 @@ def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
     if len(stats) == 0:
         return schema.empty_table()
     filled = pc.fill_null(stats, "{}")
-    filled = pc.if_else(pc.equal(pc.utf8_trim_whitespace(filled), ""), "{}", filled)
+    filled = pc.if_else(pc.equal(filled, ""), "{}", filled)
     try:
         parsed = pj.read_json(
             _joined_lines(filled),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -125,8 +126,64 @@ def _empty_adds(physical_partition_columns: Sequence[str]) -> pa.Table:
 def _adds_of(table: pa.Table, path: str, physical_partition_columns: Sequence[str]) -> pa.Table:
     if "add" not in table.column_names:
         return _empty_adds(physical_partition_columns)
-    add = table.column("add").combine_chunks()
-    add = add.filter(pc.is_valid(pc.struct_field(add, "path")))
+    # Chunk by chunk, slicing around the few non-add rows: no copy of the (large) stats text.
+    pieces = [
+        _adds_of_chunk(run, path, physical_partition_columns)
+        for chunk in table.column("add").chunks
+        for run in _add_runs(chunk)
+    ]
+    if not pieces:
+        return _empty_adds(physical_partition_columns)
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+
+
+_MAX_SLICES = 64
+
+
+def _add_runs(chunk: pa.StructArray) -> list[pa.StructArray]:
+    """The rows of ``chunk`` that are add actions, as zero-copy slices where that is cheap."""
+    valid = pc.is_valid(pc.struct_field(chunk, "path"))
+    invalid = len(chunk) - pc.sum(valid).as_py() if len(chunk) else 0
+    if invalid == 0:
+        return [chunk] if len(chunk) else []
+    if invalid == len(chunk):
+        return []
+    if invalid > _MAX_SLICES:
+        return [chunk.filter(valid)]
+    keep = valid.to_numpy(zero_copy_only=False)
+    runs, start = [], None
+    for i in range(len(keep) + 1):
+        inside = i < len(keep) and keep[i]
+        if inside and start is None:
+            start = i
+        elif not inside and start is not None:
+            runs.append(chunk.slice(start, i - start))
+            start = None
+    return runs
+
+
+def _partition_strings(pmap: pa.MapArray, columns: Sequence[str]) -> list[pa.Array]:
+    """Partition values by column from a map column; fast when every map has the same keys."""
+    k, n = len(columns), len(pmap)
+    offsets = pmap.offsets.to_numpy()
+    start, entries = int(offsets[0]), int(offsets[-1] - offsets[0])
+    if pmap.null_count == 0 and entries == n * k and bool(np.all(np.diff(offsets) == k)):
+        keys, values = pmap.keys.slice(start, entries), pmap.items.slice(start, entries)
+        out = []
+        for i, column in enumerate(columns):
+            idx = pa.array(np.arange(i, n * k, k)) if k > 1 else None
+            col_keys = keys if idx is None else keys.take(idx)
+            if not pc.all(pc.equal(col_keys, column)).as_py():
+                break
+            out.append(values if idx is None else values.take(idx))
+        else:
+            return out
+    return [pc.map_lookup(pmap, pa.scalar(c), "first") for c in columns]
+
+
+def _adds_of_chunk(
+    add: pa.StructArray, path: str, physical_partition_columns: Sequence[str]
+) -> pa.Table:
     n = len(add)
     names = {add.type.field(i).name for i in range(add.type.num_fields)}
 
@@ -137,9 +194,8 @@ def _adds_of(table: pa.Table, path: str, physical_partition_columns: Sequence[st
 
     pv_type = partition_values_type(physical_partition_columns)
     if physical_partition_columns and "partitionValues" in names:
-        pmap = pc.struct_field(add, "partitionValues")
         pvs = pa.StructArray.from_arrays(
-            [pc.map_lookup(pmap, pa.scalar(c), "first") for c in physical_partition_columns],
+            _partition_strings(pc.struct_field(add, "partitionValues"), physical_partition_columns),
             fields=list(pv_type),
         )
     else:
