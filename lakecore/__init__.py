@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import pyarrow as pa
 
 from lakecore.detect import detect_format
 from lakecore.errors import (
@@ -11,6 +13,7 @@ from lakecore.errors import (
     CommitConflictError,
     CommitError,
     CommitStateUnknownError,
+    ConstraintViolationError,
     CorruptTableError,
     FormatDetectionError,
     LakecoreError,
@@ -23,6 +26,7 @@ from lakecore.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from lakecore.format import WritableFormat
 from lakecore.model.history import HistoryEntry
 from lakecore.plugins import load_registry
 from lakecore.snapshot import Snapshot
@@ -71,11 +75,49 @@ def open(
     return Table(uri, storage, fmt)
 
 
+def create(
+    uri: str,
+    schema: pa.Schema,
+    format: str = "delta",
+    partition_by: Sequence[str] = (),
+    properties: Mapping[str, str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Table:
+    """Create an empty table of ``format`` at ``uri`` and return it.
+
+    Raises:
+        TableExistsError: a table (of any format lakecore knows) is already there.
+        SchemaError: the schema has types the format cannot hold, or ``partition_by`` names
+            columns that are not in it.
+        UnsupportedFeatureError: the format's plugin cannot write.
+
+    Example:
+        >>> import lakecore, pyarrow as pa
+        >>> t = lakecore.create("/tmp/events", pa.schema([("id", pa.int64())]))  # doctest: +SKIP
+        >>> t.append(pa.table({"id": [1, 2]}))  # doctest: +SKIP
+        1
+    """
+    registry = load_registry()
+    fmt = registry.get(format)
+    if not isinstance(fmt, WritableFormat):
+        raise UnsupportedFeatureError("write", f"lakecore cannot write {format} tables yet")
+    storage = open_storage(uri, storage_options)
+    existing = [f.name for f in registry.formats() if f.detect(storage)]
+    if existing:
+        raise TableExistsError(f"{storage.root} already holds a {existing[0]} table")
+    missing = [c for c in partition_by if schema.get_field_index(c) < 0]
+    if missing:
+        raise SchemaError(f"partition column(s) {missing} are not in the schema")
+    fmt.create(storage, schema, list(partition_by), dict(properties or {}))
+    return Table(uri, storage, fmt)
+
+
 __all__ = [
     "AmbiguousFormatError",
     "CommitConflictError",
     "CommitError",
     "CommitStateUnknownError",
+    "ConstraintViolationError",
     "CorruptTableError",
     "FormatDetectionError",
     "HistoryEntry",
@@ -91,5 +133,6 @@ __all__ = [
     "UnknownFormatError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
+    "create",
     "open",
 ]

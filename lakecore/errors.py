@@ -56,6 +56,10 @@ class SchemaError(LakecoreError):
     """Raised when a schema cannot be parsed, converted or evolved as asked."""
 
 
+class ConstraintViolationError(LakecoreError, ValueError):
+    """Raised when written rows violate NOT NULL, CHECK, invariants or append-only rules."""
+
+
 class CommitError(LakecoreError):
     """Raised when a commit fails."""
 
@@ -94,6 +98,7 @@ __all__ = [
     "CommitConflictError",
     "CommitError",
     "CommitStateUnknownError",
+    "ConstraintViolationError",
     "CorruptTableError",
     "FormatDetectionError",
     "LakecoreError",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from lakecore.model.actions import Action, CommitInfo, CommitOutcome
 from lakecore.model.history import HistoryEntry
 from lakecore.storage import Storage
 
@@ -67,4 +68,81 @@ class TableFormat(Protocol):
 
     def ensure_readable(self, snapshot: Snapshot) -> None:
         """Raise ``UnsupportedFeatureError`` naming the first feature lakecore cannot read."""
+        ...
+
+
+@runtime_checkable
+class FormatWriter(Protocol):
+    """Plans writes against one snapshot: writes data files, returns the actions to commit.
+
+    Nothing becomes visible until the actions are committed. Each method returns the actions
+    and the CommitInfo describing the operation.
+    """
+
+    def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        """Write ``data`` as new files; raises ``SchemaError``/``ConstraintViolationError``."""
+        ...
+
+    def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
+        """Replace the rows matching ``where`` (all rows if None) with ``data``."""
+        ...
+
+    def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
+        """Delete the rows matching ``where`` (all rows if None)."""
+        ...
+
+    def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
+        """Set columns to SQL expressions on the rows matching ``where``."""
+        ...
+
+
+@runtime_checkable
+class WritableFormat(TableFormat, Protocol):
+    """A TableFormat that can create tables and commit changes."""
+
+    def create(
+        self,
+        storage: Storage,
+        schema: pa.Schema,
+        partition_by: Sequence[str],
+        properties: dict[str, str],
+    ) -> None:
+        """Create an empty table; raises ``TableExistsError`` if one is there (atomically)."""
+        ...
+
+    def writer(self, storage: Storage, snapshot: Snapshot) -> FormatWriter:
+        """Return a writer planning changes against ``snapshot``; gates writer features."""
+        ...
+
+    def next_version(self, base: Snapshot) -> int | str:
+        """The version a commit on top of ``base`` takes."""
+        ...
+
+    def next_version_after(self, version: int | str) -> int | str:
+        """The version after ``version``."""
+        ...
+
+    def commit(
+        self,
+        storage: Storage,
+        base: Snapshot,
+        actions: Sequence[Action],
+        info: CommitInfo,
+        version: int | str,
+    ) -> CommitOutcome:
+        """Write ``actions`` as ``version`` with one atomic put-if-absent.
+
+        Returns ``Conflict(version)`` when another writer took the version (nothing written).
+        """
+        ...
+
+    def check_conflicts(
+        self,
+        storage: Storage,
+        base: Snapshot,
+        winner: int | str,
+        actions: Sequence[Action],
+        info: CommitInfo,
+    ) -> None:
+        """Raise ``CommitConflictError`` if commit ``winner`` conflicts with this transaction."""
         ...

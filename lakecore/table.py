@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from lakecore.format import TableFormat
+from lakecore.errors import UnsupportedFeatureError
+from lakecore.format import FormatWriter, TableFormat, WritableFormat
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
+from lakecore.transaction import Transaction
 
 TimestampLike = int | float | str | dt.datetime | dt.date
 
@@ -98,3 +101,57 @@ class Table:
         update_postimage), ``_commit_version`` and ``_commit_timestamp`` columns.
         """
         return self._format.changes(self._storage, start, end)
+
+    # ------------------------------------------------------------------ writing
+
+    def _writable_format(self) -> WritableFormat:
+        if not isinstance(self._format, WritableFormat):
+            raise UnsupportedFeatureError(
+                "write", f"lakecore cannot write {self.format} tables yet"
+            )
+        return self._format
+
+    def _format_writer(self, snapshot: Snapshot) -> FormatWriter:
+        return self._writable_format().writer(self._storage, snapshot)
+
+    def transaction(self) -> Transaction:
+        """Start a transaction on the latest snapshot; use it as a context manager.
+
+        Example:
+            >>> with table.transaction() as tx:  # doctest: +SKIP
+            ...     tx.delete("day < '2024-01-01'")
+            ...     tx.append(new_rows)
+        """
+        self._writable_format()
+        return Transaction(self, self.snapshot())
+
+    def _run(self, stage: Callable[[Transaction], None]) -> int | str:
+        with self.transaction() as tx:
+            stage(tx)
+        if tx.version is None:
+            return self.version
+        return tx.version
+
+    def append(self, data: Any) -> int | str:
+        """Append rows (pyarrow Table/RecordBatch/RecordBatchReader, pandas); returns the version.
+
+        Raises ``SchemaError`` for data that does not fit the schema and
+        ``ConstraintViolationError`` for rows that break NOT NULL, CHECK or append-only rules;
+        nothing is committed then.
+        """
+        return self._run(lambda tx: tx.append(data))
+
+    def overwrite(self, data: Any, where: str | None = None) -> int | str:
+        """Replace the rows matching ``where`` (all rows if None) by ``data``.
+
+        With ``where``, every row of ``data`` must match it (else ``ConstraintViolationError``).
+        """
+        return self._run(lambda tx: tx.overwrite(data, where))
+
+    def delete(self, where: str | None = None) -> int | str:
+        """Delete the rows matching the SQL predicate ``where`` (all rows if None)."""
+        return self._run(lambda tx: tx.delete(where))
+
+    def update(self, set: dict[str, str], where: str | None = None) -> int | str:
+        """Set columns to SQL expressions (``{"price": "price * 2"}``) where ``where`` holds."""
+        return self._run(lambda tx: tx.update(set, where))

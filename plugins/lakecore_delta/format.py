@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 from lakecore.errors import TableNotFoundError, VersionNotFoundError
+from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -14,6 +17,10 @@ from lakecore_delta.log.segment import latest_version, list_log
 from lakecore_delta.protocol import ensure_readable
 from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import list_for, load_state
+from lakecore_delta.write import commit as delta_commit
+from lakecore_delta.write.checkpoint_out import maybe_checkpoint
+from lakecore_delta.write.create import create_table
+from lakecore_delta.write.writer import DeltaWriter, state_of
 
 
 def _as_version(version: int | str) -> int:
@@ -68,3 +75,46 @@ class DeltaFormat:
 
     def ensure_readable(self, snapshot: Snapshot) -> None:
         ensure_readable(snapshot.protocol, snapshot.properties)
+
+    # ------------------------------------------------------------------ writing
+
+    def create(
+        self,
+        storage: Storage,
+        schema: pa.Schema,
+        partition_by: Sequence[str],
+        properties: dict[str, str],
+    ) -> None:
+        create_table(storage, schema, partition_by, properties)
+
+    def writer(self, storage: Storage, snapshot: Snapshot) -> DeltaWriter:
+        return DeltaWriter(storage, snapshot)
+
+    def next_version(self, base: Snapshot) -> int:
+        return _as_version(base.version) + 1
+
+    def next_version_after(self, version: int | str) -> int:
+        return _as_version(version) + 1
+
+    def commit(
+        self,
+        storage: Storage,
+        base: Snapshot,
+        actions: Sequence[Action],
+        info: CommitInfo,
+        version: int | str,
+    ) -> CommitOutcome:
+        outcome = delta_commit.commit(storage, state_of(base), actions, info, _as_version(version))
+        if isinstance(outcome, Committed):
+            maybe_checkpoint(storage, int(outcome.version))
+        return outcome
+
+    def check_conflicts(
+        self,
+        storage: Storage,
+        base: Snapshot,
+        winner: int | str,
+        actions: Sequence[Action],
+        info: CommitInfo,
+    ) -> None:
+        delta_commit.check_conflicts(storage, state_of(base), _as_version(winner), actions, info)

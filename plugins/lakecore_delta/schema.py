@@ -114,3 +114,74 @@ def delta_metadata(field: pa.Field) -> dict[str, Any]:
     """Return the Delta metadata object kept on ``field`` (empty if none)."""
     raw = (field.metadata or {}).get(DELTA_METADATA)
     return dict(json.loads(raw)) if raw else {}
+
+
+_TO_DELTA = {
+    pa.string(): "string",
+    pa.large_string(): "string",
+    pa.int64(): "long",
+    pa.int32(): "integer",
+    pa.int16(): "short",
+    pa.int8(): "byte",
+    pa.float32(): "float",
+    pa.float64(): "double",
+    pa.bool_(): "boolean",
+    pa.binary(): "binary",
+    pa.large_binary(): "binary",
+    pa.date32(): "date",
+}
+
+
+def schema_string(schema: pa.Schema) -> str:
+    """Return the Delta ``schemaString`` of an Arrow schema; raises ``SchemaError`` on types
+    Delta cannot hold (unsigned integers, durations, ...)."""
+    obj = {"type": "struct", "fields": [to_delta_field(f) for f in schema]}
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def to_delta_field(field: pa.Field) -> dict[str, Any]:
+    """Convert an Arrow field to a Delta StructField (metadata kept from ``delta.metadata``)."""
+    return {
+        "name": field.name,
+        "type": to_delta_type(field.type, field.name),
+        "nullable": field.nullable,
+        "metadata": delta_metadata(field),
+    }
+
+
+def to_delta_type(t: pa.DataType, name: str = "") -> Any:
+    """Convert an Arrow type to a Delta type (a name or a JSON object)."""
+    if t in _TO_DELTA:
+        return _TO_DELTA[t]
+    if pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_dictionary(t):
+        return to_delta_type(t.value_type, name)
+    if pa.types.is_struct(t):
+        return {
+            "type": "struct",
+            "fields": [to_delta_field(t.field(i)) for i in range(t.num_fields)],
+        }
+    if pa.types.is_map(t):
+        return {
+            "type": "map",
+            "keyType": to_delta_type(t.key_type, name),
+            "valueType": to_delta_type(t.item_type, name),
+            "valueContainsNull": t.item_field.nullable,
+        }
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return {
+            "type": "array",
+            "elementType": to_delta_type(t.value_type, name),
+            "containsNull": t.value_field.nullable,
+        }
+    raise SchemaError(f"column {name!r}: Arrow type {t} has no Delta equivalent")
+
+
+def normalize_for_delta(schema: pa.Schema) -> pa.Schema:
+    """The Arrow schema lakecore reads back for ``schema`` after a Delta round trip."""
+    return pa.schema([to_arrow_field(to_delta_field(f)) for f in schema])

@@ -1,0 +1,106 @@
+"""Changes as data: what a transaction stages and a format translates into its own log.
+
+Every action is a frozen value; each plugin applies each type with its own function. File sets
+are Arrow tables in the file-index layout of ``lakecore.model.files`` (never one object per
+file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True, slots=True)
+class AddFiles:
+    """New data files (already written, not yet visible): rows in the file-index layout."""
+
+    files: pa.Table
+    data_change: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveFiles:
+    """Files that stop being part of the table: rows of the snapshot's file index."""
+
+    files: pa.Table
+    data_change: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRows:
+    """Row-level deletes on existing files: index rows whose ``deletion`` is the NEW state
+    (e.g. a Delta deletion vector covering old and new deletes)."""
+
+    files: pa.Table
+
+
+@dataclass(frozen=True, slots=True)
+class SetSchema:
+    """Replace the table schema (the result of a schema evolution)."""
+
+    schema: pa.Schema
+
+
+@dataclass(frozen=True, slots=True)
+class SetProperties:
+    """Set (value str) or unset (value None) table properties."""
+
+    properties: dict[str, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class SetTransaction:
+    """Record that application ``app_id`` committed its write number ``version`` (idempotence)."""
+
+    app_id: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class AddChangeFiles:
+    """Change-data files written for this commit (rows with a change-type column)."""
+
+    files: pa.Table
+
+
+Action = (
+    AddFiles
+    | RemoveFiles
+    | DeleteRows
+    | SetSchema
+    | SetProperties
+    | SetTransaction
+    | AddChangeFiles
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    """What the commit did, for the table's history."""
+
+    operation: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    read_predicate: str | None = None
+    """SQL of the rows the transaction read (conflict checking); None = blind write."""
+    read_whole_table: bool = False
+    """The transaction's outcome depends on every row (e.g. overwrite without predicate)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """The commit landed as ``version``."""
+
+    version: int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Another writer took ``version`` first; nothing of this commit was written."""
+
+    version: int | str
+
+
+CommitOutcome = Committed | Conflict

@@ -1,0 +1,144 @@
+"""Transactions: stage changes, commit once, retry past non-conflicting concurrent commits."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from lakecore.errors import CommitConflictError, CommitError
+from lakecore.model.actions import Action, CommitInfo, Committed, SetTransaction
+from lakecore.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from lakecore.table import Table
+
+log = logging.getLogger(__name__)
+MAX_COMMIT_ATTEMPTS = 64
+
+
+class Transaction:
+    """Stages changes against one snapshot and commits them as one version.
+
+    Use as a context manager: the block's changes commit when it exits without an exception
+    and are dropped otherwise (files already written stay as orphans until vacuum).
+
+    Example:
+        >>> with table.transaction() as tx:  # doctest: +SKIP
+        ...     tx.append(batch)
+        ...     tx.set_app_transaction("ingest-job", 42)
+    """
+
+    def __init__(self, table: Table, snapshot: Snapshot) -> None:
+        self._table = table
+        self._snapshot = snapshot
+        self._actions: list[Action] = []
+        self._operations: list[CommitInfo] = []
+        self._done = False
+        self.version: int | str | None = None
+        """The committed version, once committed."""
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The snapshot the transaction reads and writes against."""
+        return self._snapshot
+
+    def stage(self, actions: list[Action], info: CommitInfo) -> None:
+        """Add already-planned actions (what ``append``/``delete``/... produce)."""
+        if self._done:
+            raise CommitError("the transaction is already committed or aborted")
+        self._actions.extend(actions)
+        self._operations.append(info)
+
+    def _writer(self) -> Any:
+        return self._table._format_writer(self._snapshot)
+
+    def append(self, data: Any) -> None:
+        """Stage ``data`` (anything Arrow-like) as new rows."""
+        self.stage(*self._writer().append(data))
+
+    def overwrite(self, data: Any, where: str | None = None) -> None:
+        """Stage replacing the rows matching ``where`` (all rows if None) by ``data``."""
+        self.stage(*self._writer().overwrite(data, where))
+
+    def delete(self, where: str | None = None) -> None:
+        """Stage deleting the rows matching ``where`` (all rows if None)."""
+        self.stage(*self._writer().delete(where))
+
+    def update(self, set: dict[str, str], where: str | None = None) -> None:
+        """Stage setting columns to SQL expressions on the rows matching ``where``."""
+        self.stage(*self._writer().update(set, where))
+
+    def set_app_transaction(self, app_id: str, version: int) -> None:
+        """Record that ``app_id`` wrote its ``version`` in this commit (``txn`` action)."""
+        self.stage([SetTransaction(app_id, int(version))], CommitInfo("SET TRANSACTION"))
+
+    def commit(self) -> int | str:
+        """Commit the staged changes; returns the new version.
+
+        Retries after concurrent commits that do not conflict; raises ``CommitConflictError``
+        naming the winning version otherwise.
+        """
+        if self._done:
+            raise CommitError("the transaction is already committed or aborted")
+        self._done = True
+        info = _merge_infos(self._operations)
+        self.version = commit_with_retries(self._table, self._snapshot, self._actions, info)
+        return self.version
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None and not self._done:
+            if self._actions:
+                self.commit()
+            self._done = True
+        else:
+            self._done = True
+
+
+def _merge_infos(infos: list[CommitInfo]) -> CommitInfo:
+    real = [i for i in infos if i.operation != "SET TRANSACTION"] or infos
+    if len(real) == 1:
+        return real[0]
+    predicates = [i.read_predicate for i in real if i.read_predicate]
+    return CommitInfo(
+        operation=" + ".join(i.operation for i in real) if real else "WRITE",
+        parameters={"operations": [i.operation for i in real]},
+        read_predicate=" OR ".join(f"({p})" for p in predicates) if predicates else None,
+        read_whole_table=any(i.read_whole_table for i in real),
+    )
+
+
+def commit_with_retries(
+    table: Table,
+    base: Snapshot,
+    actions: list[Action],
+    info: CommitInfo,
+    on_retry: Callable[[int | str], None] | None = None,
+) -> int | str:
+    """Commit ``actions`` on top of ``base``, rebasing past compatible concurrent commits."""
+    fmt = table._writable_format()
+    storage = table.storage
+    version = fmt.next_version(base)
+    for _ in range(MAX_COMMIT_ATTEMPTS):
+        outcome = fmt.commit(storage, base, actions, info, version)
+        if isinstance(outcome, Committed):
+            return outcome.version
+        winner = outcome.version
+        log.info("version %s was taken by another writer; checking for conflicts", winner)
+        fmt.check_conflicts(storage, base, winner, actions, info)
+        if on_retry:
+            on_retry(winner)
+        version = fmt.next_version_after(winner)
+    raise CommitConflictError(
+        f"gave up after {MAX_COMMIT_ATTEMPTS} attempts: other writers keep committing first",
+        winning_version=version,
+    )

@@ -1,0 +1,1 @@
+"""Writing Delta tables: data files, actions to JSON, commits, conflict checks, checkpoints."""

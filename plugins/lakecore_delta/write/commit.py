@@ -1,0 +1,186 @@
+"""Committing to the Delta log: one put-if-absent per version, and Delta's conflict checks."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from lakecore.errors import CommitConflictError, ConstraintViolationError
+from lakecore.model.actions import (
+    Action,
+    AddFiles,
+    CommitInfo,
+    CommitOutcome,
+    Committed,
+    Conflict,
+    DeleteRows,
+    RemoveFiles,
+    SetProperties,
+    SetSchema,
+    SetTransaction,
+)
+from lakecore.storage import Storage
+from lakecore_delta.log.commits import parse_actions
+from lakecore_delta.log.files import LogFile, LogFileKind, commit_path
+from lakecore_delta.paths import decode_paths
+from lakecore_delta.protocol import COLUMN_MAPPING_MODE
+from lakecore_delta.schema import schema_string
+from lakecore_delta.state import DeltaState
+from lakecore_delta.write.features import protocol_for, required_features
+from lakecore_delta.write.log_out import (
+    commit_info_line,
+    encode_lines,
+    file_action_lines,
+    now_ms,
+    physical_names,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _new_metadata(state: DeltaState, actions: Sequence[Action]) -> dict[str, Any] | None:
+    schema = next((a.schema for a in reversed(actions) if isinstance(a, SetSchema)), None)
+    props = [a.properties for a in actions if isinstance(a, SetProperties)]
+    if schema is None and not props:
+        return None
+    metadata = dict(state.metadata)
+    configuration = dict(metadata.get("configuration") or {})
+    for change in props:
+        for k, v in change.items():
+            if v is None:
+                configuration.pop(k, None)
+            else:
+                configuration[k] = v
+    metadata["configuration"] = configuration
+    if schema is not None:
+        metadata["schemaString"] = schema_string(schema)
+    return metadata
+
+
+def _check_append_only(state: DeltaState, actions: Sequence[Action]) -> None:
+    if str(state.configuration.get("delta.appendOnly", "false")).lower() != "true":
+        return
+    for a in actions:
+        if isinstance(a, DeleteRows) or (isinstance(a, RemoveFiles) and a.data_change):
+            raise ConstraintViolationError(
+                "the table is append-only (delta.appendOnly=true): rows cannot be deleted "
+                "or updated"
+            )
+
+
+def commit_bytes(
+    state: DeltaState, actions: Sequence[Action], info: CommitInfo, version: int
+) -> bytes:
+    """The bytes of commit ``version`` applying ``actions`` to ``state``."""
+    _check_append_only(state, actions)
+    now = now_ms()
+    metadata = _new_metadata(state, actions)
+    configuration = (metadata or state.metadata).get("configuration") or {}
+    schema = state.schema
+    if metadata is not None and any(isinstance(a, SetSchema) for a in actions):
+        schema = next(a.schema for a in reversed(actions) if isinstance(a, SetSchema))
+    protocol = protocol_for(required_features(schema, configuration), state.protocol)
+    ict = None
+    if str(configuration.get("delta.enableInCommitTimestamps", "false")).lower() == "true":
+        ict = max(now, (state.timestamp or 0) + 1)
+    blind = all(isinstance(a, AddFiles | SetTransaction) for a in actions)
+    lines: list[dict[str, Any]] = [
+        commit_info_line(info, state.version, now, ict, blind and info.read_predicate is None)
+    ]
+    if protocol != _normalized(state.protocol):
+        lines.append({"protocol": protocol})
+    if metadata is not None:
+        lines.append({"metaData": metadata})
+    mapped = configuration.get(COLUMN_MAPPING_MODE, "none") != "none"
+    lines.extend(
+        file_action_lines(actions, physical_names(schema, state.partition_columns, mapped), now)
+    )
+    return encode_lines(lines)
+
+
+def _normalized(protocol: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        k: protocol[k] for k in ("minReaderVersion", "minWriterVersion") if k in protocol
+    }
+    for k in ("readerFeatures", "writerFeatures"):
+        if protocol.get(k) is not None:
+            out[k] = sorted(protocol[k])
+    return out
+
+
+def commit(
+    storage: Storage, state: DeltaState, actions: Sequence[Action], info: CommitInfo, version: int
+) -> CommitOutcome:
+    """Write commit ``version`` atomically; ``Conflict`` if another writer has it."""
+    payload = commit_bytes(state, actions, info, version)
+    try:
+        storage.put_if_absent(commit_path(version), payload)
+    except FileExistsError:
+        return Conflict(version)
+    return Committed(version)
+
+
+def _winner_actions(storage: Storage, winner: int) -> list[dict[str, Any]]:
+    path = commit_path(winner)
+    info = storage.head(path)
+    return parse_actions(storage.read(path), LogFile(info, LogFileKind.COMMIT, winner))
+
+
+def check_conflicts(
+    storage: Storage,
+    state: DeltaState,
+    winner: int,
+    actions: Sequence[Action],
+    info: CommitInfo,
+) -> None:
+    """Raise ``CommitConflictError`` if commit ``winner`` invalidates this transaction.
+
+    Like Delta's conflict checker: a metadata or protocol change, a concurrent delete of a
+    file this transaction removes or rewrites, new files where this transaction read
+    (when it read anything), or the same application transaction id, all conflict. Blind
+    appends never conflict with appends.
+    """
+    theirs = _winner_actions(storage, winner)
+
+    def conflict(why: str) -> CommitConflictError:
+        return CommitConflictError(
+            f"concurrent commit {winner} conflicts with this {info.operation}: {why}",
+            winning_version=winner,
+        )
+
+    for a in theirs:
+        if "metaData" in a or "protocol" in a:
+            raise conflict("it changed the table metadata or protocol")
+    our_apps = {a.app_id for a in actions if isinstance(a, SetTransaction)}
+    their_apps = {a["txn"].get("appId") for a in theirs if isinstance(a.get("txn"), dict)}
+    if our_apps & their_apps:
+        raise conflict(f"application transaction {sorted(our_apps & their_apps)} committed twice")
+    ours_removed = _our_removed_paths(actions)
+    if ours_removed:
+        their_removed = _decoded(
+            [a["remove"]["path"] for a in theirs if isinstance(a.get("remove"), dict)], storage
+        )
+        both = ours_removed & their_removed
+        if both:
+            raise conflict(f"it also removed or rewrote {sorted(both)[:3]}")
+    if info.read_predicate is not None or info.read_whole_table:
+        added = [a["add"] for a in theirs if isinstance(a.get("add"), dict)]
+        if any(add.get("dataChange", True) for add in added):
+            raise conflict("it added rows where this transaction read")
+
+
+def _our_removed_paths(actions: Sequence[Action]) -> set[str]:
+    out: set[str] = set()
+    for a in actions:
+        if isinstance(a, RemoveFiles | DeleteRows):
+            out.update(a.files.column("path").to_pylist())
+    return out
+
+
+def _decoded(paths: list[str], storage: Storage) -> set[str]:
+    import pyarrow as pa
+
+    if not paths:
+        return set()
+    return set(decode_paths(pa.array(paths, pa.string()), storage.root).to_pylist())

@@ -1,0 +1,100 @@
+"""Creating a Delta table: commit 0 with protocol and metadata."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.errors import SchemaError, TableExistsError
+from lakecore.model.actions import CommitInfo
+from lakecore.model.schema import FIELD_ID, PHYSICAL_NAME
+from lakecore.storage import Storage
+from lakecore_delta.log.files import commit_path
+from lakecore_delta.protocol import COLUMN_MAPPING_MODE
+from lakecore_delta.schema import CM_ID, CM_PHYSICAL, DELTA_METADATA, delta_metadata, schema_string
+from lakecore_delta.write.features import protocol_for, required_features
+from lakecore_delta.write.log_out import commit_info_line, encode_lines, now_ms
+
+MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
+
+
+def with_column_mapping(schema: pa.Schema, start: int = 0) -> tuple[pa.Schema, int]:
+    """Give every field (nested too) a column-mapping id and physical name.
+
+    Returns the schema and the largest id used. Fields that have an id keep it.
+    """
+    counter = [start]
+
+    def assign(f: pa.Field) -> pa.Field:
+        t = f.type
+        if pa.types.is_struct(t):
+            t = pa.struct([assign(t.field(i)) for i in range(t.num_fields)])
+        meta = delta_metadata(f)
+        if CM_ID not in meta:
+            counter[0] += 1
+            meta = {**meta, CM_ID: counter[0], CM_PHYSICAL: f"col-{uuid.uuid4()}"}
+        return pa.field(
+            f.name,
+            t,
+            f.nullable,
+            metadata={
+                DELTA_METADATA: json.dumps(meta, separators=(",", ":")).encode(),
+                FIELD_ID: str(meta[CM_ID]).encode(),
+                PHYSICAL_NAME: str(meta[CM_PHYSICAL]).encode(),
+            },
+        )
+
+    return pa.schema([assign(f) for f in schema]), counter[0]
+
+
+def initial_commit(
+    schema: pa.Schema,
+    partition_by: Sequence[str],
+    properties: Mapping[str, str],
+) -> bytes:
+    """The bytes of commit 0 for a new table."""
+    configuration = {k: str(v) for k, v in properties.items()}
+    if configuration.get(COLUMN_MAPPING_MODE, "none") not in ("none", "name", "id"):
+        raise SchemaError(f"unknown {COLUMN_MAPPING_MODE} {configuration[COLUMN_MAPPING_MODE]!r}")
+    if configuration.get(COLUMN_MAPPING_MODE, "none") != "none":
+        schema, max_id = with_column_mapping(schema)
+        configuration[MAX_COLUMN_ID] = str(max_id)
+    now = now_ms()
+    metadata: dict[str, Any] = {
+        "id": str(uuid.uuid4()),
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": schema_string(schema),
+        "partitionColumns": list(partition_by),
+        "configuration": configuration,
+        "createdTime": now,
+    }
+    protocol = protocol_for(required_features(schema, configuration))
+    ict = now if configuration.get("delta.enableInCommitTimestamps", "").lower() == "true" else None
+    info = CommitInfo(
+        "CREATE TABLE",
+        {"partitionBy": list(partition_by), "properties": configuration, "isManaged": "false"},
+    )
+    lines = [
+        commit_info_line(info, None, now, ict, True),
+        {"protocol": protocol},
+        {"metaData": metadata},
+    ]
+    return encode_lines(lines)
+
+
+def create_table(
+    storage: Storage, schema: pa.Schema, partition_by: Sequence[str], properties: Mapping[str, str]
+) -> None:
+    """Create the table with an atomic put of commit 0; ``TableExistsError`` if it exists."""
+    for name in partition_by:
+        t = schema.field(name).type
+        if pa.types.is_nested(t):
+            raise SchemaError(f"partition column {name!r} has nested type {t}")
+    try:
+        storage.put_if_absent(commit_path(0), initial_commit(schema, partition_by, properties))
+    except FileExistsError as exc:
+        raise TableExistsError(f"{storage.root} already holds a Delta table") from exc

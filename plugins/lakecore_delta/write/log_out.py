@@ -1,0 +1,176 @@
+"""Actions to Delta log lines: one function per action type."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa
+
+from lakecore import __version__
+from lakecore.model.actions import (
+    Action,
+    AddChangeFiles,
+    AddFiles,
+    CommitInfo,
+    DeleteRows,
+    RemoveFiles,
+    SetProperties,
+    SetSchema,
+    SetTransaction,
+)
+from lakecore.model.schema import physical_name
+from lakecore_delta.write.partition_out import log_value
+
+ENGINE_INFO = f"lakecore/{__version__}"
+
+
+def encode_path(path: str) -> str:
+    """A decoded relative path as the log stores it (URI-encoded); absolute URIs kept."""
+    if "://" in path:
+        return path
+    return quote(path, safe="/=@,+&$!~'()")
+
+
+def _partition_values(row: Mapping[str, Any], physical: Mapping[str, str]) -> dict[str, Any]:
+    values = row.get("partition") or {}
+    return {physical[k]: log_value(v) for k, v in values.items()}
+
+
+def _dv_json(dv: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not dv:
+        return None
+    out = {
+        "storageType": dv["storage_type"],
+        "pathOrInlineDv": dv["path_or_inline_dv"],
+        "sizeInBytes": dv["size_in_bytes"],
+        "cardinality": dv["cardinality"],
+    }
+    if dv.get("offset") is not None:
+        out["offset"] = dv["offset"]
+    return out
+
+
+def add_lines(
+    files: pa.Table, physical: Mapping[str, str], data_change: bool
+) -> Iterator[dict[str, Any]]:
+    """``add`` actions for index rows (with ``stats`` JSON and optional ``deletion``)."""
+    for row in files.to_pylist():
+        add: dict[str, Any] = {
+            "path": encode_path(row["path"]),
+            "partitionValues": _partition_values(row, physical),
+            "size": row["size"],
+            "modificationTime": row["modification_time"],
+            "dataChange": data_change,
+        }
+        if row.get("stats") is not None:
+            add["stats"] = row["stats"]
+        dv = _dv_json(row.get("deletion"))
+        if dv:
+            add["deletionVector"] = dv
+        yield {"add": add}
+
+
+def remove_lines(
+    files: pa.Table, physical: Mapping[str, str], data_change: bool, now: int
+) -> Iterator[dict[str, Any]]:
+    """``remove`` actions for rows of a snapshot's file index."""
+    for row in files.to_pylist():
+        remove: dict[str, Any] = {
+            "path": encode_path(row["path"]),
+            "deletionTimestamp": now,
+            "dataChange": data_change,
+            "extendedFileMetadata": True,
+            "partitionValues": _partition_values(row, physical),
+            "size": row["size"],
+        }
+        dv = _dv_json(row.get("deletion"))
+        if dv:
+            remove["deletionVector"] = dv
+        yield {"remove": remove}
+
+
+def cdc_lines(files: pa.Table, physical: Mapping[str, str]) -> Iterator[dict[str, Any]]:
+    """``cdc`` actions for change-data files."""
+    for row in files.to_pylist():
+        yield {
+            "cdc": {
+                "path": encode_path(row["path"]),
+                "partitionValues": _partition_values(row, physical),
+                "size": row["size"],
+                "dataChange": False,
+            }
+        }
+
+
+def txn_line(action: SetTransaction, now: int) -> dict[str, Any]:
+    """The ``txn`` action of an application transaction."""
+    return {"txn": {"appId": action.app_id, "version": action.version, "lastUpdated": now}}
+
+
+def commit_info_line(
+    info: CommitInfo, read_version: int | None, now: int, ict: int | None, blind_append: bool
+) -> dict[str, Any]:
+    """The ``commitInfo`` action (``inCommitTimestamp`` first when the table uses ICT)."""
+    body: dict[str, Any] = {}
+    if ict is not None:
+        body["inCommitTimestamp"] = ict
+    body.update(
+        {
+            "timestamp": now,
+            "operation": info.operation,
+            "operationParameters": {
+                k: v if isinstance(v, str) else json.dumps(v) for k, v in info.parameters.items()
+            },
+            "isolationLevel": "Serializable",
+            "isBlindAppend": blind_append,
+            "engineInfo": ENGINE_INFO,
+            "txnId": str(uuid.uuid4()),
+        }
+    )
+    if read_version is not None:
+        body["readVersion"] = read_version
+    return {"commitInfo": body}
+
+
+def physical_names(
+    schema: pa.Schema, partition_columns: Sequence[str], mapped: bool
+) -> dict[str, str]:
+    """Logical -> physical name of each partition column."""
+    return {c: physical_name(schema.field(c)) if mapped else c for c in partition_columns}
+
+
+def file_action_lines(
+    actions: Sequence[Action], physical: Mapping[str, str], now: int
+) -> list[dict[str, Any]]:
+    """The log lines of the file-level actions, in a stable order (removes, adds, cdc, txn)."""
+    lines: list[dict[str, Any]] = []
+    for a in actions:
+        if isinstance(a, RemoveFiles):
+            lines.extend(remove_lines(a.files, physical, a.data_change, now))
+    for a in actions:
+        if isinstance(a, AddFiles):
+            lines.extend(add_lines(a.files, physical, a.data_change))
+        elif isinstance(a, DeleteRows):
+            lines.extend(add_lines(a.files, physical, True))
+        elif isinstance(a, AddChangeFiles):
+            lines.extend(cdc_lines(a.files, physical))
+        elif isinstance(a, SetTransaction):
+            lines.append(txn_line(a, now))
+        elif isinstance(a, SetSchema | SetProperties | RemoveFiles):
+            continue
+    return lines
+
+
+def now_ms() -> int:
+    """Wall-clock now in epoch milliseconds."""
+    return int(time.time() * 1000)
+
+
+def encode_lines(lines: Sequence[Mapping[str, Any]]) -> bytes:
+    """Newline-delimited JSON of the commit."""
+    return ("\n".join(json.dumps(line, separators=(",", ":")) for line in lines) + "\n").encode()
