@@ -72,6 +72,31 @@ class TableFormat(Protocol):
 
 
 @runtime_checkable
+class SchemaUpdate(Protocol):
+    """A schema evolution builder: stages changes, never mutates the table."""
+
+    def add_column(self, name: str, type: pa.DataType, nullable: bool = True) -> SchemaUpdate:
+        """Add a top-level column; raises ``SchemaError`` if it exists."""
+        ...
+
+    def rename_column(self, old: str, new: str) -> SchemaUpdate:
+        """Rename a column; raises ``SchemaError`` if ``old`` is missing or ``new`` exists."""
+        ...
+
+    def drop_column(self, name: str) -> SchemaUpdate:
+        """Drop a column; raises ``SchemaError`` if it is missing."""
+        ...
+
+    def widen_type(self, name: str, new_type: pa.DataType) -> SchemaUpdate:
+        """Widen a column's type; raises ``SchemaError`` if it is not a widening."""
+        ...
+
+    def actions(self) -> list[Action]:
+        """The staged changes."""
+        ...
+
+
+@runtime_checkable
 class FormatWriter(Protocol):
     """Plans writes against one snapshot: writes data files, returns the actions to commit.
 
@@ -93,6 +118,10 @@ class FormatWriter(Protocol):
 
     def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
         """Set columns to SQL expressions on the rows matching ``where``."""
+        ...
+
+    def schema_update(self) -> SchemaUpdate:
+        """A builder of schema changes against this snapshot."""
         ...
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import UnsupportedFeatureError
-from lakecore.format import FormatWriter, TableFormat, WritableFormat
+from lakecore.format import FormatWriter, SchemaUpdate, TableFormat, WritableFormat
+from lakecore.model.actions import CommitInfo, SetProperties
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -155,3 +156,42 @@ class Table:
     def update(self, set: dict[str, str], where: str | None = None) -> int | str:
         """Set columns to SQL expressions (``{"price": "price * 2"}``) where ``where`` holds."""
         return self._run(lambda tx: tx.update(set, where))
+
+    def set_properties(self, properties: dict[str, str | None]) -> int | str:
+        """Set table properties (a value of None unsets the key); returns the new version."""
+        changes = {k: (None if v is None else str(v)) for k, v in properties.items()}
+        return self._run(
+            lambda tx: tx.stage(
+                [SetProperties(changes)], CommitInfo("SET TBLPROPERTIES", {"properties": changes})
+            )
+        )
+
+    def update_schema(self) -> SchemaUpdateContext:
+        """Evolve the schema; the changes commit when the ``with`` block exits cleanly.
+
+        Example:
+            >>> with table.update_schema() as s:  # doctest: +SKIP
+            ...     s.add_column("email", pa.string())
+            ...     s.rename_column("name", "full_name")
+        """
+        return SchemaUpdateContext(self)
+
+
+class SchemaUpdateContext:
+    """Context manager around a format's SchemaUpdate builder; commits on clean exit."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._tx = table.transaction()
+        self._builder = table._format_writer(self._tx.snapshot).schema_update()
+
+    def __enter__(self) -> SchemaUpdate:
+        return self._builder
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is not None:
+            return
+        actions = self._builder.actions()
+        if actions:
+            self._tx.stage(actions, CommitInfo("CHANGE SCHEMA"))
+            self._tx.commit()

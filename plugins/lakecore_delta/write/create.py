@@ -36,7 +36,7 @@ def with_column_mapping(schema: pa.Schema, start: int = 0) -> tuple[pa.Schema, i
         meta = delta_metadata(f)
         if CM_ID not in meta:
             counter[0] += 1
-            meta = {**meta, CM_ID: counter[0], CM_PHYSICAL: f"col-{uuid.uuid4()}"}
+            meta = {CM_PHYSICAL: f"col-{uuid.uuid4()}", **meta, CM_ID: counter[0]}
         return pa.field(
             f.name,
             t,

@@ -16,6 +16,7 @@ from lakecore_delta.state import DeltaState
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout, write_data_files
 from lakecore_delta.write.data_in import conform_to_schema, to_arrow_table
 from lakecore_delta.write.features import ensure_writable
+from lakecore_delta.write.schema_update import DeltaSchemaUpdate
 
 TARGET_FILE_SIZE = "delta.targetFileSize"
 
@@ -91,6 +92,9 @@ class DeltaWriter:
             raise UnsupportedFeatureError("delete-where", "delete(where=...) is not built yet")
         info = CommitInfo("DELETE", {"predicate": "[]"}, read_whole_table=True)
         return [RemoveFiles(self._snapshot.files())], info
+
+    def schema_update(self) -> DeltaSchemaUpdate:
+        return DeltaSchemaUpdate(self._state)
 
     def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
         raise UnsupportedFeatureError("update", "update is not built yet")
