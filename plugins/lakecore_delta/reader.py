@@ -15,6 +15,7 @@ from lakecore.storage import Storage
 from lakecore_delta.conform import conform, find_source
 from lakecore_delta.deletion_vectors import (
     DeletionVectorDescriptor,
+    RowIndexes,
     keep_mask,
     load_deletion_vector,
 )
@@ -70,6 +71,19 @@ class FileReader:
                 yield batch
 
     def _read_one(self, row: dict[str, Any], out_schema: pa.Schema) -> pa.RecordBatch:
+        batch, deleted = self.read_physical(row, out_schema)
+        if deleted is None:
+            return batch
+        return batch.filter(pa.array(keep_mask(deleted, batch.num_rows, source=row[fi.PATH])))
+
+    def read_physical(
+        self, row: dict[str, Any], out_schema: pa.Schema
+    ) -> tuple[pa.RecordBatch, RowIndexes | None]:
+        """Read every row of one file (deleted ones too) and its deleted row indexes.
+
+        ``row`` is a file-index row (``path``, ``partition``, ``deletion``); the batch's row
+        ``i`` is the file's row ``i``, as deletion vectors count them.
+        """
         path = row[fi.PATH]
         data_fields = [f for f in out_schema if f.name not in self._partition_columns]
         table = self._read_parquet(path, data_fields)
@@ -92,17 +106,16 @@ class FileReader:
             pa.RecordBatch.from_arrays(columns, schema=out_schema) if columns else _no_columns(n)
         )
         dv = row[fi.DELETION]
-        if dv is not None:
-            descriptor = DeletionVectorDescriptor(
-                dv["storage_type"],
-                dv["path_or_inline_dv"],
-                dv["offset"],
-                dv["size_in_bytes"],
-                dv["cardinality"],
-            )
-            deleted = load_deletion_vector(descriptor, self._storage)
-            batch = batch.filter(pa.array(keep_mask(deleted, n, source=path)))
-        return batch
+        if dv is None:
+            return batch, None
+        descriptor = DeletionVectorDescriptor(
+            dv["storage_type"],
+            dv["path_or_inline_dv"],
+            dv["offset"],
+            dv["size_in_bytes"],
+            dv["cardinality"],
+        )
+        return batch, load_deletion_vector(descriptor, self._storage)
 
     def _read_parquet(self, path: str, fields: Sequence[pa.Field]) -> pa.Table:
         try:

@@ -1,20 +1,26 @@
-"""DeltaWriter: plans appends, overwrites and deletes against one snapshot."""
+"""DeltaWriter: plans appends, overwrites, deletes, updates and schema changes on a snapshot."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lakecore.errors import UnsupportedFeatureError
+from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
 from lakecore.snapshot import Snapshot
+from lakecore.sql import evaluate, evaluate_predicate
 from lakecore.storage import Storage
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
+from lakecore_delta.reader import FileReader
 from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import DeltaState
+from lakecore_delta.write.constraints import check_rows, table_constraints
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout, write_data_files
 from lakecore_delta.write.data_in import conform_to_schema, to_arrow_table
+from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
 from lakecore_delta.write.features import ensure_writable
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
 
@@ -29,20 +35,27 @@ def state_of(snapshot: Snapshot) -> DeltaState:
     return source.state
 
 
+def state_reader(storage: Storage, state: DeltaState) -> FileReader:
+    """A reader of the data files of ``state``."""
+    mode = state.configuration.get(COLUMN_MAPPING_MODE, "none")
+    return FileReader(storage, state.schema, state.partition_columns, mode)
+
+
 def _ensure_no_unsupported_columns(schema: pa.Schema) -> None:
     for f in schema:
-        meta = f.metadata or {}
-        if b"delta.metadata" in meta:
-            raw = meta[b"delta.metadata"].decode()
-            if "delta.generationExpression" in raw:
-                raise UnsupportedFeatureError(
-                    "generatedColumns",
-                    f"column {f.name!r} is generated; writing it is not supported",
-                )
-            if "delta.identity." in raw:
-                raise UnsupportedFeatureError(
-                    "identityColumns", f"column {f.name!r} is an identity column; not supported"
-                )
+        raw = (f.metadata or {}).get(b"delta.metadata", b"").decode()
+        if "delta.generationExpression" in raw:
+            raise UnsupportedFeatureError(
+                "generatedColumns", f"column {f.name!r} is generated; writing it is not supported"
+            )
+        if "delta.identity." in raw:
+            raise UnsupportedFeatureError(
+                "identityColumns", f"column {f.name!r} is an identity column; not supported"
+            )
+
+
+def _predicate_param(where: str | None) -> dict[str, str]:
+    return {"predicate": json.dumps([where] if where else [])}
 
 
 class DeltaWriter:
@@ -54,6 +67,8 @@ class DeltaWriter:
         self._state = state_of(snapshot)
         ensure_writable(self._state.protocol)
         _ensure_no_unsupported_columns(self._state.schema)
+        self._constraints = table_constraints(self._state.configuration, self._state.schema)
+        self._dml_context: DmlContext | None = None
 
     def _layout(self) -> FileLayout:
         conf = self._state.configuration
@@ -64,37 +79,83 @@ class DeltaWriter:
             target_file_size=int(conf.get(TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE)),
         )
 
-    def _write(self, data: Any) -> AddFiles:
+    def _conformed(self, data: Any) -> pa.Table:
         table = conform_to_schema(to_arrow_table(data), self._state.schema)
+        check_rows(table, self._constraints)
+        return table
+
+    def _write_conformed(self, table: pa.Table) -> AddFiles:
+        table = conform_to_schema(table, self._state.schema)
+        check_rows(table, self._constraints)
         return AddFiles(write_data_files(self._storage, self._layout(), table))
 
+    def _dml(self) -> DmlContext:
+        if self._dml_context is None:
+            conf = self._state.configuration
+            adds = self._state.adds
+            paths = adds.column("path").to_pylist()
+            self._dml_context = DmlContext(
+                storage=self._storage,
+                reader=state_reader(self._storage, self._state),
+                layout=self._layout(),
+                use_dvs=conf.get("delta.enableDeletionVectors", "false").lower() == "true",
+                cdf=conf.get("delta.enableChangeDataFeed", "false").lower() == "true",
+                stats=dict(zip(paths, adds.column("stats").to_pylist(), strict=True)),
+            )
+        return self._dml_context
+
+    def _validate(self, where: str | None) -> None:
+        # Parse and type-check before any IO: unknown columns and bad syntax fail here.
+        if where is not None:
+            evaluate_predicate(where, self._state.schema.empty_table())
+
     def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
-        add = self._write(data)
-        info = CommitInfo(
-            "WRITE", {"mode": "Append", "partitionBy": list(self._state.partition_columns)}
-        )
-        return [add], info
+        add = self._write_conformed(self._conformed(data))
+        mode = {"mode": "Append", "partitionBy": list(self._state.partition_columns)}
+        return [add], CommitInfo("WRITE", mode)
 
     def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
-        if where is not None:
-            raise UnsupportedFeatureError("replaceWhere", "overwrite(where=...) is not built yet")
-        add = self._write(data)
-        removes = RemoveFiles(self._snapshot.files())
-        info = CommitInfo(
-            "WRITE",
-            {"mode": "Overwrite", "partitionBy": list(self._state.partition_columns)},
-            read_whole_table=True,
-        )
-        return [removes, add], info
+        mode = {"mode": "Overwrite", "partitionBy": list(self._state.partition_columns)}
+        table = self._conformed(data)
+        if where is None:
+            actions: list[Action] = [RemoveFiles(self._snapshot.files())]
+            actions.append(self._write_conformed(table))
+            return actions, CommitInfo("WRITE", mode, read_whole_table=True)
+        self._validate(where)
+        outside = pc.invert(pc.fill_null(evaluate_predicate(where, table), False))
+        if pc.any(outside).as_py():
+            raise ConstraintViolationError(
+                f"{pc.sum(outside).as_py()} row(s) of the data do not match replaceWhere {where!r}"
+            )
+        changes = delete_rows(self._dml(), self._snapshot.files(), where)
+        # With change files in a commit, readers take only them: the new rows go in too.
+        changes.new_rows.append(table)
+        if self._dml().cdf:
+            changes.changes.append(tagged(table, "insert"))
+        actions = to_actions(self._dml(), changes, self._write_conformed)
+        return actions, CommitInfo("WRITE", {**mode, "predicate": where}, read_predicate=where)
 
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
-        if where is not None:
-            raise UnsupportedFeatureError("delete-where", "delete(where=...) is not built yet")
-        info = CommitInfo("DELETE", {"predicate": "[]"}, read_whole_table=True)
-        return [RemoveFiles(self._snapshot.files())], info
+        self._validate(where)
+        changes = delete_rows(self._dml(), self._snapshot.files(), where)
+        info = CommitInfo(
+            "DELETE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
+        )
+        return to_actions(self._dml(), changes, self._write_conformed), info
+
+    def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
+        self._validate(where)
+        unknown = [c for c in set if self._state.schema.get_field_index(c) < 0]
+        if unknown:
+            raise SchemaError(f"cannot update unknown column(s) {unknown}")
+        empty = self._state.schema.empty_table()
+        for sql in set.values():
+            evaluate(sql, empty)
+        changes = update_rows(self._dml(), self._snapshot.files(), set, where)
+        info = CommitInfo(
+            "UPDATE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
+        )
+        return to_actions(self._dml(), changes, self._write_conformed), info
 
     def schema_update(self) -> DeltaSchemaUpdate:
         return DeltaSchemaUpdate(self._state)
-
-    def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
-        raise UnsupportedFeatureError("update", "update is not built yet")

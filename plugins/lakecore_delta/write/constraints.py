@@ -1,0 +1,43 @@
+"""Write-time checks: CHECK constraints (``delta.constraints.*``) and column invariants."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import ConstraintViolationError
+from lakecore.sql import evaluate_predicate
+from lakecore_delta.schema import delta_metadata
+
+CONSTRAINT_PREFIX = "delta.constraints."
+
+
+def table_constraints(configuration: Mapping[str, str], schema: pa.Schema) -> dict[str, str]:
+    """Name -> SQL of every CHECK constraint and column invariant of the table."""
+    out = {
+        k[len(CONSTRAINT_PREFIX) :]: v
+        for k, v in configuration.items()
+        if k.startswith(CONSTRAINT_PREFIX)
+    }
+    for f in schema:
+        raw = delta_metadata(f).get("delta.invariants")
+        if raw:
+            expression = json.loads(raw) if isinstance(raw, str) else raw
+            sql = expression.get("expression", {}).get("expression")
+            if sql:
+                out[f"invariant({f.name})"] = sql
+    return out
+
+
+def check_rows(data: pa.Table, constraints: Mapping[str, str]) -> None:
+    """Raise ``ConstraintViolationError`` if a row makes a constraint false (null passes)."""
+    for name, sql in constraints.items():
+        ok = evaluate_predicate(sql, data)
+        failed = pc.sum(pc.invert(pc.fill_null(ok, True))).as_py() or 0
+        if failed:
+            raise ConstraintViolationError(
+                f"CHECK constraint {name} ({sql}) is violated by {failed} row(s)"
+            )

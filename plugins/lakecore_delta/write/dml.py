@@ -1,0 +1,224 @@
+"""Row-level changes: delete and update, as copy-on-write rewrites or deletion vectors.
+
+Each affected file is read whole (deleted rows included, so row positions are those of the
+file), the predicate is evaluated per row, and the file is either rewritten without the
+changed rows (copy-on-write) or given a larger deletion vector (when the table enables
+``delta.enableDeletionVectors``). Changed rows are written as new files; with the change data
+feed on, their before/after images go to ``_change_data``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.model import files as fi
+from lakecore.model.actions import Action, AddChangeFiles, DeleteRows, RemoveFiles
+from lakecore.sql import evaluate, evaluate_predicate
+from lakecore.storage import Storage
+from lakecore_delta.deletion_vectors import (
+    DeletionVectorDescriptor,
+    encode_dv_file,
+    inline_descriptor,
+    serialize_deletion_vector,
+    uuid_descriptor,
+)
+from lakecore_delta.file_index import DELETION_TYPE
+from lakecore_delta.reader import FileReader
+from lakecore_delta.write.data_files import FileLayout, write_data_files
+
+INLINE_DV_MAX_BYTES = 256
+CHANGE_TYPE = "_change_type"
+
+
+@dataclass
+class ChangeSet:
+    """What a DML statement produced, accumulated over the files it touched."""
+
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    new_dvs: list[dict[str, Any]] = field(default_factory=list)
+    new_rows: list[pa.Table] = field(default_factory=list)
+    changes: list[pa.Table] = field(default_factory=list)
+    rows_changed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DmlContext:
+    """Everything a DML statement needs about the table."""
+
+    storage: Storage
+    reader: FileReader
+    layout: FileLayout
+    use_dvs: bool
+    cdf: bool
+    stats: Mapping[str, str | None]
+    """The stats JSON of each live file by path (kept when a file gets a deletion vector)."""
+
+
+def touched_files(
+    ctx: DmlContext, files: pa.Table, where: str | None
+) -> Iterator[tuple[dict[str, Any], pa.Table, np.ndarray, np.ndarray]]:
+    """Yield (index row, all physical rows, live mask, match mask) of files with matches."""
+    schema = ctx.layout.schema
+    for row in files.to_pylist():
+        batch, deleted = ctx.reader.read_physical(row, schema)
+        table = pa.Table.from_batches([batch], schema=schema)
+        n = table.num_rows
+        live = np.ones(n, dtype=bool)
+        if deleted is not None and deleted.size:
+            live[deleted.astype(np.int64)] = False
+        if where is None:
+            match = live.copy()
+        else:
+            truth = pc.fill_null(evaluate_predicate(where, table), False)
+            match = truth.to_numpy(zero_copy_only=False) & live
+        if match.any():
+            yield row, table, live, match
+
+
+def tagged(rows: pa.Table, change: str) -> pa.Table:
+    return rows.append_column(CHANGE_TYPE, pa.array([change] * rows.num_rows, pa.string()))
+
+
+def _dv_row(ctx: DmlContext, row: dict[str, Any], deleted: np.ndarray) -> dict[str, Any]:
+    data = serialize_deletion_vector(deleted)
+    descriptor: DeletionVectorDescriptor
+    if len(data) <= INLINE_DV_MAX_BYTES:
+        descriptor = inline_descriptor(deleted)
+    else:
+        file_uuid = uuid.uuid4()
+        payload, offset, size = encode_dv_file(data)
+        descriptor = uuid_descriptor(
+            file_uuid, offset=offset, size_in_bytes=size, cardinality=int(deleted.size)
+        )
+        assert descriptor.relative_path is not None
+        ctx.storage.put(descriptor.relative_path, payload)
+    return dict(
+        row,
+        stats=_loose_bounds(ctx.stats.get(row[fi.PATH])),
+        deletion={
+            "storage_type": descriptor.storage_type,
+            "path_or_inline_dv": descriptor.path_or_inline_dv,
+            "offset": descriptor.offset,
+            "size_in_bytes": descriptor.size_in_bytes,
+            "cardinality": descriptor.cardinality,
+        },
+    )
+
+
+def _loose_bounds(stats: str | None) -> str | None:
+    """Stats of a file with deleted rows: min/max may no longer be attained (tightBounds)."""
+    if not stats:
+        return stats
+    obj = json.loads(stats)
+    obj["tightBounds"] = False
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def _drop_rows(
+    ctx: DmlContext,
+    out: ChangeSet,
+    row: dict[str, Any],
+    table: pa.Table,
+    live: np.ndarray,
+    gone: np.ndarray,
+) -> None:
+    """Make rows ``gone`` of the file disappear (DV or rewrite)."""
+    out.removed.append(row)
+    remaining = live & ~gone
+    if ctx.use_dvs:
+        if remaining.any():
+            out.new_dvs.append(_dv_row(ctx, row, np.flatnonzero(~remaining).astype(np.uint64)))
+    elif remaining.any():
+        out.new_rows.append(table.filter(pa.array(remaining)))
+
+
+def delete_rows(ctx: DmlContext, files: pa.Table, where: str | None) -> ChangeSet:
+    """Plan a DELETE of the rows matching ``where`` in ``files``."""
+    out = ChangeSet()
+    for row, table, live, match in touched_files(ctx, files, where):
+        _drop_rows(ctx, out, row, table, live, match)
+        out.rows_changed += int(match.sum())
+        if ctx.cdf:
+            out.changes.append(tagged(table.filter(pa.array(match)), "delete"))
+    return out
+
+
+def update_rows(
+    ctx: DmlContext, files: pa.Table, assignments: Mapping[str, str], where: str | None
+) -> ChangeSet:
+    """Plan an UPDATE setting ``assignments`` (column -> SQL) on rows matching ``where``."""
+    schema = ctx.layout.schema
+    out = ChangeSet()
+    for row, table, live, match in touched_files(ctx, files, where):
+        before = table.filter(pa.array(match))
+        after = apply_assignments(before, assignments, schema)
+        _drop_rows(ctx, out, row, table, live, match)
+        out.new_rows.append(after)
+        out.rows_changed += before.num_rows
+        if ctx.cdf:
+            out.changes.append(tagged(before, "update_preimage"))
+            out.changes.append(tagged(after, "update_postimage"))
+    return out
+
+
+def apply_assignments(
+    rows: pa.Table, assignments: Mapping[str, str], schema: pa.Schema
+) -> pa.Table:
+    """``rows`` with each assigned column replaced by its SQL expression's value."""
+    out = rows
+    for name, sql in assignments.items():
+        f = schema.field(name)
+        value: Any = evaluate(sql, rows)
+        if isinstance(value, pa.Scalar):
+            value = pa.array(
+                [value.as_py()] * rows.num_rows, f.type if value.type == pa.null() else value.type
+            )
+        out = out.set_column(schema.get_field_index(name), f.name, value.cast(f.type))
+    return out
+
+
+def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]:
+    """Turn a ChangeSet into actions; ``write_rows(table) -> AddFiles`` writes new rows."""
+    actions: list[Action] = []
+    if out.removed:
+        actions.append(RemoveFiles(_index_rows(out.removed)))
+    if out.new_dvs:
+        actions.append(DeleteRows(_index_rows(out.new_dvs)))
+    rows = [t for t in out.new_rows if t.num_rows]
+    if rows:
+        actions.append(write_rows(pa.concat_tables(rows)))
+    changes = [t for t in out.changes if t.num_rows]
+    if changes:
+        cdc_schema = pa.schema([*ctx.layout.schema, pa.field(CHANGE_TYPE, pa.string())])
+        layout = FileLayout(
+            cdc_schema,
+            ctx.layout.partition_columns,
+            ctx.layout.column_mapping_mode,
+            ctx.layout.target_file_size,
+            prefix="_change_data",
+        )
+        cdc = write_data_files(ctx.storage, layout, pa.concat_tables(changes).cast(cdc_schema))
+        actions.append(AddChangeFiles(cdc))
+    return actions
+
+
+def _index_rows(rows: list[dict[str, Any]]) -> pa.Table:
+    keep = [fi.PATH, fi.SIZE, fi.RECORD_COUNT, fi.MODIFICATION_TIME, fi.PARTITION, fi.DELETION]
+    table = pa.Table.from_pylist(
+        [{k: r.get(k) for k in keep} | {"stats": r.get("stats")} for r in rows]
+    )
+    if fi.DELETION in table.column_names and table.column(fi.DELETION).type != DELETION_TYPE:
+        table = table.set_column(
+            table.column_names.index(fi.DELETION),
+            fi.DELETION,
+            pa.array([r.get(fi.DELETION) for r in rows], DELETION_TYPE),
+        )
+    return table
