@@ -38,16 +38,23 @@ def _theirs(path: str, version: int) -> list[dict[str, object]]:
     return _sorted(pa.table(dt.scan().read_all()).to_pylist())
 
 
-@pytest.fixture(params=sorted(MODES))
-def table(request: pytest.FixtureRequest, tmp_path: Path) -> lakecore.Table:
-    t = lakecore.create(
-        str(tmp_path / "t"), SCHEMA, partition_by=["p"], properties=MODES[request.param]
-    )
+def _make(path: Path, properties: dict[str, str]) -> lakecore.Table:
+    t = lakecore.create(str(path), SCHEMA, partition_by=["p"], properties=properties)
     t.append(
         pa.table({"id": list(range(20)), "v": [f"s{i}" for i in range(20)], "p": ["a", "b"] * 10})
     )
     t.append(pa.table({"id": [100, 101], "v": ["x", "y"], "p": ["a", "c"]}))
     return t
+
+
+@pytest.fixture(params=sorted(MODES))
+def table(request: pytest.FixtureRequest, tmp_path: Path) -> lakecore.Table:
+    return _make(tmp_path / "t", MODES[request.param])
+
+
+@pytest.fixture(params=["cow+cdf", "dv+cdf"])
+def cdf_table(request: pytest.FixtureRequest, tmp_path: Path) -> lakecore.Table:
+    return _make(tmp_path / "t", MODES[request.param])
 
 
 def _check_all_versions(table: lakecore.Table) -> None:
