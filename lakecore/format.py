@@ -9,9 +9,11 @@ import pyarrow as pa
 
 from lakecore.model.actions import Action, CommitInfo, CommitOutcome
 from lakecore.model.history import HistoryEntry
+from lakecore.model.merge import MergeClauses
 from lakecore.storage import Storage
 
 if TYPE_CHECKING:
+    from lakecore.planning.tasks import ScanContext, ScanTask
     from lakecore.snapshot import Snapshot
 
 
@@ -29,6 +31,15 @@ class SnapshotSource(Protocol):
         Must apply row-level deletes, partition values and column renames; ``columns`` (logical
         top-level names) restricts and orders the output columns; unknown names must raise
         ``SchemaError``.
+        """
+        ...
+
+    def scan_context(self) -> ScanContext:
+        """Return the per-scan facts readers of this snapshot's files need (picklable).
+
+        Must name the table root and storage options (so that ``read_tasks`` can reopen the
+        storage in another process), the logical schema, the partition columns, the format's
+        reading options and how its writers truncate stats (``StatsPrecision``).
         """
         ...
 
@@ -68,6 +79,19 @@ class TableFormat(Protocol):
 
     def ensure_readable(self, snapshot: Snapshot) -> None:
         """Raise ``UnsupportedFeatureError`` naming the first feature lakecore cannot read."""
+        ...
+
+    def read_tasks(
+        self, context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None
+    ) -> Iterator[pa.RecordBatch]:
+        """Yield the live rows of ``tasks`` (planned by ``lakecore.planning``) in task order.
+
+        Must open storage itself from ``context.table_uri``/``context.storage_options`` (it
+        may run in a Spark executor), apply each task's row-level deletes, fill partition
+        values and map physical to logical names; ``columns`` (logical top-level names, all by
+        default) restricts and orders the output columns. Residual filters are not applied
+        here (``lakecore.planning.read_tasks`` does that).
+        """
         ...
 
 
@@ -122,6 +146,12 @@ class FormatWriter(Protocol):
 
     def schema_update(self) -> SchemaUpdate:
         """A builder of schema changes against this snapshot."""
+        ...
+
+    def merge(
+        self, source: Any, on: Sequence[str], clauses: MergeClauses
+    ) -> tuple[list[Action], CommitInfo]:
+        """Merge ``source`` into the table, matching rows on the key columns ``on``."""
         ...
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -12,9 +13,14 @@ from lakecore.errors import UnsupportedFeatureError
 from lakecore.format import FormatWriter, SchemaUpdate, TableFormat, WritableFormat
 from lakecore.model.actions import CommitInfo, SetProperties
 from lakecore.model.history import HistoryEntry
+from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore.transaction import Transaction
+
+if TYPE_CHECKING:
+    from lakecore.planning.binding import Where
+    from lakecore.planning.scan import Scan
 
 TimestampLike = int | float | str | dt.datetime | dt.date
 
@@ -95,6 +101,44 @@ class Table:
         """Return the rows of the table at ``version`` (latest by default) as an Arrow table."""
         return self.snapshot(version).to_arrow(columns)
 
+    def scan(
+        self,
+        where: Where | None = None,
+        columns: Sequence[str] | None = None,
+        version: int | str | None = None,
+        timestamp: TimestampLike | None = None,
+    ) -> Scan:
+        """Plan a read of the rows matching ``where`` (at ``version``/``timestamp``, or latest).
+
+        ``where`` is SQL text (``"region = 'eu' AND ts >= TIMESTAMP '2024-01-01'"``), a
+        ``lakecore.model.expressions`` tree or a ``pyarrow.compute.Expression``. Files are
+        pruned by partition values, then by min/max/null-count stats; the rows read are then
+        filtered, so results hold exactly the matching rows. See ``docs/planning.md``.
+
+        Raises ``PredicateError`` on unsupported syntax (before anything is read) and
+        ``SchemaError`` on unknown columns (before the file index or any data is read).
+
+        Example:
+            >>> import tempfile, lakecore, pyarrow as pa
+            >>> root = tempfile.mkdtemp()
+            >>> schema = pa.schema([("region", pa.string()), ("x", pa.int64())])
+            >>> table = lakecore.create(root, schema, partition_by=["region"])
+            >>> _ = table.append(pa.table({"region": ["eu", "us"], "x": [1, 2]}))
+            >>> _ = table.append(pa.table({"region": ["eu"], "x": [10]}))
+            >>> scan = table.scan("region = 'eu' AND x > 5", columns=["x"])
+            >>> scan.to_arrow().to_pylist()
+            [{'x': 10}]
+            >>> e = scan.explain()
+            >>> e.files_total, e.files_after_partition_pruning, e.files_after_stats_pruning
+            (3, 2, 1)
+        """
+        from lakecore.planning.binding import parse_predicate
+        from lakecore.planning.scan import Scan
+
+        predicate = None if where is None else parse_predicate(where)
+        snapshot = self.snapshot(version, timestamp)
+        return Scan(snapshot, predicate, columns, table_format=self._format)
+
     def changes(self, start: int | str, end: int | str | None = None) -> pa.Table:
         """Return the row changes of versions ``start`` through ``end`` (default: latest).
 
@@ -157,6 +201,17 @@ class Table:
         """Set columns to SQL expressions (``{"price": "price * 2"}``) where ``where`` holds."""
         return self._run(lambda tx: tx.update(set, where))
 
+    def merge(self, source: Any, on: str | Sequence[str]) -> MergeBuilder:
+        """Start a MERGE of ``source`` (Arrow-like) on key column(s) ``on``.
+
+        Example:
+            >>> (table.merge(updates, on="id")  # doctest: +SKIP
+            ...     .when_matched_update_all()
+            ...     .when_not_matched_insert_all()
+            ...     .execute())
+        """
+        return MergeBuilder(self, source, [on] if isinstance(on, str) else list(on))
+
     def set_properties(self, properties: dict[str, str | None]) -> int | str:
         """Set table properties (a value of None unsets the key); returns the new version."""
         changes = {k: (None if v is None else str(v)) for k, v in properties.items()}
@@ -175,6 +230,52 @@ class Table:
             ...     s.rename_column("name", "full_name")
         """
         return SchemaUpdateContext(self)
+
+
+class MergeBuilder:
+    """Collects MERGE clauses; ``execute()`` plans and commits them as one version."""
+
+    def __init__(self, table: Table, source: Any, on: list[str]) -> None:
+        self._table = table
+        self._source = source
+        self._on = on
+        self._clauses = MergeClauses()
+
+    def _with(self, **changes: Any) -> MergeBuilder:
+        self._clauses = replace(self._clauses, **changes)
+        return self
+
+    def when_matched_update_all(self, condition: str | None = None) -> MergeBuilder:
+        """Matched target rows take the source row's values."""
+        return self._with(matched_update_all=True, matched_condition=condition)
+
+    def when_matched_update(
+        self, set: dict[str, str], condition: str | None = None
+    ) -> MergeBuilder:
+        """Matched target rows get ``set`` (column -> SQL over ``source.x``/``target.x``)."""
+        return self._with(matched_update=dict(set), matched_condition=condition)
+
+    def when_matched_delete(self, condition: str | None = None) -> MergeBuilder:
+        """Matched target rows are deleted."""
+        return self._with(matched_delete=True, matched_condition=condition)
+
+    def when_not_matched_insert_all(self, condition: str | None = None) -> MergeBuilder:
+        """Source rows without a match are inserted."""
+        return self._with(insert_all=True, not_matched_condition=condition)
+
+    def execute(self) -> int | str:
+        """Run the merge and commit it; returns the new version."""
+        c = self._clauses
+        chosen = sum([c.matched_update_all, c.matched_update is not None, c.matched_delete])
+        if chosen > 1:
+            raise ValueError("choose one WHEN MATCHED action (update_all, update or delete)")
+        return self._table._run(
+            lambda tx: tx.stage(
+                *self._table._format_writer(tx.snapshot).merge(
+                    self._source, self._on, self._clauses
+                )
+            )
+        )
 
 
 class SchemaUpdateContext:

@@ -106,7 +106,11 @@ class _Evaluator:
             raise PredicateError(f"cannot evaluate {node.sql(dialect='spark')!r}: {exc}") from exc
 
     def _column(self, node: exp.Column) -> Value:
-        name = node.name
+        # A qualified name ("s.id") is looked up as the column "s.id" first: callers that
+        # evaluate over two joined tables name their columns that way.
+        name = f"{node.table}.{node.name}" if node.table else node.name
+        if node.table and name not in self._table.column_names:
+            name = node.name
         actual = name if name in self._table.column_names else self._by_lower.get(name.lower())
         if actual is None:
             raise SchemaError(f"unknown column {name!r}; the table has {self._table.column_names}")

@@ -166,3 +166,43 @@ def test_append_only_table_refuses_deletes(tmp_path: Path) -> None:
         with pytest.raises(ConstraintViolationError, match="append-only"):
             change()
     assert t.version == before
+
+
+def test_merge_upsert(table: lakecore.Table) -> None:
+    updates = pa.table({"id": [1, 2, 500], "v": ["u1", "u2", "new"], "p": ["b", "a", "c"]})
+    table.merge(updates, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+    rows = {r["id"]: r["v"] for r in table.to_arrow().to_pylist()}
+    assert rows[1] == "u1" and rows[2] == "u2" and rows[500] == "new" and len(rows) == 23
+    _check_all_versions(table)
+
+
+def test_merge_update_with_sql_and_condition(table: lakecore.Table) -> None:
+    source = pa.table({"id": [3, 4], "v": ["x", "y"], "p": ["b", "a"]})
+    (
+        table.merge(source, on=["id"])
+        .when_matched_update({"v": "target.v || '-' || source.v"}, condition="s.id > 3")
+        .execute()
+    )
+    rows = {r["id"]: r["v"] for r in table.to_arrow().to_pylist()}
+    assert rows[3] == "s3" and rows[4] == "s4-y"
+    _check_all_versions(table)
+
+
+def test_merge_delete(table: lakecore.Table) -> None:
+    table.merge(pa.table({"id": [0, 1, 999]}), on="id").when_matched_delete().execute()
+    ids = {r["id"] for r in table.to_arrow().to_pylist()}
+    assert not ids & {0, 1} and len(ids) == 20
+    _check_all_versions(table)
+
+
+def test_merge_refuses_duplicate_source_keys(table: lakecore.Table) -> None:
+    before = table.version
+    source = pa.table({"id": [1, 1], "v": ["a", "b"], "p": ["b", "b"]})
+    with pytest.raises(ConstraintViolationError, match="same key"):
+        table.merge(source, on="id").when_matched_update_all().execute()
+    assert table.version == before
+
+
+def test_merge_unknown_key(table: lakecore.Table) -> None:
+    with pytest.raises(SchemaError, match="merge key"):
+        table.merge(pa.table({"x": [1]}), on="x").when_matched_delete().execute()

@@ -45,23 +45,33 @@ def _physical_field(f: pa.Field, mode: str) -> pa.Field:
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
         t = pa.list_(_physical_field(t.value_field, mode))
     elif pa.types.is_map(t):
-        t = pa.map_(_physical_field(t.key_field, mode), _physical_field(t.item_field, mode))
+        key = _physical_field(t.key_field, mode).with_nullable(False)  # Arrow keys are never null
+        t = pa.map_(key, _physical_field(t.item_field, mode))
     meta = None
     fid = field_id(f)
     if mode != "none" and fid is not None:
         meta = {PARQUET_FIELD_ID: str(fid).encode()}
     name = physical_name(f) if mode != "none" else f.name
-    return pa.field(name, t, f.nullable, metadata=meta)
+    # Every Parquet field is optional, like Delta Spark's ``schema.asNullable``: NOT NULL is
+    # enforced on the way in (data_in), and a required child under a null parent is refused
+    # by the Parquet writer.
+    return pa.field(name, t, True, metadata=meta)
 
 
 def _to_physical(table: pa.Table, fields: Sequence[pa.Field], mode: str) -> pa.Table:
+    if mode == "none":
+        return pa.Table.from_arrays(
+            [table.column(f.name) for f in fields], names=[f.name for f in fields]
+        )
     schema = pa.schema([_physical_field(f, mode).with_nullable(True) for f in fields])
-    arrays = [table.column(f.name) for f in fields]
-    return (
-        pa.Table.from_arrays(arrays, schema=schema)
-        if mode != "none"
-        else pa.Table.from_arrays(arrays, names=[f.name for f in fields])
-    )
+    # Nested fields are renamed by a zero-copy view: the layout is the same. (Handing the
+    # logical arrays to ``from_arrays(schema=...)`` would match struct children by name and
+    # silently write nulls.)
+    arrays = [
+        pa.chunked_array([c.view(pf.type) for c in table.column(f.name).chunks], pf.type)
+        for f, pf in zip(fields, schema, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def partition_slices(data: pa.Table, columns: Sequence[str]) -> list[tuple[list[object], pa.Table]]:

@@ -29,10 +29,17 @@ def to_arrow_table(data: Any) -> pa.Table:
 def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
     """Return ``data`` with exactly the table's columns, types and nullability checked.
 
-    Missing nullable columns become nulls. Raises ``SchemaError`` for unknown columns or
-    types that do not convert safely, ``ConstraintViolationError`` for nulls in NOT NULL
-    columns (top level and inside structs).
+    Missing nullable columns become nulls. Raises ``SchemaError`` for unknown or duplicate
+    columns or types that do not convert safely, ``ConstraintViolationError`` for nulls in NOT
+    NULL columns (top level, inside structs, list elements and map values).
+
+    The result's types are the table's with every field nullable: Arrow (and Parquet) would
+    refuse a NOT NULL child holding the placeholder nulls under a null parent; the checks here
+    are what enforce NOT NULL.
     """
+    duplicates = sorted({c for c in data.column_names if data.column_names.count(c) > 1})
+    if duplicates:
+        raise SchemaError(f"column(s) {duplicates} appear more than once in the data")
     unknown = [c for c in data.column_names if schema.get_field_index(c) < 0]
     if unknown:
         raise SchemaError(
@@ -41,42 +48,79 @@ def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
         )
     columns = []
     for f in schema:
+        target = relaxed_type(f.type)
         if data.schema.get_field_index(f.name) < 0:
             if not f.nullable:
                 raise ConstraintViolationError(
                     f"NOT NULL column {f.name!r} is missing from the data"
                 )
-            columns.append(pa.nulls(data.num_rows, f.type))
+            columns.append(pa.nulls(data.num_rows, target))
             continue
         column = data.column(f.name)
         try:
-            column = column.cast(f.type, safe=True) if column.type != f.type else column
+            column = column.cast(target, safe=True) if column.type != target else column
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise SchemaError(
                 f"column {f.name!r}: {column.type} does not convert to {f.type}: {exc}"
             ) from exc
-        _check_not_null(column, f, f.name)
+        for chunk in column.chunks:
+            _check_not_null(chunk, f, f.name)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=pa.schema([_nullable(f) for f in schema]))
 
 
+def relaxed_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every nested field nullable (names, metadata and leaf types kept)."""
+    if pa.types.is_struct(t):
+        return pa.struct([_nullable(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_large_list(t):
+        return pa.large_list(_nullable(t.value_field))
+    if pa.types.is_list(t):
+        return pa.list_(_nullable(t.value_field))
+    if pa.types.is_map(t):
+        # Arrow map keys are never null; only the value may relax.
+        return pa.map_(
+            t.key_field.with_type(relaxed_type(t.key_type)),
+            _nullable(t.item_field),
+            keys_sorted=t.keys_sorted,
+        )
+    return t
+
+
 def _nullable(f: pa.Field) -> pa.Field:
     # Arrow would refuse a non-nullable field with a chunked column; the check is ours.
-    return f.with_nullable(True)
+    return f.with_type(relaxed_type(f.type)).with_nullable(True)
 
 
-def _check_not_null(column: pa.ChunkedArray | pa.Array, f: pa.Field, path: str) -> None:
+def _check_not_null(column: pa.Array, f: pa.Field, path: str) -> None:
+    """``column`` holds the values of ``f`` (present values only, below the top level)."""
     if not f.nullable and column.null_count:
         raise ConstraintViolationError(
             f"NOT NULL column {path!r} has {column.null_count} null value(s)"
         )
-    if pa.types.is_struct(f.type) and any(
-        not c.nullable or pa.types.is_struct(c.type) for c in f.type
-    ):
-        if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks()
+    t = f.type
+    if not _has_not_null_inside(t):
+        return
+    if pa.types.is_struct(t):
         valid = pc.is_valid(column)
-        for i in range(f.type.num_fields):
-            child_field = f.type.field(i)
+        for i in range(t.num_fields):
+            child_field = t.field(i)
             child = pc.struct_field(column, [i]).filter(valid)
             _check_not_null(child, child_field, f"{path}.{child_field.name}")
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        _check_not_null(pc.list_flatten(column), t.value_field, f"{path}.element")
+    elif pa.types.is_map(t):
+        as_list = pa.ListArray.from_arrays(column.offsets, column.items, mask=column.is_null())
+        _check_not_null(pc.list_flatten(as_list), t.item_field, f"{path}.value")
+
+
+def _has_not_null_inside(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        fields = [t.value_field]
+    elif pa.types.is_map(t):
+        fields = [t.item_field]
+    else:
+        return False
+    return any(not c.nullable or _has_not_null_inside(c.type) for c in fields)

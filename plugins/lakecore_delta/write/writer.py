@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -10,8 +11,10 @@ import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
+from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
 from lakecore.sql import evaluate, evaluate_predicate
+from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.reader import FileReader
@@ -22,6 +25,7 @@ from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout
 from lakecore_delta.write.data_in import conform_to_schema, to_arrow_table
 from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
 from lakecore_delta.write.features import ensure_writable
+from lakecore_delta.write.merge import merge_rows
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
 
 TARGET_FILE_SIZE = "delta.targetFileSize"
@@ -154,6 +158,27 @@ class DeltaWriter:
         changes = update_rows(self._dml(), self._snapshot.files(), set, where)
         info = CommitInfo(
             "UPDATE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
+        )
+        return to_actions(self._dml(), changes, self._write_conformed), info
+
+    def merge(
+        self, source: Any, on: Sequence[str], clauses: MergeClauses
+    ) -> tuple[list[Action], CommitInfo]:
+        src = to_arrow_table(source)
+        for sql in (clauses.matched_condition, clauses.not_matched_condition):
+            if sql:
+                parse(sql)
+        changes, inserts = merge_rows(self._dml(), self._snapshot.files(), src, on, clauses)
+        if clauses.insert_all and inserts.num_rows:
+            table = self._conformed(inserts)
+            changes.new_rows.append(table)
+            if self._dml().cdf:
+                changes.changes.append(tagged(table, "insert"))
+        keys = " AND ".join(f"{k} IS NOT NULL" for k in on)
+        info = CommitInfo(
+            "MERGE",
+            {"predicate": json.dumps([f"merge on {list(on)}"])},
+            read_predicate=keys,
         )
         return to_actions(self._dml(), changes, self._write_conformed), info
 
