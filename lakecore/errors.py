@@ -56,6 +56,10 @@ class SchemaError(LakecoreError):
     """Raised when a schema cannot be parsed, converted or evolved as asked."""
 
 
+class PredicateError(LakecoreError, ValueError):
+    """Raised, before any data is read, for a predicate lakecore cannot parse or evaluate."""
+
+
 class ConstraintViolationError(LakecoreError, ValueError):
     """Raised when written rows violate NOT NULL, CHECK, invariants or append-only rules."""
 
@@ -104,6 +108,7 @@ __all__ = [
     "LakecoreError",
     "MigrationError",
     "PluginNotInstalledError",
+    "PredicateError",
     "SchemaError",
     "TableExistsError",
     "TableNotFoundError",

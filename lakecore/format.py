@@ -205,3 +205,35 @@ class WritableFormat(TableFormat, Protocol):
     ) -> None:
         """Raise ``CommitConflictError`` if commit ``winner`` conflicts with this transaction."""
         ...
+
+
+@runtime_checkable
+class MaintainableFormat(Protocol):
+    """A format with table maintenance: checkpoints, vacuum, restore, compaction."""
+
+    def checkpoint(self, storage: Storage, snapshot: Snapshot) -> int | str:
+        """Write a checkpoint of ``snapshot``; returns its version."""
+        ...
+
+    def vacuum(
+        self,
+        storage: Storage,
+        snapshot: Snapshot,
+        retention_hours: float,
+        dry_run: bool,
+        enforce_retention: bool,
+    ) -> list[str]:
+        """Delete (or with ``dry_run`` only list) files no retained version needs."""
+        ...
+
+    def restore(
+        self, storage: Storage, snapshot: Snapshot, version: int | str
+    ) -> tuple[list[Action], CommitInfo]:
+        """Actions that bring the table's content back to ``version``."""
+        ...
+
+    def optimize(
+        self, storage: Storage, snapshot: Snapshot, target_file_size: int | None
+    ) -> tuple[list[Action], CommitInfo]:
+        """Compaction actions (no data change) towards files of ``target_file_size`` bytes."""
+        ...

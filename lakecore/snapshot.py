@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lakecore.format import SnapshotSource
+
+if TYPE_CHECKING:
+    from lakecore.planning.binding import Where
+    from lakecore.planning.scan import Scan
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +35,12 @@ class Snapshot:
     def files(self) -> pa.Table:
         """Return the file index: one row per live data file (see ``lakecore.model.files``)."""
         return self.source.files()
+
+    def scan(self, where: Where | None = None, columns: Sequence[str] | None = None) -> Scan:
+        """Plan a read of this snapshot's rows matching ``where`` (see ``Table.scan``)."""
+        from lakecore.planning.scan import Scan
+
+        return Scan(self, where, columns)
 
     def to_batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Yield the snapshot's rows as record batches in the logical schema."""

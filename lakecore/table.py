@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lakecore.errors import UnsupportedFeatureError
-from lakecore.format import FormatWriter, SchemaUpdate, TableFormat, WritableFormat
+from lakecore.format import (
+    FormatWriter,
+    MaintainableFormat,
+    SchemaUpdate,
+    TableFormat,
+    WritableFormat,
+)
 from lakecore.model.actions import CommitInfo, SetProperties
 from lakecore.model.history import HistoryEntry
 from lakecore.model.merge import MergeClauses
@@ -211,6 +217,44 @@ class Table:
             ...     .execute())
         """
         return MergeBuilder(self, source, [on] if isinstance(on, str) else list(on))
+
+    def _maintainable(self) -> MaintainableFormat:
+        if not isinstance(self._format, MaintainableFormat):
+            raise UnsupportedFeatureError(
+                "maintenance", f"lakecore has no maintenance for {self.format} tables"
+            )
+        return self._format
+
+    def checkpoint(self) -> int | str:
+        """Write a checkpoint of the latest version; returns that version."""
+        return self._maintainable().checkpoint(self._storage, self.snapshot())
+
+    def vacuum(
+        self,
+        retention_hours: float = 168,
+        dry_run: bool = True,
+        enforce_retention: bool = True,
+    ) -> list[str]:
+        """Delete files that no version within ``retention_hours`` needs; returns them.
+
+        ``dry_run`` (the default) only lists them. A retention below 168 hours raises unless
+        ``enforce_retention=False``: readers and time travel may still need those files.
+        """
+        return self._maintainable().vacuum(
+            self._storage, self.snapshot(), retention_hours, dry_run, enforce_retention
+        )
+
+    def restore(self, version: int | str) -> int | str:
+        """Commit a new version whose rows are those of ``version``; returns it."""
+        fmt = self._maintainable()
+        return self._run(lambda tx: tx.stage(*fmt.restore(self._storage, tx.snapshot, version)))
+
+    def optimize(self, target_file_size: int | None = None) -> int | str:
+        """Compact small files (rows unchanged, ``dataChange=false``); returns the version."""
+        fmt = self._maintainable()
+        return self._run(
+            lambda tx: tx.stage(*fmt.optimize(self._storage, tx.snapshot, target_file_size))
+        )
 
     def set_properties(self, properties: dict[str, str | None]) -> int | str:
         """Set table properties (a value of None unsets the key); returns the new version."""

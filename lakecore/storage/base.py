@@ -54,6 +54,13 @@ class Storage(Protocol):
         """
         ...
 
+    def list_all(self, path: str = "") -> list[FileInfo]:
+        """List every file below directory ``path`` (recursively), sorted by path.
+
+        A missing directory is empty. Used by maintenance (vacuum), never on read paths.
+        """
+        ...
+
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         """Return the bytes of ``path`` in ``[start, end)`` (the whole file by default).
 

@@ -93,6 +93,11 @@ class FsspecStorage:
         return self._root
 
     @property
+    def storage_options(self) -> dict[str, Any]:
+        """The options this storage was opened with (``open_storage(root, options)`` reopens it)."""
+        return dict(self._options)
+
+    @property
     def is_local(self) -> bool:
         """True when the root is a local directory."""
         return self._local
@@ -169,6 +174,31 @@ class FsspecStorage:
                         )
         except (FileNotFoundError, NotADirectoryError):
             return []
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def list_all(self, path: str = "") -> list[FileInfo]:
+        fs, fs_path = self._locate(path)
+        if self._is_os(fs):
+            out = []
+            for directory, _, names in os.walk(fs_path):
+                for name in names:
+                    full = os.path.join(directory, name)
+                    st = os.stat(full)
+                    out.append(
+                        FileInfo(self._relative(full), st.st_size, st.st_mtime_ns // 1_000_000)
+                    )
+            out.sort(key=lambda f: f.path)
+            return out
+        try:
+            found = fs.find(fs_path.rstrip("/"), detail=True)
+        except FileNotFoundError:
+            return []
+        out = [
+            FileInfo(self._relative(name), int(e.get("size") or 0), _mtime_ms(e))
+            for name, e in found.items()
+            if e.get("type") == "file"
+        ]
         out.sort(key=lambda f: f.path)
         return out
 

@@ -45,6 +45,18 @@ class StorageContract:
 
     # --- put / read -----------------------------------------------------------------------
 
+    def test_list_all_is_recursive_and_sorted(self, storage: Storage) -> None:
+        for path in ("b/x/2.bin", "a.bin", "b/1.bin", "b/x/y/3.bin"):
+            storage.put(path, b"v")
+        assert [f.path for f in storage.list_all()] == [
+            "a.bin",
+            "b/1.bin",
+            "b/x/2.bin",
+            "b/x/y/3.bin",
+        ]
+        assert [f.path for f in storage.list_all("b/x")] == ["b/x/2.bin", "b/x/y/3.bin"]
+        assert storage.list_all("missing") == []
+
     def test_put_then_read_round_trip(self, storage: Storage) -> None:
         storage.put("a.bin", PAYLOAD)
         assert storage.read("a.bin") == PAYLOAD

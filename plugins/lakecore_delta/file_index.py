@@ -9,6 +9,7 @@ from lakecore.model import files as fi
 from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.state import DeltaState
 from lakecore_delta.stats import merge_stats, parse_stats, stats_from_struct
+from lakecore_delta.widened_stats import drop_imprecise_bounds
 
 DELETION_TYPE = pa.struct(
     [
@@ -34,6 +35,7 @@ def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
         parsed = adds.column("stats_parsed")
         use_struct = pc.and_(pc.is_null(adds.column("stats")), pc.is_valid(parsed))
         stats = merge_stats(stats, stats_from_struct(parsed, state.data_fields()), use_struct)
+    stats = drop_imprecise_bounds(stats, state.data_fields())
     dv = adds.column("deletionVector").combine_chunks()
     deletion = pa.StructArray.from_arrays(
         [

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -12,6 +13,7 @@ from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_delta import history as delta_history
+from lakecore_delta import maintenance
 from lakecore_delta.log.files import LOG_DIR
 from lakecore_delta.log.segment import latest_version, list_log
 from lakecore_delta.protocol import ensure_readable
@@ -20,7 +22,11 @@ from lakecore_delta.state import list_for, load_state
 from lakecore_delta.write import commit as delta_commit
 from lakecore_delta.write.checkpoint_out import maybe_checkpoint
 from lakecore_delta.write.create import create_table
+from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE
 from lakecore_delta.write.writer import DeltaWriter, state_of
+
+if TYPE_CHECKING:
+    from lakecore.planning.tasks import ScanContext, ScanTask
 
 
 def _as_version(version: int | str) -> int:
@@ -76,6 +82,13 @@ class DeltaFormat:
     def ensure_readable(self, snapshot: Snapshot) -> None:
         ensure_readable(snapshot.protocol, snapshot.properties)
 
+    def read_tasks(
+        self, context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None
+    ) -> Iterator[pa.RecordBatch]:
+        from lakecore_delta.scan import read_tasks
+
+        return read_tasks(context, tasks, columns)
+
     # ------------------------------------------------------------------ writing
 
     def create(
@@ -108,6 +121,33 @@ class DeltaFormat:
         if isinstance(outcome, Committed):
             maybe_checkpoint(storage, int(outcome.version))
         return outcome
+
+    def checkpoint(self, storage: Storage, snapshot: Snapshot) -> int:
+        return maintenance.checkpoint(storage, snapshot)
+
+    def vacuum(
+        self,
+        storage: Storage,
+        snapshot: Snapshot,
+        retention_hours: float,
+        dry_run: bool,
+        enforce_retention: bool,
+    ) -> list[str]:
+        return maintenance.vacuum(storage, snapshot, retention_hours, dry_run, enforce_retention)
+
+    def restore(
+        self, storage: Storage, snapshot: Snapshot, version: int | str
+    ) -> tuple[list[Action], CommitInfo]:
+        actions = maintenance.restore_actions(storage, snapshot, _as_version(version))
+        info = CommitInfo("RESTORE", {"version": str(version)}, read_whole_table=True)
+        return actions, info
+
+    def optimize(
+        self, storage: Storage, snapshot: Snapshot, target_file_size: int | None
+    ) -> tuple[list[Action], CommitInfo]:
+        target = target_file_size or DEFAULT_TARGET_FILE_SIZE
+        actions, info, _ = maintenance.optimize_actions(storage, snapshot, target)
+        return actions, info
 
     def check_conflicts(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -12,6 +13,9 @@ from lakecore_delta.file_index import build_file_index
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.reader import FileReader
 from lakecore_delta.state import DeltaState
+
+if TYPE_CHECKING:
+    from lakecore.planning.tasks import ScanContext
 
 
 class DeltaSnapshotSource:
@@ -28,6 +32,11 @@ class DeltaSnapshotSource:
             if self._files is None:
                 self._files = build_file_index(self.state)
             return self._files
+
+    def scan_context(self) -> ScanContext:
+        from lakecore_delta.scan import scan_context
+
+        return scan_context(self._storage, self.state)
 
     def reader(self) -> FileReader:
         """A reader of this snapshot's data files."""

@@ -74,6 +74,10 @@ class DeltaWriter:
         self._constraints = table_constraints(self._state.configuration, self._state.schema)
         self._dml_context: DmlContext | None = None
 
+    def layout(self) -> FileLayout:
+        """How this table lays out new data files."""
+        return self._layout()
+
     def _layout(self) -> FileLayout:
         conf = self._state.configuration
         return FileLayout(

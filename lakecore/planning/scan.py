@@ -1,0 +1,194 @@
+"""``Scan``: one planned read of a snapshot (predicate, columns) -> tasks -> rows.
+
+Planning takes the snapshot's file index (``Snapshot.files()``), prunes it in two vectorised
+stages (partition values, then min/max/null-count stats; see ``pruning``) and turns the
+surviving files into ``ScanTask``s. Reading goes through the format plugin
+(``TableFormat.read_tasks``) and applies the residual filter, so only rows for which the whole
+predicate is TRUE come back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import SchemaError
+from lakecore.model import expressions as ex
+from lakecore.model import files as fi
+from lakecore.planning.binding import Where, bind, parse_predicate
+from lakecore.planning.bounds import FileBounds, Mask
+from lakecore.planning.explain import ScanExplain
+from lakecore.planning.pruning import may_be
+from lakecore.planning.read import read_tasks
+from lakecore.planning.tasks import ScanContext, ScanTask
+
+if TYPE_CHECKING:
+    from lakecore.format import TableFormat
+    from lakecore.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class PrunedFiles:
+    """The result of pruning a file index: the kept rows and the count after each stage."""
+
+    files: pa.Table
+    files_total: int
+    after_partitions: int
+    bytes_total: int
+
+
+class Scan:
+    """A read of one snapshot restricted by a predicate and a column list.
+
+    Construction parses and binds the predicate and checks the columns (``PredicateError``,
+    ``SchemaError``) without reading anything; planning happens on first use and is cached.
+    """
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        where: Where | None = None,
+        columns: Sequence[str] | None = None,
+        table_format: TableFormat | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.predicate: ex.Predicate | None = (
+            None if where is None else bind(parse_predicate(where), snapshot.schema)
+        )
+        self.columns: tuple[str, ...] | None = _checked_columns(columns, snapshot.schema)
+        self._format = table_format
+        self._context: ScanContext | None = None
+        self._pruned: PrunedFiles | None = None
+
+    def __repr__(self) -> str:
+        return f"Scan(version={self.snapshot.version!r}, where={self.where_sql!r})"
+
+    @property
+    def where_sql(self) -> str | None:
+        """The bound predicate as SQL text (None without a predicate)."""
+        return None if self.predicate is None else str(self.predicate)
+
+    @property
+    def context(self) -> ScanContext:
+        """The per-scan facts readers need (from the snapshot's source)."""
+        if self._context is None:
+            self._context = self.snapshot.source.scan_context()
+        return self._context
+
+    def files(self) -> pa.Table:
+        """The file index rows the scan reads (a subset of ``snapshot.files()``)."""
+        return self._prune().files
+
+    def tasks(self) -> list[ScanTask]:
+        """One ``ScanTask`` per file to read, in file-index order."""
+        return build_tasks(self.files(), self.context, self.predicate)
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """Yield the matching rows (row-level deletes applied) in the output schema."""
+        return read_tasks(self.context, self.tasks(), self.columns, table_format=self._format)
+
+    def to_arrow(self) -> pa.Table:
+        """Return the matching rows (row-level deletes applied) as one Arrow table."""
+        schema = self.snapshot.output_schema(self.columns)
+        return pa.Table.from_batches(list(self.to_batches()), schema=schema)
+
+    def explain(self) -> ScanExplain:
+        """Return how many files and bytes the scan reads, after each pruning stage."""
+        pruned = self._prune()
+        records = pruned.files.column(fi.RECORD_COUNT)
+        return ScanExplain(
+            format=self.snapshot.format,
+            table_uri=self.context.table_uri,
+            version=self.snapshot.version,
+            predicate=self.where_sql,
+            columns=self.columns,
+            files_total=pruned.files_total,
+            files_after_partition_pruning=pruned.after_partitions,
+            files_after_stats_pruning=pruned.files.num_rows,
+            bytes_total=pruned.bytes_total,
+            bytes_to_read=_sum(pruned.files.column(fi.SIZE)),
+            records_to_read=None if records.null_count else _sum(records),
+        )
+
+    def _prune(self) -> PrunedFiles:
+        if self._pruned is None:
+            self._pruned = prune(self.snapshot.files(), self.predicate, self.context)
+        return self._pruned
+
+
+def prune(files: pa.Table, predicate: ex.Predicate | None, context: ScanContext) -> PrunedFiles:
+    """Keep the files of ``files`` that may hold rows matching ``predicate`` (bound).
+
+    Stage 1 evaluates the predicate on partition values only, stage 2 on the survivors with
+    the stats as well; each stage is a handful of Arrow kernels over the whole index.
+    """
+    total, total_bytes = files.num_rows, _sum(files.column(fi.SIZE))
+    if predicate is None:
+        return PrunedFiles(files, total, total, total_bytes)
+    args = (context.schema, context.partition_columns, context.stats_precision)
+    by_partition = _apply(files, may_be(predicate, True, FileBounds(files, *args, use_stats=False)))
+    kept = _apply(by_partition, may_be(predicate, True, FileBounds(by_partition, *args)))
+    return PrunedFiles(kept, total, by_partition.num_rows, total_bytes)
+
+
+def _apply(files: pa.Table, mask: Mask) -> pa.Table:
+    if mask is True:
+        return files
+    if mask is False:
+        return files.slice(0, 0)
+    return files.filter(mask)
+
+
+def build_tasks(
+    files: pa.Table, context: ScanContext, residual: ex.Predicate | None
+) -> list[ScanTask]:
+    """One ``ScanTask`` per row of ``files`` (a file index)."""
+    n = files.num_rows
+    paths = resolve_paths(files.column(fi.PATH), context.table_uri).to_pylist()
+    sizes = files.column(fi.SIZE).to_pylist()
+    counts = files.column(fi.RECORD_COUNT).to_pylist()
+    partitions = _column_or(files, fi.PARTITION, {}, n)
+    deletes = _column_or(files, fi.DELETION, None, n)
+    fmt, file_format = context.format, context.file_format
+    return [
+        ScanTask(path, fmt, file_format, size, count, part or {}, dv, residual)
+        for path, size, count, part, dv in zip(
+            paths, sizes, counts, partitions, deletes, strict=True
+        )
+    ]
+
+
+def _column_or(files: pa.Table, name: str, default: Any, n: int) -> list[Any]:
+    if name not in files.column_names:
+        return [default] * n
+    values: list[Any] = files.column(name).to_pylist()
+    return values
+
+
+def resolve_paths(paths: pa.ChunkedArray, root: str) -> pa.ChunkedArray:
+    """Full paths: relative paths joined to ``root``; absolute paths and URIs kept."""
+    absolute = pc.or_(
+        pc.or_(pc.starts_with(paths, "/"), pc.match_substring(paths, "://")),
+        pc.starts_with(paths, "file:"),
+    )
+    joined = pc.binary_join_element_wise(root.rstrip("/"), paths, "/")
+    return pc.if_else(absolute, paths, joined)
+
+
+def _checked_columns(columns: Sequence[str] | None, schema: pa.Schema) -> tuple[str, ...] | None:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise TypeError("columns must be a sequence of names, not one string")
+    missing = [c for c in columns if schema.get_field_index(c) < 0]
+    if missing:
+        raise SchemaError(f"unknown column(s) {missing}; the table has {schema.names}")
+    return tuple(columns)
+
+
+def _sum(values: pa.ChunkedArray) -> int:
+    return int(pc.sum(values).as_py() or 0)

@@ -1,0 +1,213 @@
+"""Table maintenance for Delta: checkpoint, vacuum, restore, optimize (compaction)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import CorruptTableError, LakecoreError
+from lakecore.model import files as fi
+from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
+from lakecore.snapshot import Snapshot
+from lakecore.storage import Storage
+from lakecore_delta import history as delta_history
+from lakecore_delta.deletion_vectors import DeletionVectorDescriptor
+from lakecore_delta.log.commits import parse_actions, read_all
+from lakecore_delta.log.files import LOG_DIR, LogFileKind
+from lakecore_delta.log.segment import list_log
+from lakecore_delta.paths import decode_paths
+from lakecore_delta.source import DeltaSnapshotSource
+from lakecore_delta.state import load_state
+from lakecore_delta.write.checkpoint_out import write_checkpoint
+from lakecore_delta.write.data_files import write_data_files
+from lakecore_delta.write.writer import DeltaWriter, state_of
+
+DEFAULT_RETENTION_HOURS = 168.0
+
+
+class RetentionError(LakecoreError, ValueError):
+    """Raised when vacuum is asked for a retention shorter than the table's safety limit."""
+
+
+def checkpoint(storage: Storage, snapshot: Snapshot) -> int:
+    """Write a checkpoint of ``snapshot``'s version; returns that version."""
+    state = state_of(snapshot)
+    write_checkpoint(storage, state)
+    return state.version
+
+
+def _referenced(storage: Storage, snapshot: Snapshot, cutoff_ms: int) -> set[str]:
+    """Files any version newer than the cutoff (or the latest) still needs, DV files too."""
+    try:
+        oldest = delta_history.version_at(storage, cutoff_ms)
+    except LakecoreError:
+        oldest = 0
+    versions = [int(oldest), int(snapshot.version)]
+    keep: set[str] = set()
+    state = load_state(storage, versions[0]) if versions[0] != versions[1] else state_of(snapshot)
+    keep.update(_state_files(state.adds))
+    commits = [
+        f
+        for f in list_log(storage, versions[0] + 1)
+        if f.kind is LogFileKind.COMMIT and versions[0] < f.version <= versions[1]
+    ]
+    for f, chunk in zip(commits, read_all(storage, commits), strict=True):
+        for action in parse_actions(chunk, f):
+            for kind in ("add", "remove", "cdc"):
+                body = action.get(kind)
+                if isinstance(body, dict) and body.get("path"):
+                    keep.add(_decode(body["path"], storage))
+                    dv = body.get("deletionVector")
+                    if dv:
+                        keep.update(_dv_paths([dv]))
+    return keep
+
+
+def _decode(path: str, storage: Storage) -> str:
+    return str(decode_paths(pa.array([path], pa.string()), storage.root)[0].as_py())
+
+
+def _state_files(adds: pa.Table) -> set[str]:
+    out = set(adds.column("path").to_pylist())
+    dvs = adds.column("deletionVector").to_pylist()
+    out.update(_dv_paths([d for d in dvs if d]))
+    return out
+
+
+def _dv_paths(dvs: list[dict[str, object]]) -> set[str]:
+    out = set()
+    for dv in dvs:
+        if dv.get("storageType") == "u":
+            descriptor = DeletionVectorDescriptor("u", str(dv["pathOrInlineDv"]), None, 0, 0)
+            if descriptor.relative_path:
+                out.add(descriptor.relative_path)
+    return out
+
+
+def vacuum(
+    storage: Storage,
+    snapshot: Snapshot,
+    retention_hours: float = DEFAULT_RETENTION_HOURS,
+    dry_run: bool = True,
+    enforce_retention: bool = True,
+) -> list[str]:
+    """Delete files no version within the retention period needs; returns them (sorted).
+
+    Only files older than the retention are candidates; ``_delta_log`` and other ``_``/``.``
+    directories are never touched. With ``dry_run`` nothing is deleted.
+    """
+    configured = state_of(snapshot).configuration.get("delta.deletedFileRetentionDuration")
+    if enforce_retention and retention_hours < DEFAULT_RETENTION_HOURS:
+        raise RetentionError(
+            f"retention of {retention_hours} h is below the safe {DEFAULT_RETENTION_HOURS} h "
+            f"(table setting: {configured or 'default'}); concurrent readers and time travel may "
+            "still need those files. Pass enforce_retention=False to override."
+        )
+    cutoff = int(time.time() * 1000 - retention_hours * 3_600_000)
+    keep = _referenced(storage, snapshot, cutoff)
+    doomed = [
+        f.path
+        for f in storage.list_all()
+        if not _hidden(f.path) and f.path not in keep and f.modification_time < cutoff
+    ]
+    if not dry_run:
+        for path in doomed:
+            storage.delete(path)
+    return sorted(doomed)
+
+
+def _hidden(path: str) -> bool:
+    return any(part.startswith(("_", ".")) for part in path.split("/")[:-1]) or path.startswith(
+        (LOG_DIR, ".", "_")
+    )
+
+
+def restore_actions(storage: Storage, snapshot: Snapshot, version: int) -> list[Action]:
+    """Actions that make the table's files those of ``version``.
+
+    Raises ``CorruptTableError`` if a file of that version is gone (vacuumed).
+    """
+    target = load_state(storage, version)
+    old = DeltaSnapshotSource(storage, target).files()
+    current = snapshot.files()
+    key = _keys
+    add = old.filter(pc.invert(pc.is_in(key(old), value_set=key(current))))
+    remove = current.filter(pc.invert(pc.is_in(key(current), value_set=key(old))))
+    missing = [p for p in add.column(fi.PATH).to_pylist() if not storage.exists(p)]
+    if missing:
+        raise CorruptTableError(
+            f"cannot restore version {version}: {len(missing)} of its files were vacuumed, "
+            f"e.g. {missing[0]}"
+        )
+    stats = dict(
+        zip(
+            target.adds.column("path").to_pylist(),
+            target.adds.column("stats").to_pylist(),
+            strict=True,
+        )
+    )
+    add = add.append_column(
+        "stats", pa.array([stats.get(p) for p in add.column(fi.PATH).to_pylist()], pa.string())
+    )
+    return [RemoveFiles(remove), AddFiles(add)]
+
+
+def _keys(files: pa.Table) -> pa.Array:
+    dv = files.column(fi.DELETION).combine_chunks()
+    dv_id = pc.fill_null(pc.struct_field(dv, "path_or_inline_dv"), "")
+    paths = files.column(fi.PATH).combine_chunks()
+    return pc.binary_join_element_wise(paths, dv_id, "\x1f")
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizePlan:
+    """Bins of files to compact, per partition."""
+
+    bins: list[pa.Table]
+
+
+def plan_optimize(files: pa.Table, target_size: int) -> OptimizePlan:
+    """Group small files (and files with deletion vectors) per partition into bins of about
+    ``target_size`` bytes; a bin of one file without deletes is left alone."""
+    rows = files.to_pylist()
+    by_partition: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        if row[fi.SIZE] < target_size or row[fi.DELETION] is not None:
+            by_partition.setdefault(repr(sorted((row[fi.PARTITION] or {}).items())), []).append(i)
+    bins: list[pa.Table] = []
+    for indexes in by_partition.values():
+        current: list[int] = []
+        size = 0
+        for i in sorted(indexes, key=lambda j: rows[j][fi.SIZE]):
+            if current and size + rows[i][fi.SIZE] > target_size:
+                bins.append(files.take(pa.array(current)))
+                current, size = [], 0
+            current.append(i)
+            size += rows[i][fi.SIZE]
+        if current:
+            bins.append(files.take(pa.array(current)))
+    keep = [b for b in bins if b.num_rows > 1 or b.column(fi.DELETION).null_count < b.num_rows]
+    return OptimizePlan(keep)
+
+
+def optimize_actions(
+    storage: Storage, snapshot: Snapshot, target_size: int
+) -> tuple[list[Action], CommitInfo, int]:
+    """Compaction actions (``dataChange=false``); returns them, the info and files removed."""
+    writer = DeltaWriter(storage, snapshot)
+    source = snapshot.source
+    plan = plan_optimize(snapshot.files(), target_size)
+    actions: list[Action] = []
+    removed = 0
+    layout = replace(writer.layout(), target_file_size=target_size)
+    for files in plan.bins:
+        rows = pa.Table.from_batches(list(source.read(files, None)), schema=snapshot.schema)
+        actions.append(RemoveFiles(files, data_change=False))
+        if rows.num_rows:
+            actions.append(AddFiles(write_data_files(storage, layout, rows), data_change=False))
+        removed += files.num_rows
+    info = CommitInfo("OPTIMIZE", {"targetFileSize": str(target_size), "predicate": "[]"})
+    return actions, info, removed
