@@ -59,9 +59,16 @@ class TableFormat(Protocol):
         ...
 
     def load_snapshot(
-        self, storage: Storage, version: int | str | None = None, timestamp: int | None = None
+        self,
+        storage: Storage,
+        version: int | str | None = None,
+        timestamp: int | None = None,
+        previous: Snapshot | None = None,
     ) -> Snapshot:
         """Return the snapshot at ``version``, or the newest at or before ``timestamp`` (epoch ms).
+
+        ``previous`` is an older snapshot of the same table the format may build on (e.g.
+        replay only the newer commits); the result must equal a load without it.
 
         Must gate the table's features (``ensure_readable``) before reading any file list.
         Raises ``TableNotFoundError``, ``CorruptTableError``, ``UnsupportedFeatureError``, and

@@ -53,14 +53,15 @@ def to_epoch_ms(value: TimestampLike) -> int:
 class Table:
     """A table of any format, opened by ``lakecore.open``.
 
-    Each call reads the table's current state: a Table holds no cached snapshot, so it sees
-    commits made by other writers.
+    Each call reads the table's current state, so it sees commits made by other writers. The
+    latest snapshot read is kept only as a base: the next read replays just the newer commits.
     """
 
     def __init__(self, uri: str, storage: Storage, fmt: TableFormat) -> None:
         self._uri = uri
         self._storage = storage
         self._format = fmt
+        self._latest: Snapshot | None = None
 
     def __repr__(self) -> str:
         return f"Table(format={self.format!r}, uri={self.uri!r})"
@@ -95,7 +96,13 @@ class Table:
         if version is not None and timestamp is not None:
             raise ValueError("pass version or timestamp, not both")
         ts = None if timestamp is None else to_epoch_ms(timestamp)
-        return self._format.load_snapshot(self._storage, version=version, timestamp=ts)
+        previous = self._latest if version is None and ts is None else None
+        snap = self._format.load_snapshot(
+            self._storage, version=version, timestamp=ts, previous=previous
+        )
+        if version is None and ts is None:
+            self._latest = snap
+        return snap
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Return the table's changes, newest first (at most ``limit``)."""

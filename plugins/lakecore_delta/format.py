@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakecore.errors import TableNotFoundError, VersionNotFoundError
-from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed
+from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, SetProperties
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -53,13 +53,22 @@ class DeltaFormat:
         return version
 
     def load_snapshot(
-        self, storage: Storage, version: int | str | None = None, timestamp: int | None = None
+        self,
+        storage: Storage,
+        version: int | str | None = None,
+        timestamp: int | None = None,
+        previous: Snapshot | None = None,
     ) -> Snapshot:
         if timestamp is not None:
             version = delta_history.version_at(storage, timestamp)
         if not self.detect(storage):
             raise TableNotFoundError(f"no Delta table at {storage.root}: no _delta_log")
-        state = load_state(storage, None if version is None else _as_version(version))
+        base = None
+        if previous is not None and isinstance(previous.source, DeltaSnapshotSource):
+            base = previous.source.state
+        state = load_state(storage, None if version is None else _as_version(version), base)
+        if base is state and previous is not None:
+            return previous
         return Snapshot(
             format=self.name,
             version=state.version,
@@ -119,7 +128,10 @@ class DeltaFormat:
     ) -> CommitOutcome:
         outcome = delta_commit.commit(storage, state_of(base), actions, info, _as_version(version))
         if isinstance(outcome, Committed):
-            maybe_checkpoint(storage, int(outcome.version))
+            # The base configuration decides, unless this commit changed properties.
+            changed = any(isinstance(a, SetProperties) for a in actions)
+            conf = None if changed else state_of(base).configuration
+            maybe_checkpoint(storage, int(outcome.version), conf)
         return outcome
 
     def checkpoint(self, storage: Storage, snapshot: Snapshot) -> int:

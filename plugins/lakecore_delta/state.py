@@ -75,9 +75,13 @@ def list_for(storage: Storage, version: int | None) -> list[LogFile]:
     return list_log(storage, 0)
 
 
-def load_state(storage: Storage, version: int | None = None) -> DeltaState:
+def load_state(
+    storage: Storage, version: int | None = None, previous: DeltaState | None = None
+) -> DeltaState:
     """Replay the log up to ``version`` (latest by default).
 
+    With ``previous`` (an older state of the same table), only the commits after it are
+    replayed on top of it when the log allows; the result is the same as a full load.
     Falls back to an older checkpoint (or full replay) when a checkpoint is unreadable.
     Raises ``TableNotFoundError``, ``VersionNotFoundError``, ``CorruptTableError``,
     ``UnsupportedFeatureError`` (before any add action is read).
@@ -86,6 +90,8 @@ def load_state(storage: Storage, version: int | None = None) -> DeltaState:
     skipped: list[int] = []
     while True:
         segment = build_segment(files, version, skipped)
+        if previous is not None and _can_continue(previous, segment):
+            return _continue(storage, previous, segment)
         try:
             return _load_segment(storage, segment)
         except CorruptTableError as exc:
@@ -96,6 +102,49 @@ def load_state(storage: Storage, version: int | None = None) -> DeltaState:
             skipped.append(cp.version)
             if len(files) and files[0].version > 0:
                 files = list_log(storage, 0)
+
+
+def _can_continue(previous: DeltaState, segment: LogSegment) -> bool:
+    """Whether ``segment``'s version is ``previous`` plus commits the segment lists."""
+    floor = segment.checkpoint.version if segment.checkpoint else -1
+    listed = {c.version for c in segment.commits}
+    return floor <= previous.version <= segment.version and all(
+        v in listed for v in range(previous.version + 1, segment.version + 1)
+    )
+
+
+def _continue(storage: Storage, previous: DeltaState, segment: LogSegment) -> DeltaState:
+    """Replay the commits after ``previous`` on top of it."""
+    commits = tuple(c for c in segment.commits if c.version > previous.version)
+    if not commits:
+        return previous
+    chunks = read_all(storage, commits)
+    protocol = find_last_action(chunks, commits, "protocol") or previous.protocol
+    metadata = find_last_action(chunks, commits, "metaData")
+    if metadata is not None and (
+        tuple(metadata.get("partitionColumns") or ()) != previous.partition_columns
+        or metadata.get("schemaString") != previous.metadata.get("schemaString")
+    ):
+        # Partition value types may change with the schema: replay from the start instead.
+        return _load_segment(storage, segment)
+    metadata = metadata or previous.metadata
+    configuration = dict(metadata.get("configuration") or {})
+    ensure_readable(protocol, configuration)
+    physical = list(previous.adds.schema.field("partitionValues").type.names)
+    actions = parse_file_actions(chunks, commits, physical)
+    adds = reconcile(previous.adds, actions, storage.root, base_decoded=True)
+    txns = dict(previous.txns)
+    txns.update(_txns(actions))
+    return DeltaState(
+        version=segment.version,
+        timestamp=_timestamp(storage, segment, commits, chunks, configuration),
+        protocol=protocol,
+        metadata=metadata,
+        schema=previous.schema,
+        partition_columns=previous.partition_columns,
+        txns=txns,
+        adds=adds,
+    )
 
 
 def _is_checkpoint_error(exc: CorruptTableError, segment: LogSegment) -> bool:

@@ -54,12 +54,21 @@ def commit_adds(actions: pa.Table) -> tuple[pa.Table, np.ndarray]:
     return adds, is_add.filter(file_rows).to_numpy(zero_copy_only=False)
 
 
-def reconcile(checkpoint_adds: pa.Table, actions: pa.Table, root: str) -> pa.Table:
+def reconcile(
+    checkpoint_adds: pa.Table, actions: pa.Table, root: str, base_decoded: bool = False
+) -> pa.Table:
     """Return the live add actions: ``checkpoint_adds`` then ``actions`` (commits, log order).
 
     Paths in the result are decoded and relative to ``root`` where possible.
+    ``base_decoded`` says ``checkpoint_adds`` already are (a previous reconciled state).
     """
-    cp = checkpoint_adds.set_column(0, "path", decode_paths(checkpoint_adds.column("path"), root))
+    cp = (
+        checkpoint_adds
+        if base_decoded
+        else checkpoint_adds.set_column(
+            0, "path", decode_paths(checkpoint_adds.column("path"), root)
+        )
+    )
     if actions.num_rows == 0:
         return cp
     new_adds, is_add = commit_adds(actions)
