@@ -13,13 +13,39 @@ S3_REGION = "us-east-1"
 S3_KEY = S3_SECRET = "testing"
 
 
+def _serial_moto_server(moto_server: Any) -> Any:
+    """A moto server that handles one request at a time.
+
+    moto checks ``If-None-Match: *`` and then stores the object as two steps; on a threaded
+    server two racing conditional PUTs can both pass the check (seen: two writers both got
+    version 26 of 8x20 concurrent appends). Real S3 decides atomically; serving requests one
+    at a time gives moto the same atomicity.
+    """
+    from werkzeug.serving import make_server
+
+    class SerialMotoServer(moto_server.ThreadedMotoServer):  # type: ignore[misc]
+        def _server_entry(self) -> None:
+            app = moto_server.DomainDispatcherApplication(moto_server.create_backend_app)
+            self._server = make_server(
+                self._ip_address,
+                self._port,
+                app,
+                threaded=False,
+                request_handler=moto_server.MotoRequestHandler,
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return SerialMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+
+
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
     """Start one moto S3 server for the session, bound to 127.0.0.1 on a free port."""
     moto_server = pytest.importorskip(
         "moto.server", reason="needs moto[server] (pip install moto[server])"
     )
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = _serial_moto_server(moto_server)
     server.start()
     try:
         host, port = server.get_host_and_port()

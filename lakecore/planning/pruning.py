@@ -103,6 +103,8 @@ def _comparison(op: str, value: Any, want: bool, b: ColumnBounds) -> Mask:
         return b.has_value if not want else False  # NaN compares FALSE with everything
     v = literal_scalar(value, b.type)
     if op == "=":
+        if want and b.lower is b.upper and b.upper is not None:  # exact: partition values
+            return all_of([b.has_value, _cmp("equal", b.lower, v)])
         if want:
             lower_le = _cmp("less_equal", b.lower, v)
             return all_of([b.has_value, lower_le, _upper_at_least(b, v, strict=False)])

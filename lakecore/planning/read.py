@@ -6,6 +6,7 @@ executor can call it on the tasks shipped to it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from itertools import groupby
 from typing import TYPE_CHECKING
@@ -34,12 +35,20 @@ def read_tasks(
     of ``context.schema`` by default). ``columns`` must exist in the schema.
     """
     if table_format is None:
-        from lakecore.plugins import load_registry
+        from lakecore.plugins import disabled_plugins
 
-        table_format = load_registry().get(context.format)
+        table_format = _format_named(context.format, disabled_plugins())
     names = list(context.schema.names if columns is None else columns)
     for residual, group in groupby(tasks, key=lambda t: t.residual):
         yield from _read_group(table_format, context, list(group), names, residual)
+
+
+@functools.lru_cache(maxsize=16)
+def _format_named(name: str, disabled: frozenset[str]) -> TableFormat:
+    """The registered format ``name`` (loading plugins once per process and setting)."""
+    from lakecore.plugins import load_registry
+
+    return load_registry(disabled).get(name)
 
 
 def _read_group(

@@ -136,10 +136,10 @@ def prune(files: pa.Table, predicate: ex.Predicate | None, context: ScanContext)
 
 
 def _apply(files: pa.Table, mask: Mask) -> pa.Table:
-    if mask is True:
-        return files
     if mask is False:
         return files.slice(0, 0)
+    if mask is True or pc.all(mask).as_py() is not False:
+        return files  # nothing pruned: no copy
     return files.filter(mask)
 
 
@@ -163,7 +163,7 @@ def build_tasks(
 
 
 def _column_or(files: pa.Table, name: str, default: Any, n: int) -> list[Any]:
-    if name not in files.column_names:
+    if name not in files.column_names or files.column(name).null_count == n:
         return [default] * n
     values: list[Any] = files.column(name).to_pylist()
     return values

@@ -136,7 +136,7 @@ def _literal_value(node: exp.Expression, text: str) -> Any:
         value = _literal_value(node.this, text)
         if isinstance(value, bool) or not isinstance(value, int | float | decimal.Decimal):
             raise _unsupported(node, text, "only numbers can be negated")
-        return -value
+        return value.copy_negate() if isinstance(value, decimal.Decimal) else -value
     if isinstance(node, exp.Literal):
         return node.this if node.is_string else _number(node.this)
     if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:

@@ -165,8 +165,13 @@ class FsspecStorage:
         try:
             with os.scandir(directory) as it:
                 for entry in it:
-                    if entry.is_file():
+                    try:
+                        if not entry.is_file():
+                            continue
                         st = entry.stat()
+                    except FileNotFoundError:
+                        continue  # removed while listing (another writer's temp file)
+                    else:
                         out.append(
                             FileInfo(
                                 self._relative(entry.path), st.st_size, st.st_mtime_ns // 1_000_000
@@ -184,7 +189,10 @@ class FsspecStorage:
             for directory, _, names in os.walk(fs_path):
                 for name in names:
                     full = os.path.join(directory, name)
-                    st = os.stat(full)
+                    try:
+                        st = os.stat(full)
+                    except FileNotFoundError:
+                        continue
                     out.append(
                         FileInfo(self._relative(full), st.st_size, st.st_mtime_ns // 1_000_000)
                     )

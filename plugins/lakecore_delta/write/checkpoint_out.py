@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -159,21 +160,31 @@ def write_checkpoint(storage: Storage, state: DeltaState) -> None:
     storage.put(LAST_CHECKPOINT, json.dumps(hint).encode())
 
 
-def maybe_checkpoint(storage: Storage, version: int) -> bool:
+def _due(configuration: Mapping[str, str], version: int) -> bool:
+    interval = int(configuration.get(CHECKPOINT_INTERVAL, DEFAULT_INTERVAL))
+    return interval > 0 and version > 0 and version % interval == 0
+
+
+def maybe_checkpoint(
+    storage: Storage, version: int, configuration: Mapping[str, str] | None = None
+) -> bool:
     """Checkpoint ``version`` when the table's interval says so; never fails the commit.
 
-    Tables with the v2Checkpoint feature are not checkpointed by lakecore (checkpoints are
-    optional; it writes only the classic kind).
+    ``configuration`` is the table configuration as of ``version`` when the caller knows it
+    (the committing transaction does, unless it changed properties): commits that are not due
+    then cost no log replay. Tables with the v2Checkpoint feature are not checkpointed by
+    lakecore (checkpoints are optional; it writes only the classic kind).
     """
     try:
+        if configuration is not None and not _due(configuration, version):
+            return False
         state = load_state(storage, version)
-        interval = int(state.configuration.get(CHECKPOINT_INTERVAL, DEFAULT_INTERVAL))
-        if interval <= 0 or version == 0 or version % interval:
+        if not _due(state.configuration, version):
             return False
         if "v2Checkpoint" in (state.protocol.get("writerFeatures") or ()):
             return False
         write_checkpoint(storage, state)
         return True
-    except (LakecoreError, OSError) as exc:
+    except (LakecoreError, OSError, ValueError) as exc:
         log.warning("checkpoint of version %s failed (the commit stands): %s", version, exc)
         return False

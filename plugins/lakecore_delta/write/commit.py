@@ -21,7 +21,7 @@ from lakecore.model.actions import (
     SetTransaction,
 )
 from lakecore.storage import Storage
-from lakecore_delta.log.commits import parse_actions
+from lakecore_delta.log.commits import first_action, parse_actions
 from lakecore_delta.log.files import LogFile, LogFileKind, commit_path
 from lakecore_delta.paths import decode_paths
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
@@ -70,9 +70,17 @@ def _check_append_only(state: DeltaState, actions: Sequence[Action]) -> None:
 
 
 def commit_bytes(
-    state: DeltaState, actions: Sequence[Action], info: CommitInfo, version: int
+    state: DeltaState,
+    actions: Sequence[Action],
+    info: CommitInfo,
+    version: int,
+    previous_ict: int = 0,
 ) -> bytes:
-    """The bytes of commit ``version`` applying ``actions`` to ``state``."""
+    """The bytes of commit ``version`` applying ``actions`` to ``state``.
+
+    ``previous_ict`` is the in-commit timestamp of commit ``version - 1`` when that is not
+    ``state``'s own (after a retry): in-commit timestamps must strictly increase.
+    """
     _check_append_only(state, actions)
     now = now_ms()
     metadata = _new_metadata(state, actions)
@@ -83,7 +91,7 @@ def commit_bytes(
     protocol = protocol_for(required_features(schema, configuration), state.protocol)
     ict = None
     if str(configuration.get("delta.enableInCommitTimestamps", "false")).lower() == "true":
-        ict = max(now, (state.timestamp or 0) + 1)
+        ict = max(now, (state.timestamp or 0) + 1, previous_ict + 1)
     blind = all(isinstance(a, AddFiles | SetTransaction) for a in actions)
     lines: list[dict[str, Any]] = [
         commit_info_line(info, state.version, now, ict, blind and info.read_predicate is None)
@@ -113,12 +121,24 @@ def commit(
     storage: Storage, state: DeltaState, actions: Sequence[Action], info: CommitInfo, version: int
 ) -> CommitOutcome:
     """Write commit ``version`` atomically; ``Conflict`` if another writer has it."""
-    payload = commit_bytes(state, actions, info, version)
+    previous_ict = 0
+    if version > state.version + 1:
+        previous_ict = _in_commit_timestamp(storage, version - 1)
+    payload = commit_bytes(state, actions, info, version, previous_ict)
     try:
         storage.put_if_absent(commit_path(version), payload)
     except FileExistsError:
         return Conflict(version)
     return Committed(version)
+
+
+def _in_commit_timestamp(storage: Storage, version: int) -> int:
+    """The in-commit timestamp of commit ``version`` (0 when it has none)."""
+    path = commit_path(version)
+    f = LogFile(storage.head(path), LogFileKind.COMMIT, version)
+    first = first_action(storage.read(path), f) or {}
+    info = first.get("commitInfo") if isinstance(first.get("commitInfo"), dict) else {}
+    return int((info or {}).get("inCommitTimestamp") or 0)
 
 
 def _winner_actions(storage: Storage, winner: int) -> list[dict[str, Any]]:

@@ -33,6 +33,10 @@ def with_column_mapping(schema: pa.Schema, start: int = 0) -> tuple[pa.Schema, i
         t = f.type
         if pa.types.is_struct(t):
             t = pa.struct([assign(t.field(i)) for i in range(t.num_fields)])
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            t = pa.list_(_nested(t.value_field))
+        elif pa.types.is_map(t):
+            t = pa.map_(_nested(t.key_field).with_nullable(False), _nested(t.item_field))
         meta = delta_metadata(f)
         if CM_ID not in meta:
             counter[0] += 1
@@ -47,6 +51,17 @@ def with_column_mapping(schema: pa.Schema, start: int = 0) -> tuple[pa.Schema, i
                 PHYSICAL_NAME: str(meta[CM_PHYSICAL]).encode(),
             },
         )
+
+    def _nested(element: pa.Field) -> pa.Field:
+        # List elements and map keys/values carry no mapping themselves; structs inside do.
+        t = element.type
+        if pa.types.is_struct(t):
+            t = pa.struct([assign(t.field(i)) for i in range(t.num_fields)])
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            t = pa.list_(_nested(t.value_field))
+        elif pa.types.is_map(t):
+            t = pa.map_(_nested(t.key_field).with_nullable(False), _nested(t.item_field))
+        return pa.field(element.name, t, element.nullable, metadata=element.metadata)
 
     return pa.schema([assign(f) for f in schema]), counter[0]
 

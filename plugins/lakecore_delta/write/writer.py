@@ -112,6 +112,14 @@ class DeltaWriter:
             )
         return self._dml_context
 
+    def _ensure_not_append_only(self) -> None:
+        # Checked before any file is written (the commit checks again).
+        if self._state.configuration.get("delta.appendOnly", "false").lower() == "true":
+            raise ConstraintViolationError(
+                "the table is append-only (delta.appendOnly=true): rows cannot be deleted, "
+                "updated or overwritten"
+            )
+
     def _validate(self, where: str | None) -> None:
         # Parse and type-check before any IO: unknown columns and bad syntax fail here.
         if where is not None:
@@ -124,6 +132,7 @@ class DeltaWriter:
 
     def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
         mode = {"mode": "Overwrite", "partitionBy": list(self._state.partition_columns)}
+        self._ensure_not_append_only()
         table = self._conformed(data)
         if where is None:
             actions: list[Action] = [RemoveFiles(self._snapshot.files())]
@@ -144,6 +153,7 @@ class DeltaWriter:
         return actions, CommitInfo("WRITE", {**mode, "predicate": where}, read_predicate=where)
 
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
+        self._ensure_not_append_only()
         self._validate(where)
         changes = delete_rows(self._dml(), self._snapshot.files(), where)
         info = CommitInfo(
@@ -152,6 +162,7 @@ class DeltaWriter:
         return to_actions(self._dml(), changes, self._write_conformed), info
 
     def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
+        self._ensure_not_append_only()
         self._validate(where)
         unknown = [c for c in set if self._state.schema.get_field_index(c) < 0]
         if unknown:
@@ -168,6 +179,8 @@ class DeltaWriter:
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:
+        if clauses.matched_update_all or clauses.matched_update or clauses.matched_delete:
+            self._ensure_not_append_only()
         src = to_arrow_table(source)
         for sql in (clauses.matched_condition, clauses.not_matched_condition):
             if sql:
