@@ -138,7 +138,8 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
     rows = args.batches * args.rows
     lines = [
         f"Appends of {args.batches} x {args.rows:,} rows ({rows:,} rows, 6 columns, "
-        f"partitioned by a 4-value column); then {args.small} appends of 100 rows, one commit each.",
+        f"partitioned by a 4-value column); then {args.small} appends of 100 rows, "
+        "one commit each.",
         "",
         "| measure | delta-rs | lakecore | lakecore / delta-rs |",
         "|---|---:|---:|---:|",

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+from lakecore_delta.state import load_state
 
 import lakecore
 from lakecore.storage import FsspecStorage
-from lakecore_delta.state import load_state
 
 
 class CountingStorage(FsspecStorage):

@@ -184,6 +184,7 @@ def test_projection_without_the_filtered_column(corpus: Path) -> None:
     assert result.schema.names == ["id"] and sorted(result.column("id").to_pylist()) == [0, 1]
     assert table.scan("part = 5", columns=["id"]).to_arrow().schema.names == ["id"]
     assert table.scan(columns=[]).to_arrow().num_rows == 4
+    assert table.scan("part = 0", columns=[]).to_arrow().num_rows == 2
 
 
 def test_batches_hold_only_matching_rows(corpus: Path) -> None:

@@ -6,6 +6,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
 from lakecore.errors import CommitConflictError, ConstraintViolationError
 from lakecore.model.actions import (
     Action,
@@ -20,9 +24,14 @@ from lakecore.model.actions import (
     SetSchema,
     SetTransaction,
 )
+from lakecore.model.schema import physical_name
+from lakecore.sql import evaluate_predicate
+from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
 from lakecore_delta.log.commits import first_action, parse_actions
 from lakecore_delta.log.files import LogFile, LogFileKind, commit_path
+from lakecore_delta.log.schemas import partition_values_type
+from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.paths import decode_paths
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.schema import schema_string
@@ -185,9 +194,41 @@ def check_conflicts(
         if both:
             raise conflict(f"it also removed or rewrote {sorted(both)[:3]}")
     if info.read_predicate is not None or info.read_whole_table:
-        added = [a["add"] for a in theirs if isinstance(a.get("add"), dict)]
-        if any(add.get("dataChange", True) for add in added):
+        added = [
+            a["add"]
+            for a in theirs
+            if isinstance(a.get("add"), dict) and a["add"].get("dataChange", True)
+        ]
+        if added and (info.read_whole_table or _may_match(state, added, info.read_predicate)):
             raise conflict("it added rows where this transaction read")
+
+
+def _may_match(state: DeltaState, added: list[dict[str, Any]], predicate: str | None) -> bool:
+    """Whether rows of the added files could satisfy ``predicate``.
+
+    Decided exactly when the predicate names partition columns only (files in other
+    partitions cannot match); otherwise any added file may match.
+    """
+    if predicate is None:
+        return True
+    columns = {c.name for c in parse(predicate).find_all(exp.Column)}
+    if not columns or not columns <= set(state.partition_columns):
+        return True
+    fields = state.partition_fields()
+    raw = pa.array(
+        [
+            {
+                physical_name(f): (add.get("partitionValues") or {}).get(physical_name(f))
+                for f in fields
+            }
+            for add in added
+        ],
+        partition_values_type([physical_name(f) for f in fields]),
+    )
+    values = pa.Table.from_struct_array(typed_partition_values(raw, fields))
+    truth = evaluate_predicate(predicate, values)
+    # Unknown (null) counts as a possible match.
+    return bool(pc.any(pc.fill_null(truth, True)).as_py())
 
 
 def _our_removed_paths(actions: Sequence[Action]) -> set[str]:
