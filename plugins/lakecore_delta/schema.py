@@ -140,13 +140,35 @@ def schema_string(schema: pa.Schema) -> str:
 
 
 def to_delta_field(field: pa.Field) -> dict[str, Any]:
-    """Convert an Arrow field to a Delta StructField (metadata kept from ``delta.metadata``)."""
+    """Convert an Arrow field to a Delta StructField.
+
+    Metadata comes from ``delta.metadata`` (what lakecore read) plus any plain field metadata
+    keys starting with ``delta.`` (how users declare e.g. ``delta.generationExpression``).
+    """
+    meta = delta_metadata(field)
+    for key, value in (field.metadata or {}).items():
+        name = key.decode()
+        if name.startswith("delta.") and key != DELTA_METADATA and name not in meta:
+            meta[name] = value.decode()
     return {
         "name": field.name,
         "type": to_delta_type(field.type, field.name),
         "nullable": field.nullable,
-        "metadata": delta_metadata(field),
+        "metadata": meta,
     }
+
+
+GENERATION_EXPRESSION = "delta.generationExpression"
+
+
+def generation_expressions(schema: pa.Schema) -> dict[str, str]:
+    """Column -> SQL of the table's generated columns."""
+    out = {}
+    for f in schema:
+        sql = delta_metadata(f).get(GENERATION_EXPRESSION)
+        if sql:
+            out[f.name] = str(sql)
+    return out
 
 
 def to_delta_type(t: pa.DataType, name: str = "") -> Any:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError
-from lakecore.sql import evaluate_predicate
+from lakecore.sql import evaluate, evaluate_predicate
 from lakecore_delta.schema import delta_metadata
 
 CONSTRAINT_PREFIX = "delta.constraints."
@@ -41,3 +41,33 @@ def check_rows(data: pa.Table, constraints: Mapping[str, str]) -> None:
             raise ConstraintViolationError(
                 f"CHECK constraint {name} ({sql}) is violated by {failed} row(s)"
             )
+
+
+def fill_generated(data: pa.Table, generated: Mapping[str, str], verify: bool) -> pa.Table:
+    """Compute generated columns (column -> SQL over the other columns).
+
+    Absent columns are added. Present ones are replaced (``verify=False``) or must equal the
+    computed value, nulls equal (``verify=True``: else ``ConstraintViolationError``).
+    """
+    for name, sql in generated.items():
+        value = evaluate(sql, data)
+        if isinstance(value, pa.Scalar):
+            value = pa.array([value.as_py()] * data.num_rows, value.type)
+        i = data.schema.get_field_index(name)
+        if i < 0:
+            data = data.append_column(name, value)
+            continue
+        if verify:
+            given = data.column(name)
+            same = pc.or_kleene(
+                pc.equal(given, value.cast(given.type)),
+                pc.and_(pc.is_null(given), pc.is_null(value)),
+            )
+            bad = pc.sum(pc.invert(pc.fill_null(same, False))).as_py() or 0
+            if bad:
+                raise ConstraintViolationError(
+                    f"generated column {name!r} = {sql}: {bad} row(s) hold another value"
+                )
+        else:
+            data = data.set_column(i, name, value)
+    return data

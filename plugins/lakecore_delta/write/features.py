@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import UnsupportedFeatureError
+from lakecore_delta.schema import GENERATION_EXPRESSION, to_delta_field
 
 WRITER_FEATURES = frozenset(
     {
@@ -15,6 +16,7 @@ WRITER_FEATURES = frozenset(
         "invariants",
         "checkConstraints",
         "changeDataFeed",
+        "generatedColumns",
         "columnMapping",
         "deletionVectors",
         "timestampNtz",
@@ -64,6 +66,8 @@ def required_features(schema: pa.Schema, configuration: Mapping[str, str]) -> se
         features.add("typeWidening")
     if any(_has_ntz(f.type) for f in schema):
         features.add("timestampNtz")
+    if any(GENERATION_EXPRESSION in to_delta_field(f)["metadata"] for f in schema):
+        features.add("generatedColumns")
     return features
 
 
@@ -72,6 +76,7 @@ _LEGACY_WRITER = {
     "invariants": 2,
     "checkConstraints": 3,
     "changeDataFeed": 4,
+    "generatedColumns": 4,
     "columnMapping": 5,
 }
 _READER_FEATURES = {

@@ -18,9 +18,10 @@ from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.reader import FileReader
+from lakecore_delta.schema import generation_expressions
 from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import DeltaState
-from lakecore_delta.write.constraints import check_rows, table_constraints
+from lakecore_delta.write.constraints import check_rows, fill_generated, table_constraints
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout, write_data_files
 from lakecore_delta.write.data_in import conform_to_schema, to_arrow_table
 from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
@@ -48,10 +49,6 @@ def state_reader(storage: Storage, state: DeltaState) -> FileReader:
 def _ensure_no_unsupported_columns(schema: pa.Schema) -> None:
     for f in schema:
         raw = (f.metadata or {}).get(b"delta.metadata", b"").decode()
-        if "delta.generationExpression" in raw:
-            raise UnsupportedFeatureError(
-                "generatedColumns", f"column {f.name!r} is generated; writing it is not supported"
-            )
         if "delta.identity." in raw:
             raise UnsupportedFeatureError(
                 "identityColumns", f"column {f.name!r} is an identity column; not supported"
@@ -72,6 +69,7 @@ class DeltaWriter:
         ensure_writable(self._state.protocol)
         _ensure_no_unsupported_columns(self._state.schema)
         self._constraints = table_constraints(self._state.configuration, self._state.schema)
+        self._generated = generation_expressions(self._state.schema)
         self._dml_context: DmlContext | None = None
 
     def layout(self) -> FileLayout:
@@ -88,11 +86,16 @@ class DeltaWriter:
         )
 
     def _conformed(self, data: Any) -> pa.Table:
-        table = conform_to_schema(to_arrow_table(data), self._state.schema)
+        """User data: generated columns filled in when absent, verified when given."""
+        table = to_arrow_table(data)
+        table = fill_generated(table, self._generated, verify=True)
+        table = conform_to_schema(table, self._state.schema)
         check_rows(table, self._constraints)
         return table
 
     def _write_conformed(self, table: pa.Table) -> AddFiles:
+        # Rows lakecore rewrote (updates): generated columns follow their sources.
+        table = fill_generated(table, self._generated, verify=False)
         table = conform_to_schema(table, self._state.schema)
         check_rows(table, self._constraints)
         return AddFiles(write_data_files(self._storage, self._layout(), table))
