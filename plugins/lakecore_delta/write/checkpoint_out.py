@@ -18,10 +18,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecore.errors import LakecoreError
+from lakecore.model.schema import physical_name
 from lakecore.storage import Storage
 from lakecore_delta.log.files import LAST_CHECKPOINT, LOG_DIR
 from lakecore_delta.log.schemas import DV_TYPE
+from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.state import DeltaState, load_state
+from lakecore_delta.stats import parse_stats
 from lakecore_delta.write.log_out import encode_path
 
 log = logging.getLogger(__name__)
@@ -99,18 +102,23 @@ def checkpoint_table(state: DeltaState) -> pa.Table:
     adds = state.adds
     n = adds.num_rows
     paths = pa.array([encode_path(p) for p in adds.column("path").to_pylist()], pa.string())
-    add = pa.StructArray.from_arrays(
-        [
-            paths,
-            _partition_map(adds.column("partitionValues"), n),
-            adds.column("size").combine_chunks(),
-            adds.column("modificationTime").combine_chunks(),
-            pa.array(np.zeros(n, dtype=bool)),
-            adds.column("stats").combine_chunks().cast(pa.string()),
-            adds.column("deletionVector").combine_chunks().cast(DV_TYPE),
-        ],
-        fields=list(ADD_TYPE),
-    )
+    children = [
+        paths,
+        _partition_map(adds.column("partitionValues"), n),
+        adds.column("size").combine_chunks(),
+        adds.column("modificationTime").combine_chunks(),
+        pa.array(np.zeros(n, dtype=bool)),
+        adds.column("stats").combine_chunks().cast(pa.string()),
+        adds.column("deletionVector").combine_chunks().cast(DV_TYPE),
+    ]
+    fields = list(ADD_TYPE)
+    if _enabled(state, WRITE_STATS_AS_STRUCT):
+        for name, array in parsed_columns(state):
+            children.append(array)
+            fields.append(pa.field(name, array.type))
+    add = pa.StructArray.from_arrays(children, fields=fields)
+    schema = pa.schema([*(f for f in CHECKPOINT_SCHEMA if f.name != "add"), ("add", add.type)])
+    schema = pa.schema([schema.field(n) for n in CHECKPOINT_SCHEMA.names])
     meta = dict(state.metadata)
     meta_row = {
         "id": meta.get("id"),
@@ -132,11 +140,11 @@ def checkpoint_table(state: DeltaState) -> pa.Table:
                 + [{"appId": a, "version": v, "lastUpdated": None} for a, v in state.txns.items()],
                 TXN_TYPE,
             ),
-            "add": pa.nulls(2 + len(state.txns), ADD_TYPE),
+            "add": pa.nulls(2 + len(state.txns), add.type),
             "metaData": pa.array([meta_row, None] + [None] * len(state.txns), METADATA_TYPE),
             "protocol": pa.array([None, state.protocol] + [None] * len(state.txns), PROTOCOL_TYPE),
         },
-        schema=CHECKPOINT_SCHEMA,
+        schema=schema,
     )
     body = pa.table(
         {
@@ -145,18 +153,82 @@ def checkpoint_table(state: DeltaState) -> pa.Table:
             "metaData": pa.nulls(n, METADATA_TYPE),
             "protocol": pa.nulls(n, PROTOCOL_TYPE),
         },
-        schema=CHECKPOINT_SCHEMA,
+        schema=schema,
     )
     return pa.concat_tables([head, body])
 
 
-def write_checkpoint(storage: Storage, state: DeltaState) -> None:
-    """Write the checkpoint of ``state``, then point ``_last_checkpoint`` at it."""
+WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
+MULTIPART_ROWS = 1_000_000
+"""Checkpoints with more rows than this are written in parts of at most this many rows."""
+
+
+def _enabled(state: DeltaState, key: str) -> bool:
+    return str(state.configuration.get(key, "false")).lower() == "true"
+
+
+def parsed_columns(state: DeltaState) -> list[tuple[str, pa.Array]]:
+    """``stats_parsed`` and ``partitionValues_parsed`` of the adds (physical names, typed)."""
+    adds = state.adds
+    out: list[tuple[str, pa.Array]] = []
+    fields = state.data_fields()
+    stats = parse_stats(adds.column("stats"), fields)
+    physical = {f.name: physical_name(f) for f in state.schema}
+    parts = {
+        "numRecords": stats.column("numRecords").combine_chunks(),
+        "minValues": _physical(stats.column("min").combine_chunks(), physical),
+        "maxValues": _physical(stats.column("max").combine_chunks(), physical),
+        "nullCount": _physical(stats.column("null_count").combine_chunks(), physical),
+    }
+    out.append(("stats_parsed", pa.StructArray.from_arrays(list(parts.values()), list(parts))))
+    part_fields = state.partition_fields()
+    if part_fields:
+        typed = typed_partition_values(adds.column("partitionValues"), part_fields)
+        out.append(("partitionValues_parsed", _physical(typed, physical)))
+    return out
+
+
+def _physical(array: pa.Array, physical: Mapping[str, str]) -> pa.Array:
+    """Rename a struct's top-level children from logical to physical names."""
+    t = array.type
+    if not pa.types.is_struct(t) or t.num_fields == 0:
+        return array
+    names = [physical.get(t.field(i).name, t.field(i).name) for i in range(t.num_fields)]
+    children = [pc.struct_field(array, [i]) for i in range(t.num_fields)]
+    return pa.StructArray.from_arrays(
+        children, names=names, mask=array.is_null() if array.null_count else None
+    )
+
+
+def _parts(table: pa.Table, version: int, part_rows: int) -> list[tuple[str, pa.Table]]:
+    if table.num_rows <= part_rows:
+        return [(checkpoint_path(version), table)]
+    count = -(-table.num_rows // part_rows)
+    return [
+        (
+            f"{LOG_DIR}/{version:020d}.checkpoint.{i + 1:010d}.{count:010d}.parquet",
+            table.slice(i * part_rows, part_rows),
+        )
+        for i in range(count)
+    ]
+
+
+def write_checkpoint(storage: Storage, state: DeltaState, part_rows: int = MULTIPART_ROWS) -> None:
+    """Write the checkpoint of ``state`` (in parts above ``part_rows`` rows), then point
+    ``_last_checkpoint`` at it. Every part is written before the hint."""
     table = checkpoint_table(state)
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="snappy")
-    storage.put(checkpoint_path(state.version), buf.getvalue())
-    hint = {"version": state.version, "size": table.num_rows, "numOfAddFiles": state.adds.num_rows}
+    parts = _parts(table, state.version, part_rows)
+    for path, part in parts:
+        buf = io.BytesIO()
+        pq.write_table(part, buf, compression="snappy")
+        storage.put(path, buf.getvalue())
+    hint: dict[str, int] = {
+        "version": state.version,
+        "size": table.num_rows,
+        "numOfAddFiles": state.adds.num_rows,
+    }
+    if len(parts) > 1:
+        hint["parts"] = len(parts)
     storage.put(LAST_CHECKPOINT, json.dumps(hint).encode())
 
 
