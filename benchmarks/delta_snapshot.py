@@ -139,6 +139,7 @@ def _measure_lakecore(path: Path, spec: LogSpec) -> dict[str, Any]:
         "rss_open_mb": rss_open,
         "files": index.num_rows,
         "version": snapshot.version,
+        "lakecore_file": lakecore.__file__,
     }
 
 
@@ -146,6 +147,7 @@ def _measure_floor(path: Path, spec: LogSpec) -> dict[str, Any]:
     import io
 
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.json as pj
     import pyarrow.parquet as pq
 
@@ -158,13 +160,26 @@ def _measure_floor(path: Path, spec: LogSpec) -> dict[str, Any]:
             pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=8 << 20))
         )
     t1 = time.perf_counter()
-    rows = sum(t.num_rows for t in parts if isinstance(t, pa.Table))
+    # The file index also needs the per-file stats, which the log holds as JSON text: parsing
+    # them is a second, separately reported part of the floor.
+    stats = pa.chunked_array(
+        [c for t in parts for c in pc.struct_field(t.column("add"), "stats").chunks],
+        pa.string(),
+    ).drop_null()
+    t2 = time.perf_counter()
+    lines = pc.binary_join_element_wise(stats.combine_chunks(), "\n", "")
+    parsed = pj.read_json(
+        pa.BufferReader(lines.buffers()[2]), read_options=pj.ReadOptions(block_size=8 << 20)
+    )
+    t3 = time.perf_counter()
     return {
         "open_s": None,
         "open_index_s": t1 - t0,
+        "stats_s": t3 - t2,
         "rss_open_mb": None,
         "files": None,
-        "actions": rows,
+        "actions": sum(t.num_rows for t in parts),
+        "stats": parsed.num_rows,
     }
 
 
@@ -195,7 +210,7 @@ def child_main(tool: str, case_name: str, data_dir: Path) -> None:
     print(json.dumps(result))
 
 
-def run_child(tool: str, case: Case, data_dir: Path) -> dict[str, Any]:
+def run_child(tool: str, case: Case, data_dir: Path, lakecore_src: Path) -> dict[str, Any]:
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -209,7 +224,7 @@ def run_child(tool: str, case: Case, data_dir: Path) -> dict[str, Any]:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(
-            [str(REPO), str(REPO / "plugins"), os.environ.get("PYTHONPATH", "")]
+            [str(lakecore_src), str(lakecore_src / "plugins"), os.environ.get("PYTHONPATH", "")]
         ).rstrip(os.pathsep),
     }
     proc = subprocess.run(
@@ -218,6 +233,9 @@ def run_child(tool: str, case: Case, data_dir: Path) -> dict[str, Any]:
     if proc.returncode != 0:
         raise RuntimeError(f"{tool} on {case.spec.name} failed:\n{proc.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    where = result.get("lakecore_file")
+    if where is not None and not Path(where).resolve().is_relative_to(lakecore_src.resolve()):
+        raise RuntimeError(f"the child imported lakecore from {where}, not {lakecore_src}")
     expected = case.spec.live_files
     if result["files"] is not None and result["files"] != expected:
         raise RuntimeError(
@@ -279,14 +297,43 @@ def warm_page_cache(root: Path) -> None:
 # Running and reporting
 
 
-def run_case(case: Case, data_dir: Path, repetitions: int) -> dict[str, Any]:
+def cpu_seconds() -> tuple[float, float] | None:
+    """(CPU seconds the whole machine was busy, CPU seconds of this process and its waited
+    children), from ``/proc/stat`` and ``getrusage``; None where ``/proc/stat`` is missing.
+
+    Their difference over a case is the CPU other processes took: on a 2-core machine anything
+    else running distorts the timings, so the results report it.
+    """
+    try:
+        ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    busy = (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # minus idle, iowait
+    own = sum(
+        r.ru_utime + r.ru_stime
+        for r in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
+    return busy, own
+
+
+def run_case(
+    case: Case, data_dir: Path, repetitions: int, lakecore_src: Path = REPO
+) -> dict[str, Any]:
     root = data_dir / case.spec.name
     warm_page_cache(root)
+    cpu0, wall0 = cpu_seconds(), time.perf_counter()
     runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
     for rep in range(repetitions):
         order = TOOLS[rep % len(TOOLS) :] + TOOLS[: rep % len(TOOLS)]  # rotate: no fixed slot
         for tool in order:
-            runs[tool].append(run_child(tool, case, data_dir))
+            runs[tool].append(run_child(tool, case, data_dir, lakecore_src))
+    cpu1, wall = cpu_seconds(), time.perf_counter() - wall0
+    others = None
+    if cpu0 is not None and cpu1 is not None:
+        others = max(0.0, ((cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])) / wall)
     checkpoints, commits = files_to_read(case.spec, root)
     summary = {tool: summarize(r) for tool, r in runs.items()}
     lc, dr = summary["lakecore"]["open_index_s"], summary["delta-rs"]["open_index_s"]
@@ -303,6 +350,7 @@ def run_case(case: Case, data_dir: Path, repetitions: int) -> dict[str, Any]:
         "results": summary,
         "ratio_lakecore_over_deltars": lc / dr,
         "ratio_lakecore_over_floor": lc / summary["floor"]["open_index_s"],
+        "other_processes_cpu_cores": others,
     }
 
 
@@ -314,6 +362,7 @@ def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "open_s": median("open_s"),
         "open_index_s": median("open_index_s"),
+        "stats_s": median("stats_s"),
         "rss_base_mb": median("rss_base_mb"),
         "rss_open_mb": max((r["rss_open_mb"] for r in runs if r.get("rss_open_mb")), default=None),
         "rss_peak_mb": max(r["rss_peak_mb"] for r in runs),
@@ -321,7 +370,7 @@ def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def machine() -> dict[str, Any]:
+def machine(lakecore_src: Path = REPO) -> dict[str, Any]:
     import deltalake
     import numpy
     import pyarrow
@@ -347,7 +396,8 @@ def machine() -> dict[str, Any]:
         "pyarrow": pyarrow.__version__,
         "deltalake": deltalake.__version__,
         "numpy": numpy.__version__,
-        "lakecore_commit": _git_head(),
+        "lakecore_commit": _git_head() if lakecore_src.resolve() == REPO else None,
+        "lakecore_src": str(lakecore_src),
     }
 
 
@@ -392,67 +442,76 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:,.0f} MB" if n >= 1e6 else f"{n / 1e6:,.1f} MB"
 
 
+def _read_text(b: dict[str, int]) -> str:
+    parts = []
+    if b["checkpoint"]:
+        parts.append(f"{_mb(b['checkpoint'])} parquet")
+    if b["commits"]:
+        parts.append(f"{_mb(b['commits'])} JSON ({_plural(b['commit_files'], 'file')})")
+    return " + ".join(parts)
+
+
+def _rss(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The results as markdown: times table, memory table, machine and command."""
     out = [
-        "| case | files | log bytes read | delta-rs open | delta-rs open+index | "
-        "lakecore open | lakecore open+index | parse floor | lakecore / delta-rs (open+index) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| case | files | log read | delta-rs open | delta-rs open+index | lakecore open "
+        "| lakecore open+index | parse floor | floor + stats JSON "
+        "| lakecore / delta-rs (open+index) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in results["cases"]:
-        r, b = c["results"], c["bytes_read"]
-        read = " + ".join(
-            x
-            for x in (
-                f"{_mb(b['checkpoint'])} parquet" if b["checkpoint"] else "",
-                f"{_mb(b['commits'])} JSON ({_plural(b['commit_files'], 'file')})"
-                if b["commits"]
-                else "",
-            )
-            if x
-        )
+        r = c["results"]
+        floor, stats = r["floor"]["open_index_s"], r["floor"]["stats_s"]
         ratio = c["ratio_lakecore_over_deltars"]
         flag = "" if ratio <= TARGET_RATIO else (" ⚠" if ratio <= LIMIT_RATIO else " ✗")
         out.append(
-            f"| `{c['name']}` | {c['live_files']:,} | {read} "
+            f"| `{c['name']}` | {c['live_files']:,} | {_read_text(c['bytes_read'])} "
             f"| {_s(r['delta-rs']['open_s'])} | {_s(r['delta-rs']['open_index_s'])} "
             f"| {_s(r['lakecore']['open_s'])} | {_s(r['lakecore']['open_index_s'])} "
-            f"| {_s(r['floor']['open_index_s'])} | {ratio:.2f}×{flag} |"
+            f"| {_s(floor)} | {_s(None if stats is None else floor + stats)} "
+            f"| {ratio:.2f}x{flag} |"
         )
     out += [
         "",
-        "Peak RSS of the measuring process (MiB; whole process, after-imports baseline in "
-        "brackets):",
+        f"⚠ above the {TARGET_RATIO}x target, ✗ above the {LIMIT_RATIO}x limit.",
+        "",
+        "Peak RSS in MiB (whole process: interpreter and libraries included; in brackets the "
+        "peak after imports, before the measured call):",
         "",
         "| case | delta-rs open | delta-rs open+index | lakecore open | lakecore open+index "
         "| parse floor |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for c in results["cases"]:
-        r = c["results"]
-
-        def rss(tool: str, key: str) -> str:
-            v = r[tool][key]
-            return "—" if v is None else f"{v:,.0f}"
-
+        dr, lc, fl = (c["results"][t] for t in TOOLS)
         out.append(
-            f"| `{c['name']}` | {rss('delta-rs', 'rss_open_mb')} "
-            f"| {rss('delta-rs', 'rss_peak_mb')} ({rss('delta-rs', 'rss_base_mb')}) "
-            f"| {rss('lakecore', 'rss_open_mb')} "
-            f"| {rss('lakecore', 'rss_peak_mb')} ({rss('lakecore', 'rss_base_mb')}) "
-            f"| {rss('floor', 'rss_peak_mb')} ({rss('floor', 'rss_base_mb')}) |"
+            f"| `{c['name']}` | {_rss(dr['rss_open_mb'])} "
+            f"| {_rss(dr['rss_peak_mb'])} ({_rss(dr['rss_base_mb'])}) "
+            f"| {_rss(lc['rss_open_mb'])} | {_rss(lc['rss_peak_mb'])} ({_rss(lc['rss_base_mb'])}) "
+            f"| {_rss(fl['rss_peak_mb'])} ({_rss(fl['rss_base_mb'])}) |"
         )
     m = results["machine"]
+    lakecore = m["lakecore_commit"] or m["lakecore_src"]
+    others = ", ".join(
+        f"`{c['name']}` {c['other_processes_cpu_cores']:.2f}"
+        for c in results["cases"]
+        if c["other_processes_cpu_cores"] is not None
+    )
     out += [
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, {m['os']}; "
         f"Python {m['python']}, pyarrow {m['pyarrow']}, deltalake {m['deltalake']} "
-        f"(delta-rs), numpy {m['numpy']}; lakecore at `{m['lakecore_commit']}`. "
-        f"Medians of {results['repetitions']} repetition(s), run {results['finished_at']} "
-        f"in {results['wall_s']:.0f} s.",
-        "",
-        f"Reproduce: `{results['command']}`",
+        f"(delta-rs), numpy {m['numpy']}; lakecore at `{lakecore}`. "
+        f"Medians of {_plural(results['repetitions'], 'repetition')}, run "
+        f"{results['finished_at']} in {results['wall_s']:.0f} s.",
     ]
+    if others:
+        out.append(f"CPU cores taken by other processes during each case (noise): {others}.")
+    out += ["", f"Reproduce: `{results['command']}`"]
     return "\n".join(out)
 
 
@@ -497,6 +556,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="update docs/performance.md between the delta_snapshot markers",
     )
+    p.add_argument(
+        "--lakecore-src",
+        type=Path,
+        default=REPO,
+        help="benchmark the lakecore in this source tree (holding lakecore/ and plugins/) "
+        "instead of this repository's, e.g. a candidate change",
+    )
     p.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)
     p.add_argument("--case", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -507,9 +573,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         child_main(args.child, args.case, args.data_dir)
         return 0
-    if args.quick and args.write_docs:
-        raise SystemExit("--write-docs takes full-mode numbers only; drop --quick")
-    cases = QUICK_CASES if args.quick else FULL_CASES
+    if args.write_docs and (args.quick or args.lakecore_src.resolve() != REPO):
+        raise SystemExit("--write-docs takes full runs of this repository's lakecore only")
+    cases: tuple[Case, ...] = QUICK_CASES if args.quick else FULL_CASES
     if args.cases:
         unknown = set(args.cases) - {c.spec.name for c in cases}
         if unknown:
@@ -523,13 +589,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "mode": "quick" if args.quick else "full",
         "repetitions": repetitions,
         "command": "python benchmarks/delta_snapshot.py" + (" --quick" if args.quick else ""),
-        "machine": machine(),
+        "machine": machine(args.lakecore_src),
         "cases": [],
     }
     for case in cases:
         print(f"{case.spec.name}: {case.description}", file=sys.stderr)
         ensure_table(case, args.data_dir)
-        results["cases"].append(run_case(case, args.data_dir, repetitions))
+        results["cases"].append(run_case(case, args.data_dir, repetitions, args.lakecore_src))
         r = results["cases"][-1]["results"]
         print("  " + ", ".join(f"{t} {r[t]['open_index_s']:.2f} s" for t in TOOLS), file=sys.stderr)
     results["wall_s"] = time.perf_counter() - started

@@ -10,10 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-import lakecore
 from lakecore_delta.state import load_state
 from lakecore_delta.write.checkpoint_out import write_checkpoint
+
+import lakecore
 
 deltalake = pytest.importorskip("deltalake")
 SCHEMA = pa.schema([("id", pa.int64()), ("d", pa.date32()), ("p", pa.string())])
