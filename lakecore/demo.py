@@ -69,6 +69,57 @@ def showcase(console: Console, root: Path) -> None:
         )
 
 
+def write_demo(console: Console) -> None:
+    """Create a table in a temporary directory, change it, and read it back."""
+    import tempfile
+
+    import pyarrow as pa
+
+    with tempfile.TemporaryDirectory(prefix="lakecore-demo-") as tmp:
+        uri = f"{tmp}/orders"
+        schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
+        table = lakecore.create(
+            uri,
+            schema,
+            partition_by=["region"],
+            properties={
+                "delta.enableDeletionVectors": "true",
+                "delta.enableChangeDataFeed": "true",
+            },
+        )
+        console.rule(f"writing {uri}")
+        table.append(
+            pa.table(
+                {
+                    "id": [1, 2, 3, 4],
+                    "region": ["eu", "us", "eu", "apac"],
+                    "amount": [10.0, 20.0, 30.0, 40.0],
+                }
+            )
+        )
+        table.delete("amount < 15")
+        table.update({"amount": "amount * 2"}, where="region = 'eu'")
+        (
+            table.merge(
+                pa.table({"id": [4, 5], "region": ["apac", "us"], "amount": [41.0, 50.0]}), on="id"
+            )
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+        for entry in reversed(table.history()):
+            console.print(f"  v{entry.version}  {entry.operation}")
+        console.print("[bold]now[/]", sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"]))
+        console.print("[bold]version 1[/]", table.to_arrow(version=1).num_rows, "rows")
+        changes = table.changes(2)
+        console.print(
+            f"[bold]change feed since v2[/] {changes.num_rows} rows:",
+            sorted(set(changes.column("_change_type").to_pylist())),
+        )
+        scan = table.scan(where="region = 'eu'")
+        console.print("[bold]scan region = 'eu'[/]", str(scan.explain()).replace("\n", "; "))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns the process exit code."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -81,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     overview(console, root)
     showcase(console, root)
+    write_demo(console)
     return 0
 
 
