@@ -8,8 +8,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lakecore.errors import UnsupportedFeatureError
+from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
 from lakecore.format import (
     FormatWriter,
     MaintainableFormat,
@@ -269,6 +270,43 @@ class Table:
         return self._run(
             lambda tx: tx.stage(
                 [SetProperties(changes)], CommitInfo("SET TBLPROPERTIES", {"properties": changes})
+            )
+        )
+
+    def add_constraint(self, name: str, sql: str) -> int | str:
+        """Add a CHECK constraint; every existing row must satisfy it.
+
+        Raises ``ConstraintViolationError`` (naming how many rows fail) or ``PredicateError``
+        /``SchemaError`` for bad SQL; nothing is committed then. Later writes are checked.
+        """
+        from lakecore.sql import evaluate_predicate
+
+        snapshot = self.snapshot()
+        evaluate_predicate(sql, snapshot.schema.empty_table())
+        failed = 0
+        for batch in snapshot.to_batches():
+            truth = evaluate_predicate(sql, pa.Table.from_batches([batch]))
+            failed += int(pc.sum(pc.invert(pc.fill_null(truth, True))).as_py() or 0)
+        if failed:
+            raise ConstraintViolationError(
+                f"cannot add constraint {name} ({sql}): {failed} existing row(s) violate it"
+            )
+        key = f"delta.constraints.{name.lower()}"
+        return self._run(
+            lambda tx: tx.stage(
+                [SetProperties({key: sql})],
+                CommitInfo("ADD CONSTRAINT", {"name": name, "expr": sql}, read_whole_table=True),
+            )
+        )
+
+    def drop_constraint(self, name: str) -> int | str:
+        """Remove a CHECK constraint; raises ``SchemaError`` if there is none of that name."""
+        key = f"delta.constraints.{name.lower()}"
+        if key not in self.snapshot().properties:
+            raise SchemaError(f"the table has no constraint {name!r}")
+        return self._run(
+            lambda tx: tx.stage(
+                [SetProperties({key: None})], CommitInfo("DROP CONSTRAINT", {"name": name})
             )
         )
 

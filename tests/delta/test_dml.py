@@ -206,3 +206,21 @@ def test_merge_refuses_duplicate_source_keys(table: lakecore.Table) -> None:
 def test_merge_unknown_key(table: lakecore.Table) -> None:
     with pytest.raises(SchemaError, match="merge key"):
         table.merge(pa.table({"x": [1]}), on="x").when_matched_delete().execute()
+
+
+def test_add_and_drop_constraint(tmp_path: Path) -> None:
+    t = _make(tmp_path / "t", {})
+    before = t.version
+    with pytest.raises(ConstraintViolationError, match="existing row"):
+        t.add_constraint("small", "id < 50")
+    assert t.version == before
+    t.add_constraint("nonneg", "id >= 0")
+    snap = t.snapshot()
+    assert snap.properties["delta.constraints.nonneg"] == "id >= 0"
+    assert snap.protocol["minWriterVersion"] >= 3
+    with pytest.raises(ConstraintViolationError, match="nonneg"):
+        t.append(pa.table({"id": [-1], "v": ["x"], "p": ["a"]}))
+    t.drop_constraint("nonneg")
+    t.append(pa.table({"id": [-1], "v": ["x"], "p": ["a"]}))
+    with pytest.raises(SchemaError):
+        t.drop_constraint("nonneg")
