@@ -114,7 +114,7 @@ _BLOCK_SIZE = 8 << 20
 
 
 def _read_json(data: bytes, schema: pa.Schema) -> pa.Table:
-    if not data.strip():
+    if not data or (len(data) < 4096 and not data.strip()):
         return schema.empty_table()
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
