@@ -319,6 +319,54 @@ def cpu_seconds() -> tuple[float, float] | None:
     return busy, own
 
 
+IDLE_CORES = 0.15
+"""A machine is idle when other processes use less CPU than this (in cores)."""
+NOISY_CORES = 0.25
+"""A case is rerun (with ``--wait-idle``) when other processes took more CPU than this."""
+
+
+def other_cpu_now(window_s: float = 2.0) -> float | None:
+    """CPU cores other processes use right now (sampled over ``window_s``; we are idle)."""
+    a = cpu_seconds()
+    time.sleep(window_s)
+    b = cpu_seconds()
+    if a is None or b is None:
+        return None
+    return max(0.0, ((b[0] - a[0]) - (b[1] - a[1])) / window_s)
+
+
+def wait_idle(deadline: float) -> float | None:
+    """Wait until the machine is idle or ``deadline`` (perf_counter) passes; returns the load."""
+    load = other_cpu_now()
+    while load is not None and load >= IDLE_CORES and time.perf_counter() < deadline:
+        print(f"  waiting for an idle machine (others use {load:.2f} cores)", file=sys.stderr)
+        time.sleep(10)
+        load = other_cpu_now()
+    return load
+
+
+def run_case_when_idle(
+    case: Case, data_dir: Path, repetitions: int, lakecore_src: Path, wait_s: float
+) -> dict[str, Any]:
+    """``run_case``; with ``wait_s`` > 0, start on an idle machine and rerun noisy attempts
+    (at most 3 attempts, while the wait budget lasts; the least noisy attempt is kept)."""
+    deadline = time.perf_counter() + wait_s
+    attempts: list[dict[str, Any]] = []
+    while True:
+        if wait_s > 0:
+            wait_idle(deadline)
+        attempts.append(run_case(case, data_dir, repetitions, lakecore_src))
+        noise = attempts[-1]["other_processes_cpu_cores"]
+        if wait_s <= 0 or noise is None or noise < NOISY_CORES or len(attempts) == 3:
+            break
+        if time.perf_counter() >= deadline:
+            break
+        print(f"  noisy attempt (others used {noise:.2f} cores): again", file=sys.stderr)
+    best = min(attempts, key=lambda a: a["other_processes_cpu_cores"] or 0.0)
+    best["attempts"] = len(attempts)
+    return best
+
+
 def run_case(
     case: Case, data_dir: Path, repetitions: int, lakecore_src: Path = REPO
 ) -> dict[str, Any]:
@@ -539,6 +587,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--cases", nargs="*", default=None, help="run only these cases (by name)")
     p.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="per case, wait up to this long for other processes to go quiet before timing, "
+        "and rerun a case they disturbed (default 0: run at once, just report the noise)",
+    )
+    p.add_argument(
         "--data-dir",
         type=Path,
         default=DATA_DIR,
@@ -595,7 +651,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for case in cases:
         print(f"{case.spec.name}: {case.description}", file=sys.stderr)
         ensure_table(case, args.data_dir)
-        results["cases"].append(run_case(case, args.data_dir, repetitions, args.lakecore_src))
+        results["cases"].append(
+            run_case_when_idle(case, args.data_dir, repetitions, args.lakecore_src, args.wait_idle)
+        )
         r = results["cases"][-1]["results"]
         print("  " + ", ".join(f"{t} {r[t]['open_index_s']:.2f} s" for t in TOOLS), file=sys.stderr)
     results["wall_s"] = time.perf_counter() - started

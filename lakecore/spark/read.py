@@ -1,0 +1,193 @@
+"""``lakecore.spark.read``: plan on the driver, ship the task list, read inside Spark tasks.
+
+The driver plans the scan with lakecore (log replay, partition and stats pruning) and packs
+the ``ScanTask``s into a few chunks, balanced by bytes. Each chunk becomes one row (pickled
+task list) of a small DataFrame with one row per Spark partition; ``mapInArrow`` then runs
+``lakecore.planning.read_tasks`` in the Python workers, which reopen the storage from the
+``ScanContext``, apply deletion vectors, column mapping, partition values and the residual
+filter, and yield Arrow batches in the schema Spark expects. Spark never lists or stats a
+data file.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as st
+
+import lakecore
+from lakecore.errors import UnsupportedFeatureError
+from lakecore.planning import ScanContext, ScanTask, read_tasks
+from lakecore.spark.types import spark_arrow_schema, to_spark_schema
+
+if TYPE_CHECKING:
+    from lakecore.planning import Where
+    from lakecore.table import TimestampLike
+
+TASKS_SCHEMA = st.StructType(
+    [
+        st.StructField("chunk", st.IntegerType(), nullable=False),
+        st.StructField("tasks", st.BinaryType(), nullable=False),
+    ]
+)
+"""The task DataFrame: one row per chunk, ``tasks`` the pickled ``list[ScanTask]``."""
+
+
+def read(
+    spark: SparkSession,
+    uri: str,
+    where: Where | None = None,
+    columns: Sequence[str] | None = None,
+    version: int | str | None = None,
+    timestamp: TimestampLike | None = None,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    partitions: int | None = None,
+) -> DataFrame:
+    """Return the rows of the table at ``uri`` matching ``where`` as a Spark DataFrame.
+
+    Planning (log replay, pruning) runs now, on the driver; the data is read lazily by Spark
+    tasks through lakecore (see ``docs/spark.md``), so the DataFrame holds exactly the rows
+    ``lakecore.open(uri).scan(where, columns, version, timestamp).to_arrow()`` returns:
+    deletion vectors applied, column mapping and partition values resolved, the residual
+    filter applied. Its schema is the table's logical schema (or ``columns`` of it, in that
+    order), converted by ``lakecore.spark.types.to_spark_schema``.
+
+    Args:
+        spark: the session to build the DataFrame in (``lakecore.spark.session()`` makes one).
+        uri: the table root (a local path or a URI every executor can reach).
+        where: SQL text, a lakecore expression tree or a ``pyarrow.compute.Expression``.
+        columns: top-level column names to return, in this order (all by default).
+        version, timestamp: time travel (one of them at most), latest by default.
+        storage_options: passed to the filesystem, here and in every executor.
+        partitions: Spark partitions to spread the files over (default: the session's
+            default parallelism, at most one per file).
+
+    Raises:
+        TableNotFoundError, PredicateError, SchemaError, VersionNotFoundError: as
+            ``Table.scan`` does, before any Spark job runs.
+        SchemaError: a column's type has no Spark equivalent.
+        UnsupportedFeatureError: the table is in process memory (``memory://``), which
+            Spark's Python workers cannot see.
+
+    Example:
+        >>> import lakecore.spark
+        >>> spark = lakecore.spark.session("local[2]")  # doctest: +SKIP
+        >>> df = lakecore.spark.read(  # doctest: +SKIP
+        ...     spark, "/data/events", where="region = 'eu'", columns=["id", "ts"]
+        ... )
+        >>> df.count()  # doctest: +SKIP
+        1000
+    """
+    if partitions is not None and partitions < 1:
+        raise ValueError("partitions must be at least 1")
+    if str(uri).startswith("memory:"):
+        raise UnsupportedFeatureError(
+            "memory storage", f"{uri} lives in this process only; Spark workers cannot read it"
+        )
+    table = lakecore.open(uri, storage_options=storage_options)
+    scan = table.scan(where, columns, version=version, timestamp=timestamp)
+    context = scan.context
+    schema = scan.snapshot.output_schema(scan.columns)
+    spark_schema = to_spark_schema(schema)
+    tasks = scan.tasks()
+    if not tasks:
+        return spark.createDataFrame([], spark_schema)
+    parallelism = default_parallelism(spark)
+    wanted = partitions or parallelism
+    chunks = balanced_chunks(tasks, min(wanted, len(tasks)))
+    rows = [
+        (i, pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)) for i, chunk in enumerate(chunks)
+    ]
+    # Local rows are sliced evenly into ``parallelism`` partitions: one chunk each by default.
+    task_frame = spark.createDataFrame(rows, TASKS_SCHEMA)
+    if len(chunks) > parallelism:
+        task_frame = task_frame.repartitionByRange(len(chunks), "chunk")
+    elif len(chunks) < parallelism:
+        task_frame = task_frame.coalesce(len(chunks))
+    reader = functools.partial(
+        read_chunks, context, None if scan.columns is None else list(scan.columns)
+    )
+    return task_frame.mapInArrow(reader, spark_schema)
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The session's default parallelism (``spark.default.parallelism`` without a context)."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect sessions have no SparkContext
+        return max(1, int(spark.conf.get("spark.default.parallelism", "2") or 2))
+
+
+def balanced_chunks(tasks: Sequence[ScanTask], n: int) -> list[list[ScanTask]]:
+    """Split ``tasks`` into ``n`` non-empty chunks of about equal bytes (``n <= len(tasks)``).
+
+    Largest files first, dealt in a snake order (0..n-1, n-1..0, ...); every task lands in
+    exactly one chunk, and each chunk keeps the tasks' planned order.
+    """
+    if not 1 <= n <= max(1, len(tasks)):
+        raise ValueError(f"cannot split {len(tasks)} tasks into {n} chunks")
+    order = sorted(range(len(tasks)), key=lambda i: -(tasks[i].size or 0))
+    members: list[list[int]] = [[] for _ in range(n)]
+    for rank, index in enumerate(order):
+        lap, pos = divmod(rank, n)
+        members[pos if lap % 2 == 0 else n - 1 - pos].append(index)
+    return [[tasks[i] for i in sorted(chunk)] for chunk in members]
+
+
+def read_chunks(
+    context: ScanContext, columns: list[str] | None, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function: read the pickled task chunks of ``batches`` (executor side).
+
+    Yields the live, matching rows as batches in the Arrow form Spark expects for the output
+    schema.
+    """
+    output = (
+        context.schema if columns is None else pa.schema([context.schema.field(c) for c in columns])
+    )
+    target = spark_arrow_schema(output)
+    for batch in batches:
+        for payload in batch.column("tasks").to_pylist():
+            tasks: list[ScanTask] = pickle.loads(payload)
+            for rows in read_tasks(context, tasks, columns):
+                yield conform_batch(rows, target)
+
+
+def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with the exact column types of ``target`` (a no-op when they already match).
+
+    Casts are safe (a value that does not fit raises), except that nanosecond timestamps and
+    durations are truncated to microseconds.
+    """
+    if (
+        all(f.type == t.type for f, t in zip(batch.schema, target, strict=True))
+        and batch.schema.names == target.names
+    ):
+        return batch
+    arrays = [_cast(batch.column(i), target.field(i).type) for i in range(batch.num_columns)]
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _cast(array: pa.Array, to: pa.DataType) -> pa.Array:
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    if array.type == to:
+        return array
+    try:
+        return array.cast(to, safe=True)
+    except pa.ArrowInvalid:
+        if not _has_nanoseconds(array.type):
+            raise
+        return array.cast(to, safe=False)
+
+
+def _has_nanoseconds(t: pa.DataType) -> bool:
+    if (pa.types.is_timestamp(t) or pa.types.is_duration(t)) and t.unit == "ns":
+        return True
+    return any(_has_nanoseconds(t.field(i).type) for i in range(getattr(t, "num_fields", 0)))
