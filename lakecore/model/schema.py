@@ -43,3 +43,16 @@ def _strip_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_map(t):
         return pa.map_(_strip_field(t.key_field), _strip_field(t.item_field))
     return t
+
+
+def has_not_null_inside(t: pa.DataType) -> bool:
+    """Whether a nested type has a NOT NULL field, element or map value somewhere inside."""
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        fields = [t.value_field]
+    elif pa.types.is_map(t):
+        fields = [t.item_field]
+    else:
+        return False
+    return any(not f.nullable or has_not_null_inside(f.type) for f in fields)

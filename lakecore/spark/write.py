@@ -43,6 +43,7 @@ from lakecore.errors import (
 )
 from lakecore.format import WritableFormat
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
+from lakecore.model.schema import has_not_null_inside
 from lakecore.planning import read_tasks
 from lakecore.planning.scan import build_tasks
 from lakecore.plugins import load_registry
@@ -374,7 +375,7 @@ def _check_rows(snapshot: Snapshot, files: pa.Table, where: str | None) -> None:
 
     schema = snapshot.schema
     constraints = table_constraints(snapshot.properties, schema)
-    not_null = any(not f.nullable or _has_not_null_inside(f.type) for f in schema)
+    not_null = any(not f.nullable or has_not_null_inside(f.type) for f in schema)
     if not constraints and not not_null and where is None:
         return
     context = snapshot.scan().context
@@ -390,18 +391,6 @@ def _check_rows(snapshot: Snapshot, files: pa.Table, where: str | None) -> None:
                 raise ConstraintViolationError(
                     f"{count} new row(s) do not match where={where!r} (file {task.path})"
                 )
-
-
-def _has_not_null_inside(t: pa.DataType) -> bool:
-    if pa.types.is_struct(t):
-        fields = [t.field(i) for i in range(t.num_fields)]
-    elif pa.types.is_list(t) or pa.types.is_large_list(t):
-        fields = [t.value_field]
-    elif pa.types.is_map(t):
-        fields = [t.item_field]
-    else:
-        return False
-    return any(not f.nullable or _has_not_null_inside(f.type) for f in fields)
 
 
 def _actions(

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
+from lakecore.model.schema import has_not_null_inside
 
 
 def to_arrow_table(data: Any) -> pa.Table:
@@ -99,7 +100,7 @@ def _check_not_null(column: pa.Array, f: pa.Field, path: str) -> None:
             f"NOT NULL column {path!r} has {column.null_count} null value(s)"
         )
     t = f.type
-    if not _has_not_null_inside(t):
+    if not has_not_null_inside(t):
         return
     if pa.types.is_struct(t):
         valid = pc.is_valid(column)
@@ -112,15 +113,3 @@ def _check_not_null(column: pa.Array, f: pa.Field, path: str) -> None:
     elif pa.types.is_map(t):
         as_list = pa.ListArray.from_arrays(column.offsets, column.items, mask=column.is_null())
         _check_not_null(pc.list_flatten(as_list), t.item_field, f"{path}.value")
-
-
-def _has_not_null_inside(t: pa.DataType) -> bool:
-    if pa.types.is_struct(t):
-        fields = [t.field(i) for i in range(t.num_fields)]
-    elif pa.types.is_list(t) or pa.types.is_large_list(t):
-        fields = [t.value_field]
-    elif pa.types.is_map(t):
-        fields = [t.item_field]
-    else:
-        return False
-    return any(not c.nullable or _has_not_null_inside(c.type) for c in fields)
