@@ -31,8 +31,9 @@ def session(
     Sets ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` to ``sys.executable`` (for a local
     master always, for other masters only where they are unset: a cluster's workers have their
     own interpreter), the session time zone to UTC and Arrow transfers on. A local master binds
-    to 127.0.0.1. ``config`` entries are applied last and win. Like ``getOrCreate``, this
-    returns the already active session if there is one (its static settings stay as they were).
+    to 127.0.0.1 (``SPARK_LOCAL_IP`` defaults to it). ``config`` entries are applied last and
+    win. Like ``getOrCreate``, this returns the already active session if there is one (its
+    static settings stay as they were).
 
     Example:
         >>> import lakecore.spark
@@ -46,6 +47,8 @@ def session(
             os.environ[var] = sys.executable
         else:
             os.environ.setdefault(var, sys.executable)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM's own address too
     settings = {**(LOCAL_DEFAULTS if local else {}), **DEFAULTS, **dict(config or {})}
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():

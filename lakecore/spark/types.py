@@ -81,27 +81,24 @@ def _unwrap(t: pa.DataType) -> pa.DataType:
             return t
 
 
+def _is(t: pa.DataType, *checks: str) -> bool:
+    """Whether any of the ``pyarrow.types`` checks named holds (missing ones, in older
+    pyarrow versions without view types, do not)."""
+    return any(bool(getattr(pa.types, name, lambda _: False)(t)) for name in checks)
+
+
 def _is_list(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_list(t)
-        or pa.types.is_large_list(t)
-        or pa.types.is_fixed_size_list(t)
-        or pa.types.is_list_view(t)
-        or pa.types.is_large_list_view(t)
+    return _is(
+        t, "is_list", "is_large_list", "is_fixed_size_list", "is_list_view", "is_large_list_view"
     )
 
 
 def _is_string(t: pa.DataType) -> bool:
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+    return _is(t, "is_string", "is_large_string", "is_string_view")
 
 
 def _is_binary(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_binary_view(t)
-        or pa.types.is_fixed_size_binary(t)
-    )
+    return _is(t, "is_binary", "is_large_binary", "is_binary_view", "is_fixed_size_binary")
 
 
 def _check_decimal(t: pa.DataType, path: str) -> None:
