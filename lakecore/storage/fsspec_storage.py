@@ -213,9 +213,30 @@ class FsspecStorage:
     def list_from(self, path: str) -> Iterator[FileInfo]:
         # "log/00" lists "log" from "00"; a directory-like "log/" lists all of "log".
         directory, _, start = path.rpartition("/")
+        fs, fs_path = self._locate(directory)
+        if self._is_os(fs):
+            yield from self._iter_local(fs_path, start)
+            return
         for info in self.list_dir(directory):
             if posixpath.basename(info.path) >= start:
                 yield info
+
+    def _iter_local(self, directory: str, start: str) -> Iterator[FileInfo]:
+        """Local ``list_from``: names sorted first, each file stat-ed only when it is reached, so
+        entries before ``start`` are never stat-ed and a caller that stops early pays little."""
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(
+                    (e for e in it if e.name >= start and e.is_file()), key=lambda e: e.name
+                )
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for entry in entries:
+            try:
+                st = entry.stat()
+            except FileNotFoundError:
+                continue  # removed while listing (another writer's temp file)
+            yield FileInfo(self._relative(entry.path), st.st_size, st.st_mtime_ns // 1_000_000)
 
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         if (start is not None and start < 0) or (end is not None and end < 0):

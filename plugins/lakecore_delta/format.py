@@ -42,7 +42,8 @@ class DeltaFormat:
     name = "delta"
 
     def detect(self, storage: Storage) -> bool:
-        return bool(storage.list_dir(LOG_DIR))
+        # Any file in _delta_log; stops at the first instead of listing (and stat-ing) them all.
+        return next(iter(storage.list_from(f"{LOG_DIR}/")), None) is not None
 
     def latest_version(self, storage: Storage) -> int:
         version = latest_version(list_for(storage, None))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -19,6 +20,8 @@ def decode_paths(paths: pa.Array | pa.ChunkedArray, root: str) -> pa.Array:
     if isinstance(paths, pa.ChunkedArray):
         paths = paths.combine_chunks()
     paths = paths.cast(pa.string())
+    if not _may_need_decoding(paths):
+        return paths
     needs = pc.or_(
         pc.match_substring(paths, "%"),
         pc.or_(pc.match_substring(paths, ":"), pc.starts_with(paths, "/")),
@@ -29,6 +32,17 @@ def decode_paths(paths: pa.Array | pa.ChunkedArray, root: str) -> pa.Array:
     # Only the flagged paths go through Python; Arrow splices them back in place.
     fixed = pa.array([_decode_one(p, root) for p in paths.filter(needs).to_pylist()], pa.string())
     return pc.replace_with_mask(paths, needs, fixed)
+
+
+def _may_need_decoding(paths: pa.Array) -> bool:
+    """False when no path holds ``%`` or ``:`` or starts with ``/`` (one scan of the bytes)."""
+    if len(paths) == 0:
+        return False
+    offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
+    lo, hi = int(offsets[paths.offset]), int(offsets[paths.offset + len(paths)])
+    data = paths.buffers()[2]
+    raw = data.slice(lo, hi - lo).to_pybytes() if data is not None else b""
+    return b"%" in raw or b":" in raw or bool(pc.any(pc.starts_with(paths, "/")).as_py())
 
 
 def _decode_one(path: str, root: str) -> str:

@@ -100,7 +100,9 @@ def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
     if len(stats) == 0:
         return schema.empty_table()
     filled = pc.fill_null(stats, "{}")
-    filled = pc.if_else(pc.equal(filled, ""), "{}", filled)
+    blank = pc.equal(filled, "")
+    if pc.any(blank).as_py():  # rare: if_else would copy all the stats text
+        filled = pc.if_else(blank, "{}", filled)
     try:
         parsed = pj.read_json(
             _joined_lines(filled),
@@ -119,12 +121,19 @@ def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
 
 
 def _joined_lines(strings: pa.Array) -> pa.BufferReader:
-    """Newline-separated values as one buffer, built by Arrow without a Python loop."""
-    nl = pa.scalar("\n", pa.large_string())
+    """Newline-separated values as one buffer, built by Arrow without a Python loop.
+
+    Joined in 32-bit offsets while the result fits (a cast to large_string would copy all the
+    text once more), in large_string beyond that.
+    """
+    if pa.types.is_string(strings.type) and strings.nbytes + len(strings) < 2**31 - 1:
+        width = "int32"
+    else:
+        strings, width = strings.cast(pa.large_string()), "int64"
     lines = pc.binary_join_element_wise(
-        strings.cast(pa.large_string()), nl, pa.scalar("", pa.large_string())
+        strings, pa.scalar("\n", strings.type), pa.scalar("", strings.type)
     )
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[
+    offsets = np.frombuffer(lines.buffers()[1], dtype=width)[
         lines.offset : lines.offset + len(lines) + 1
     ]
     start, end = int(offsets[0]), int(offsets[-1])

@@ -150,16 +150,9 @@ def _add_runs(chunk: pa.StructArray) -> list[pa.StructArray]:
         return []
     if invalid > _MAX_SLICES:
         return [chunk.filter(valid)]
-    keep = valid.to_numpy(zero_copy_only=False)
-    runs, start = [], None
-    for i in range(len(keep) + 1):
-        inside = i < len(keep) and keep[i]
-        if inside and start is None:
-            start = i
-        elif not inside and start is not None:
-            runs.append(chunk.slice(start, i - start))
-            start = None
-    return runs
+    keep = np.concatenate(([False], valid.to_numpy(zero_copy_only=False), [False]))
+    edges = np.flatnonzero(np.diff(keep.astype(np.int8)))  # run starts and ends, alternating
+    return [chunk.slice(int(a), int(b - a)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
 def _partition_strings(pmap: pa.MapArray, columns: Sequence[str]) -> list[pa.Array]:
@@ -245,7 +238,10 @@ def _read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Tab
     try:
         pf = pq.ParquetFile(source, memory_map=isinstance(source, str))
         present = [c for c in columns if pf.schema_arrow.get_field_index(c) >= 0]
-        return pf.read(columns=present)
+        if isinstance(source, io.BytesIO):
+            source.seek(0)
+        # read_table decodes row groups in parallel; ParquetFile.read decodes one at a time.
+        return pq.read_table(source, columns=present, memory_map=isinstance(source, str))
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptTableError(f"{path}: unreadable checkpoint parquet: {exc}") from exc
 

@@ -106,4 +106,6 @@ def _last_wins(
     rows = np.where(last < n_cp, last, n_cp + add_rank[np.maximum(last - n_cp, 0)])
     common = pa.schema([cp.schema.field(name) for name in new_adds.column_names])
     combined = pa.concat_tables([cp, new_adds.cast(common)], promote_options="default")
+    if len(rows) == combined.num_rows:  # nothing superseded: rows is 0..n-1 (sorted, unique)
+        return combined
     return combined.take(pa.array(rows, pa.int64()))
