@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import lakecore
 from conformance.cases import Case, Corpus
+from conformance.hudi_checks import check_hudi_latest
 from conformance.lenient import check_bad, check_oracle_failed
 from conformance.outcome import Findings, Result, describe_error, error_kind, make_result
 from conformance.overrides import override_for
@@ -62,6 +63,8 @@ def check_expected(corpus: Corpus, case: Case) -> Result:
     empty = case.expected.get("empty_snapshot")
     if empty:
         check_version(corpus, case, table, None, empty, found)
+    if case.format == "hudi":
+        check_hudi_latest(corpus, case, found)
     return make_result(case.id, "expected", _summary(case, found), found, case.context)
 
 

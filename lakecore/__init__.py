@@ -41,6 +41,7 @@ def open(
     uri: str,
     format: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> Table:
     """Open the table at ``uri``, detecting its format unless ``format`` is given.
 
@@ -48,6 +49,8 @@ def open(
         uri: a local path, ``file://``, ``memory://`` or ``s3://`` location of the table root.
         format: ``"delta"``, ``"hudi"`` or ``"lance"`` to skip detection.
         storage_options: passed to the filesystem (e.g. S3 ``endpoint_url``, ``key``).
+        options: the format's reading options (Hudi: ``read_optimized``, ``drop_meta_fields``;
+            see docs/formats). A format raises ``ValueError`` for options it does not know.
 
     Raises:
         TableNotFoundError: nothing is at ``uri``.
@@ -73,7 +76,7 @@ def open(
             raise TableNotFoundError(f"{storage.root} does not hold a {format} table")
     else:
         fmt = detect_format(storage, registry)
-    return Table(uri, storage, fmt)
+    return Table(uri, storage, fmt, options)
 
 
 def create(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
@@ -64,8 +64,12 @@ class TableFormat(Protocol):
         version: int | str | None = None,
         timestamp: int | None = None,
         previous: Snapshot | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> Snapshot:
         """Return the snapshot at ``version``, or the newest at or before ``timestamp`` (epoch ms).
+
+        ``options`` are the format's reading options (``lakecore.open(options=...)``); unknown
+        names must raise ``ValueError``.
 
         ``previous`` is an older snapshot of the same table the format may build on (e.g.
         replay only the newer commits); the result must equal a load without it.

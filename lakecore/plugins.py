@@ -18,7 +18,7 @@ from lakecore.errors import PluginNotInstalledError
 from lakecore.format import TableFormat
 
 DISABLE_ENV = "LAKECORE_DISABLED_PLUGINS"
-BUILTIN_PLUGINS = {"delta": "lakecore_delta.plugin"}
+BUILTIN_PLUGINS = {"delta": "lakecore_delta.plugin", "hudi": "lakecore_hudi.plugin"}
 """Plugins shipped in this distribution: loaded even when running from a source checkout."""
 INSTALL_HINTS = {
     "delta": "the delta plugin ships with lakecore; check LAKECORE_DISABLED_PLUGINS",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -58,10 +58,17 @@ class Table:
     latest snapshot read is kept only as a base: the next read replays just the newer commits.
     """
 
-    def __init__(self, uri: str, storage: Storage, fmt: TableFormat) -> None:
+    def __init__(
+        self,
+        uri: str,
+        storage: Storage,
+        fmt: TableFormat,
+        options: Mapping[str, str] | None = None,
+    ) -> None:
         self._uri = uri
         self._storage = storage
         self._format = fmt
+        self._options = dict(options or {})
         self._latest: Snapshot | None = None
 
     def __repr__(self) -> str:
@@ -99,7 +106,7 @@ class Table:
         ts = None if timestamp is None else to_epoch_ms(timestamp)
         previous = self._latest if version is None and ts is None else None
         snap = self._format.load_snapshot(
-            self._storage, version=version, timestamp=ts, previous=previous
+            self._storage, version=version, timestamp=ts, previous=previous, options=self._options
         )
         if version is None and ts is None:
             self._latest = snap

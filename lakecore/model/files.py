@@ -11,6 +11,9 @@ Columns every format fills (absent information is null):
   columns are nested structs. A null value means "unknown", never "no value".
 - ``deletion`` (struct, null when the file has no row-level deletes): format-specific descriptor
   plus ``cardinality`` (int64, rows deleted).
+- ``log_files`` (list<string>, merge-on-read formats only): files whose records merge over this
+  row's file, in merge order (Hudi log files). A row may then stand for a log-only file slice,
+  whose ``path`` is its first log file. ``record_count`` counts the base file only.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ MIN = "min"
 MAX = "max"
 NULL_COUNT = "null_count"
 DELETION = "deletion"
+LOG_FILES = "log_files"
 
 BASE_FIELDS: tuple[pa.Field, ...] = (
     pa.field(PATH, pa.string(), nullable=False),

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -153,13 +154,27 @@ def build_tasks(
     counts = files.column(fi.RECORD_COUNT).to_pylist()
     partitions = _column_or(files, fi.PARTITION, {}, n)
     deletes = _column_or(files, fi.DELETION, None, n)
+    logs = _log_files(files, context.table_uri, n)
     fmt, file_format = context.format, context.file_format
     return [
-        ScanTask(path, fmt, file_format, size, count, part or {}, dv, residual)
-        for path, size, count, part, dv in zip(
-            paths, sizes, counts, partitions, deletes, strict=True
+        ScanTask(path, fmt, file_format, size, count, part or {}, dv, residual, log)
+        for path, size, count, part, dv, log in zip(
+            paths, sizes, counts, partitions, deletes, logs, strict=True
         )
     ]
+
+
+def _log_files(files: pa.Table, root: str, n: int) -> list[tuple[str, ...]]:
+    if fi.LOG_FILES not in files.column_names:
+        return [()] * n
+    lists = files.column(fi.LOG_FILES).combine_chunks()
+    flat = lists.flatten()
+    if len(flat) == 0:
+        return [()] * n
+    full = resolve_paths(pa.chunked_array([flat]), root).to_pylist()
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(lengths)
+    return [tuple(full[end - length : end]) for end, length in zip(ends, lengths, strict=True)]
 
 
 def _column_or(files: pa.Table, name: str, default: Any, n: int) -> list[Any]:

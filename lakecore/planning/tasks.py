@@ -65,6 +65,8 @@ class ScanTask:
             descriptor of the file index's ``deletion`` column), None when nothing is deleted.
         residual: the row filter still to apply after reading (a bound expression tree; render
             it with ``str()``), None to keep every row.
+        log_files: merge-on-read formats: full paths of the files whose records merge over
+            ``path`` (Hudi log files), in merge order; empty otherwise.
     """
 
     path: str
@@ -75,3 +77,4 @@ class ScanTask:
     partition_values: dict[str, Any]
     deletes: dict[str, Any] | None = None
     residual: Predicate | None = None
+    log_files: tuple[str, ...] = ()

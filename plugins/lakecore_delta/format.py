@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -59,7 +59,10 @@ class DeltaFormat:
         version: int | str | None = None,
         timestamp: int | None = None,
         previous: Snapshot | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> Snapshot:
+        if options:
+            raise ValueError(f"the delta format has no reading options; got {sorted(options)}")
         if timestamp is not None:
             version = delta_history.version_at(storage, timestamp)
         if not self.detect(storage):

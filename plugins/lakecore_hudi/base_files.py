@@ -1,0 +1,60 @@
+"""Reading base files: Parquet (pyarrow) and Lance (pylance's file reader, Hudi 1.1+ tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from lakecore.storage import Storage
+
+BASE_FORMATS = {"parquet": "PARQUET", "lance": "LANCE"}
+
+
+def base_file_format(path: str) -> str:
+    """Return the file format of a base file from its extension; raises for unknown ones."""
+    ext = path.rsplit(".", 1)[-1].lower()
+    if ext not in BASE_FORMATS:
+        raise UnsupportedFeatureError(
+            f"base-file-format:{ext}", f"lakecore reads Parquet and Lance base files, not {path}"
+        )
+    return BASE_FORMATS[ext]
+
+
+def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None) -> pa.Table:
+    """Read ``columns`` (all if None; names missing from the file are skipped) of a base file.
+
+    Raises ``CorruptTableError`` naming the file when it cannot be decoded and
+    ``FileNotFoundError`` when it is gone (e.g. cleaned).
+    """
+    fmt = base_file_format(path)
+    try:
+        if fmt == "LANCE":
+            return _read_lance(storage, path, columns)
+        with storage.open_input(path) as f:
+            pf = pq.ParquetFile(f)
+            names = pf.schema_arrow.names
+            wanted = None if columns is None else [c for c in columns if c in names]
+            return pf.read(columns=wanted)
+    except (FileNotFoundError, UnsupportedFeatureError):
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"cannot read base file {path}: {exc}") from exc
+
+
+def _read_lance(storage: Storage, path: str, columns: Sequence[str] | None) -> pa.Table:
+    try:
+        from lance.file import LanceFileReader
+    except ImportError as exc:  # pragma: no cover - the lance extra is installed in tests
+        raise UnsupportedFeatureError(
+            "base-file-format:lance", "Lance base files need pylance: pip install 'lakecore[lance]'"
+        ) from exc
+    raw = getattr(storage, "storage_options", None) or {}
+    options = {k: str(v) for k, v in raw.items()} or None
+    reader = LanceFileReader(storage.resolve(path), storage_options=options)
+    table: pa.Table = reader.read_all().to_table()
+    if columns is not None:
+        table = table.select([c for c in columns if c in table.column_names])
+    return table.replace_schema_metadata(None)

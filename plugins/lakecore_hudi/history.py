@@ -1,0 +1,57 @@
+"""History of a Hudi table: its completed instants, newest first, with action and operation."""
+
+from __future__ import annotations
+
+from lakecore.errors import CorruptTableError
+from lakecore.model.history import HistoryEntry
+from lakecore.storage import Storage
+from lakecore_hudi.state import REPLACE_ACTIONS, instant_epoch_ms
+from lakecore_hudi.table_config import read_table_config
+from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.metadata import parse_commit_metadata
+
+_WITH_COMMIT_METADATA = ("commit", "deltacommit", *REPLACE_ACTIONS)
+
+
+def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
+    """Every completed instant (writes, cleans, rollbacks, ...), newest first.
+
+    ``version`` is the instant timestamp; ``operation`` the write operation recorded in the
+    commit metadata (``insert``, ``upsert``, ``delete``, ``insert_overwrite``, ...) or the
+    action for instants without one (``clean``, ``rollback``); ``info`` holds the action,
+    the completion time and, for writes, the rows written per partition.
+    """
+    config = read_table_config(storage)
+    timeline = load_timeline(storage, config)
+    completed = list(reversed(timeline.completed()))
+    if limit is not None:
+        completed = completed[: max(0, limit)]
+    out: list[HistoryEntry] = []
+    for instant in completed:
+        operation: str | None = instant.action
+        info: dict[str, object] = {
+            "action": instant.action,
+            "completion_time": timeline.completion_time(instant),
+        }
+        if instant.action in _WITH_COMMIT_METADATA:
+            try:
+                meta = parse_commit_metadata(
+                    timeline.read_details(storage, instant), timeline.path_of(instant)
+                )
+            except (CorruptTableError, FileNotFoundError):
+                meta = None
+            if meta is not None:
+                operation = (meta.operation_type or instant.action).lower()
+                stats = list(meta.write_stats())
+                info["num_writes"] = sum(s.num_writes for s in stats)
+                info["num_deletes"] = sum(s.num_deletes for s in stats)
+                info["files_written"] = len(stats)
+        out.append(
+            HistoryEntry(
+                version=instant.timestamp,
+                timestamp=instant_epoch_ms(instant.timestamp),
+                operation=operation,
+                info=info,
+            )
+        )
+    return out

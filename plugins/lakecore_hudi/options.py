@@ -1,0 +1,40 @@
+"""Reading options of Hudi tables (``lakecore.open(uri, options={...})``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no")
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """``read_optimized``: read base files only (MoR log files are skipped, as Hudi's
+    read-optimized queries do). ``drop_meta_fields``: leave the ``_hoodie_*`` columns out."""
+
+    read_optimized: bool = False
+    drop_meta_fields: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str] | None) -> ReadOptions:
+        """Build from text options; raises ``ValueError`` on unknown names or non-booleans."""
+        values: dict[str, bool] = {}
+        for key, raw in (options or {}).items():
+            name = key.removeprefix("hudi.")
+            if name not in cls.__dataclass_fields__:
+                known = sorted(cls.__dataclass_fields__)
+                raise ValueError(f"unknown Hudi reading option {key!r}; known: {known}")
+            text = str(raw).strip().lower()
+            if text not in _TRUE + _FALSE:
+                raise ValueError(f"Hudi option {key!r} must be true or false, not {raw!r}")
+            values[name] = text in _TRUE
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, str]:
+        """The options as text (for ``ScanContext.options``)."""
+        return {
+            "read_optimized": str(self.read_optimized).lower(),
+            "drop_meta_fields": str(self.drop_meta_fields).lower(),
+        }

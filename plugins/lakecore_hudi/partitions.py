@@ -1,0 +1,73 @@
+"""Partition values of file slices, parsed from partition paths for the planner's index.
+
+Hudi keeps partition columns inside the data files, so reading never needs these values;
+they only let the planner prune whole partitions. A path maps to values when every partition
+field has its own path segment (``city=chennai`` with hive-style partitioning, or the plain
+value ``chennai``). Key generators that format values into the path (timestamp-based ones,
+``2023/11/14`` for one field) do not map back to column values, so those tables get no
+partition values and the planner prunes on column statistics instead.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore_hudi.table_config import TableConfig
+
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_CASTABLE = (
+    pa.types.is_integer,
+    pa.types.is_floating,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_boolean,
+    pa.types.is_date,
+    pa.types.is_decimal,
+)
+
+
+def prunable_partition_columns(config: TableConfig, schema: pa.Schema) -> tuple[str, ...]:
+    """The partition fields whose values can be read back from partition paths."""
+    keygen = f"{config.keygen_type or ''} {config.keygen_class or ''}".lower()
+    if "timestamp" in keygen or "custom" in keygen:
+        return ()
+    fields = config.partition_fields
+    for name in fields:
+        i = schema.get_field_index(name)
+        if i < 0 or not any(check(schema.field(i).type) for check in _CASTABLE):
+            return ()
+    return fields
+
+
+def partition_struct(
+    partition_paths: Sequence[str], columns: Sequence[str], schema: pa.Schema, config: TableConfig
+) -> pa.StructArray | None:
+    """Typed partition values, one row per path; None when a path does not fit the columns."""
+    if not columns:
+        return None
+    texts: list[list[str | None]] = [[] for _ in columns]
+    for path in partition_paths:
+        parts = path.split("/") if path else []
+        if len(parts) != len(columns):
+            return None
+        for i, (name, part) in enumerate(zip(columns, parts, strict=True)):
+            value = part
+            if config.hive_style_partitioning:
+                key, sep, value = part.partition("=")
+                if not sep or key != name:
+                    return None
+            if config.url_encode_partitions:
+                value = urllib.parse.unquote(value)
+            texts[i].append(None if value == DEFAULT_PARTITION else value)
+    arrays = []
+    for name, values in zip(columns, texts, strict=True):
+        target = schema.field(name).type
+        try:
+            arrays.append(pc.cast(pa.array(values, pa.string()), target))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+    return pa.StructArray.from_arrays(arrays, names=list(columns))

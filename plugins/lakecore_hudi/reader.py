@@ -1,0 +1,70 @@
+"""Reading one file slice: its base file, merged with its log files unless read-optimized."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lakecore.storage import Storage
+from lakecore_hudi.base_files import read_base_file
+from lakecore_hudi.merge import MergeSpec, merge_slice
+
+
+@dataclass(frozen=True, slots=True)
+class SliceReader:
+    """Reads slices of one snapshot.
+
+    ``table_schema`` is every column of the table (meta fields included when the table has
+    them: merging needs record keys); ``is_valid_instant`` says which log blocks are part of
+    the snapshot; ``read_optimized`` skips log files.
+    """
+
+    storage: Storage
+    table_schema: pa.Schema
+    spec: MergeSpec
+    is_valid_instant: Callable[[str], bool]
+    read_optimized: bool = False
+
+    def read(
+        self, base_path: str | None, log_paths: Sequence[str], columns: Sequence[str]
+    ) -> pa.Table:
+        """Return the live rows of a slice with ``columns`` (names of ``table_schema``)."""
+        merging = bool(log_paths) and not self.read_optimized
+        wanted = self.table_schema.names if merging else list(columns)
+        base = self._base(base_path, wanted)
+        if not merging:
+            return base.select(list(columns))
+        from lakecore_hudi.log.scanner import read_log_records
+
+        records = read_log_records(
+            self.storage, list(log_paths), self.table_schema, self.is_valid_instant
+        )
+        merged = merge_slice(base, records.data, records.deletes, self.spec)
+        return merged.select(list(columns))
+
+    def _base(self, path: str | None, columns: Sequence[str]) -> pa.Table:
+        schema = pa.schema([self.table_schema.field(c) for c in columns])
+        if path is None or self.storage_is_log(path):
+            return schema.empty_table()
+        raw = read_base_file(self.storage, path, columns)
+        return conform(raw, schema)
+
+    @staticmethod
+    def storage_is_log(path: str) -> bool:
+        """Whether ``path`` names a log file (log-only slices have no base file)."""
+        name = path.rsplit("/", 1)[-1]
+        return name.startswith(".") and ".log." in name
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Cast ``table`` to ``schema``: columns in order, missing ones null, extra ones dropped."""
+    arrays = []
+    for field in schema:
+        if field.name in table.column_names:
+            column = table.column(field.name)
+            arrays.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            arrays.append(pa.chunked_array([pa.nulls(table.num_rows, field.type)]))
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -1,0 +1,212 @@
+"""The state of a Hudi table at one instant: config, visible instants, file slices, schema."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lakecore.errors import CorruptTableError, VersionNotFoundError
+from lakecore.storage import Storage
+from lakecore_hudi.avro_schema import avro_to_arrow
+from lakecore_hudi.base_files import read_base_file
+from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.merge import MergeSpec
+from lakecore_hudi.options import ReadOptions
+from lakecore_hudi.table_config import TableConfig, read_table_config
+from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.instants import Instant
+from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
+from lakecore_hudi.view import FileSlice, Visible, data_files, latest_slices
+
+REPLACE_ACTIONS = ("replacecommit", "clustering")
+EVENT_TIME_PAYLOADS = ("DefaultHoodieRecordPayload", "PartialUpdateAvroPayload")
+
+
+@dataclass(frozen=True, slots=True)
+class HudiState:
+    """A table at one completed instant (``instant`` None: no completed write yet)."""
+
+    config: TableConfig
+    timeline: Timeline
+    instant: Instant | None
+    visible: Visible
+    slices: tuple[FileSlice, ...]
+    table_schema: pa.Schema
+    options: ReadOptions
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The snapshot's output schema (meta fields left out with ``drop_meta_fields``)."""
+        if not self.options.drop_meta_fields:
+            return self.table_schema
+        return pa.schema([f for f in self.table_schema if f.name not in META_FIELDS])
+
+    @property
+    def version(self) -> str:
+        """The instant timestamp, or "" for a table without a completed write."""
+        return self.instant.timestamp if self.instant is not None else ""
+
+    @property
+    def merge_spec(self) -> MergeSpec:
+        """How this table's records combine (merge mode, ordering field, key fields)."""
+        return merge_spec(self.config)
+
+    def is_valid_instant(self, timestamp: str) -> bool:
+        """Whether a log block written by ``timestamp`` is part of this snapshot."""
+        return timestamp in self.visible.instants
+
+
+def merge_spec(config: TableConfig) -> MergeSpec:
+    """Event-time ordering when the merge mode or payload says so and a field orders."""
+    mode = (config.record_merge_mode or "").upper()
+    payload = config.payload_class or ""
+    event = mode == "EVENT_TIME_ORDERING" or (
+        not mode and any(payload.endswith(p) for p in EVENT_TIME_PAYLOADS)
+    )
+    return MergeSpec(config.record_key_fields, config.precombine_field, event)
+
+
+def load_state(
+    storage: Storage,
+    version: str | None,
+    timestamp_ms: int | None,
+    options: ReadOptions,
+) -> HudiState:
+    """Load the table at instant ``version``, at ``timestamp_ms``, or the latest.
+
+    Raises ``TableNotFoundError``/``CorruptTableError`` from the config and timeline, and
+    ``VersionNotFoundError`` for an instant that is not a completed write of the table.
+    """
+    config = read_table_config(storage)
+    timeline = load_timeline(storage, config)
+    writes = timeline.completed_write_instants()
+    instant = _pick(writes, version, timestamp_ms, timeline)
+    upto = [i for i in writes if instant is not None and i.timestamp <= instant.timestamp]
+    visible = Visible(
+        instants=frozenset(i.timestamp for i in upto),
+        completion={i.timestamp: i.completion_time for i in upto if i.completion_time},
+        replaced=_replaced(storage, timeline, upto, config),
+    )
+    if instant is None:
+        slices: tuple[FileSlice, ...] = ()
+    else:
+        files = data_files(storage.list_all(""))
+        slices = tuple(latest_slices(files, visible, config.table_version >= 8))
+    schema = _schema(storage, timeline, upto, slices, config)
+    return HudiState(config, timeline, instant, visible, slices, schema, options)
+
+
+def _pick(
+    writes: list[Instant], version: str | None, timestamp_ms: int | None, timeline: Timeline
+) -> Instant | None:
+    if version is not None:
+        wanted = str(version)
+        for i in writes:
+            if i.timestamp == wanted:
+                return i
+        raise VersionNotFoundError(
+            f"{wanted!r} is not a completed commit of this Hudi table "
+            f"(completed: {_range(writes)})"
+        )
+    if timestamp_ms is not None:
+        cutoff = _instant_text(timestamp_ms)
+        older = [i for i in writes if i.timestamp <= cutoff]
+        if not older:
+            raise VersionNotFoundError(
+                f"the table has no completed commit at or before {cutoff} ({_range(writes)})"
+            )
+        return older[-1]
+    return writes[-1] if writes else None
+
+
+def _range(writes: list[Instant]) -> str:
+    return f"{writes[0].timestamp}..{writes[-1].timestamp}" if writes else "none"
+
+
+def _instant_text(timestamp_ms: int) -> str:
+    """Epoch ms -> Hudi instant text (yyyyMMddHHmmssSSS, UTC)."""
+    moment = dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.timezone.utc)
+    return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
+
+
+def instant_epoch_ms(timestamp: str) -> int | None:
+    """Hudi instant text (UTC) -> epoch ms; None if it is not a date-time."""
+    try:
+        moment = dt.datetime.strptime(timestamp[:14], "%Y%m%d%H%M%S").replace(
+            tzinfo=dt.timezone.utc
+        )
+    except ValueError:
+        return None
+    millis = int(timestamp[14:17]) if len(timestamp) >= 17 and timestamp[14:17].isdigit() else 0
+    return int(moment.timestamp() * 1000) + millis
+
+
+def commit_metadata(storage: Storage, timeline: Timeline, instant: Instant) -> CommitMetadata:
+    """Parse the commit metadata of a completed write instant."""
+    data = timeline.read_details(storage, instant)
+    return parse_commit_metadata(data, instant.file_name)
+
+
+def _replaced(
+    storage: Storage, timeline: Timeline, upto: list[Instant], config: TableConfig
+) -> frozenset[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for i in upto:
+        if i.action not in REPLACE_ACTIONS:
+            continue
+        meta = commit_metadata(storage, timeline, i)
+        for partition, file_ids in meta.partition_to_replace_file_ids.items():
+            out.update((partition, fid) for fid in file_ids)
+    return frozenset(out)
+
+
+def _schema(
+    storage: Storage,
+    timeline: Timeline,
+    upto: list[Instant],
+    slices: tuple[FileSlice, ...],
+    config: TableConfig,
+) -> pa.Schema:
+    avro = None
+    for i in reversed(upto):
+        if i.action in ("commit", "deltacommit", *REPLACE_ACTIONS):
+            avro = commit_metadata(storage, timeline, i).extra_metadata.get("schema")
+            if avro:
+                break
+    if not avro:
+        avro = config.create_schema
+    if avro:
+        data = _without_meta(avro_to_arrow(avro))
+    else:
+        data = _base_file_schema(storage, slices)
+    if data is None:
+        raise CorruptTableError(
+            f"cannot find the schema of the Hudi table at {storage.root}: no commit schema, "
+            "no hoodie.table.create.schema and no base file"
+        )
+    fields = [_partition_field_type(f, config) for f in data]
+    if config.populate_meta_fields:
+        fields = [pa.field(name, pa.string(), nullable=False) for name in META_FIELDS] + fields
+    return pa.schema(fields)
+
+
+def _partition_field_type(f: pa.Field, config: TableConfig) -> pa.Field:
+    """Timestamp-based key generators make partition fields strings (Hudi's own readers, and
+    its later commits' schemas, type them so), whatever the first commit recorded."""
+    keygen = f"{config.keygen_type or ''} {config.keygen_class or ''}".lower()
+    if "timestamp" in keygen and f.name in config.partition_fields:
+        return f.with_type(pa.string())
+    return f
+
+
+def _without_meta(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f for f in schema if f.name not in META_FIELDS])
+
+
+def _base_file_schema(storage: Storage, slices: tuple[FileSlice, ...]) -> pa.Schema | None:
+    for s in slices:
+        if s.base_file is not None:
+            return _without_meta(read_base_file(storage, s.base_file.path, None).schema)
+    return None

@@ -1,0 +1,144 @@
+"""Moving an instant through its states: requested -> inflight -> completed.
+
+Each state is a new file; earlier state files stay (Hudi keeps all three). Every write is a
+``put_if_absent``, so two writers can never both create the same state file.
+
+Layout 2 completion: the completed file name carries a completion time that is generated at
+completion and must exceed every completion time on the timeline. Because two writers could
+complete the same instant under *different* completion times, ``complete`` lists the timeline
+again after its write; if another completed file for the instant exists, the one with the
+smaller completion time wins and the loser deletes its file and raises CommitConflictError.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from lakecore.errors import CommitConflictError
+from lakecore.storage import Storage
+from lakecore_hudi.table_config import TableConfig
+from lakecore_hudi.timeline.active import format_instant_time, load_timeline
+from lakecore_hudi.timeline.instants import (
+    COMPLETED,
+    INFLIGHT,
+    REQUESTED,
+    Instant,
+    State,
+    completed_action,
+    make_instant,
+)
+
+
+def _parse_instant_time(value: str) -> dt.datetime | None:
+    digits = value.ljust(17, "0") if len(value) == 14 else value
+    try:
+        parsed = dt.datetime.strptime(digits[:14], "%Y%m%d%H%M%S")
+        return parsed.replace(microsecond=int(digits[14:17]) * 1000, tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
+
+
+def new_instant_time(after: str | None = None, now: dt.datetime | None = None) -> str:
+    """A new instant time ``yyyyMMddHHmmssSSS`` (UTC), strictly greater than ``after``.
+
+    The clock is used when it is past ``after``; otherwise ``after`` plus one millisecond
+    (so clock skew or a burst of calls within one millisecond still yields increasing times).
+    """
+    candidate = format_instant_time(now or dt.datetime.now(dt.timezone.utc))
+    if after is None or candidate > after:
+        return candidate
+    parsed = _parse_instant_time(after)
+    if parsed is None:  # not a date (e.g. the metadata table's "00000000000000010")
+        return str(int(after) + 1).zfill(len(after))
+    return format_instant_time(parsed + dt.timedelta(milliseconds=1))
+
+
+def _create(storage: Storage, config: TableConfig, instant: Instant, content: bytes) -> Instant:
+    path = f"{config.timeline_dir}/{instant.file_name}"
+    try:
+        storage.put_if_absent(path, content)
+    except FileExistsError:
+        raise CommitConflictError(
+            f"instant {instant.timestamp} ({instant.action}) is already {instant.state.lower()}: "
+            f"{path} exists; another writer is using this instant time",
+            winning_version=instant.timestamp,
+        ) from None
+    return instant
+
+
+def _transition(
+    storage: Storage, config: TableConfig, action: str, ts: str, state: State, content: bytes
+) -> Instant:
+    instant = make_instant(ts, action, state, config.timeline_layout_version)
+    return _create(storage, config, instant, content)
+
+
+def write_requested(
+    storage: Storage, config: TableConfig, action: str, ts: str, content: bytes = b""
+) -> Instant:
+    """Create ``<ts>.<action>.requested`` holding ``content`` (a plan, or empty).
+
+    Raises:
+        CommitConflictError: the requested file already exists.
+    """
+    return _transition(storage, config, action, ts, REQUESTED, content)
+
+
+def write_inflight(
+    storage: Storage, config: TableConfig, action: str, ts: str, content: bytes = b""
+) -> Instant:
+    """Create the inflight file (``<ts>.inflight`` for ``commit``, else
+    ``<ts>.<action>.inflight``) holding ``content``.
+
+    Raises:
+        CommitConflictError: the inflight file already exists.
+    """
+    return _transition(storage, config, action, ts, INFLIGHT, content)
+
+
+def complete(
+    storage: Storage, config: TableConfig, action: str, ts: str, content: bytes
+) -> Instant:
+    """Create the completed file of instant ``ts`` and return its Instant.
+
+    ``action`` may be the pending action (``compaction``, ``clustering``): the file takes the
+    completed action name. Layout 1: ``<ts>.<action>``. Layout 2: ``<ts>_<completion>.<action>``
+    with a completion time greater than ``ts`` and every completion time on the timeline.
+
+    Raises:
+        CommitConflictError: the instant is already completed, or another writer completed it
+            concurrently (see the module docstring for how the winner is decided).
+    """
+    layout = config.timeline_layout_version
+    if layout < 2:
+        return _create(storage, config, make_instant(ts, action, COMPLETED, layout), content)
+    timeline = load_timeline(storage, config)
+    if _completed_files(timeline.instants, ts):
+        raise CommitConflictError(
+            f"instant {ts} is already completed on {config.timeline_dir}", winning_version=ts
+        )
+    floor = max(filter(None, [ts, timeline.max_completion_time()]))
+    instant = make_instant(ts, action, COMPLETED, layout, new_instant_time(floor))
+    _create(storage, config, instant, content)
+    rivals = _completed_files(load_timeline(storage, config).instants, ts)
+    winner = min(rivals, key=lambda i: i.completion_time or "")
+    if winner.file_name != instant.file_name:
+        storage.delete(f"{config.timeline_dir}/{instant.file_name}")
+        raise CommitConflictError(
+            f"instant {ts} was completed concurrently by another writer ({winner.file_name})",
+            winning_version=ts,
+        )
+    return instant
+
+
+def _completed_files(instants: tuple[Instant, ...], ts: str) -> list[Instant]:
+    return [i for i in instants if i.timestamp == ts and i.state == COMPLETED]
+
+
+__all__ = [
+    "complete",
+    "completed_action",
+    "new_instant_time",
+    "write_inflight",
+    "write_requested",
+]
