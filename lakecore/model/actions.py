@@ -66,6 +66,19 @@ class AddChangeFiles:
     files: pa.Table
 
 
+@dataclass(frozen=True, slots=True)
+class FormatPayload:
+    """A format-specific staged change that only that format's ``commit`` understands.
+
+    Formats whose commits are not Delta-like actions (Hudi: a planned instant with the files
+    it wrote and its commit metadata) stage one of these; ``payload`` is the format's own
+    object and ``format`` names its owner.
+    """
+
+    format: str
+    payload: Any
+
+
 Action = (
     AddFiles
     | RemoveFiles
@@ -74,6 +87,7 @@ Action = (
     | SetProperties
     | SetTransaction
     | AddChangeFiles
+    | FormatPayload
 )
 
 

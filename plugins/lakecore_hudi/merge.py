@@ -126,11 +126,12 @@ def _combine(state: pa.Table, block: pa.Table, spec: MergeSpec) -> pa.Table:
         return block
     block = pa.Table.from_arrays(block.columns, schema=state.schema)
     both = pa.concat_tables([state, block], promote_options="none")
-    keys: list[tuple[str, str]] = [(_KEY, "ascending")]
+    # Nulls first: a null ordering value (or a hard delete's marker) loses to any value.
+    keys: list[tuple[str, str, str]] = [(_KEY, "ascending", "at_start")]
     if spec.orders:
-        keys.append((_ORD, "ascending"))
-    keys += [(_SEQ, "ascending"), (_POS, "ascending")]
-    order = pc.sort_indices(both, sort_keys=keys, null_placement="at_start")
+        keys.append((_ORD, "ascending", "at_start"))
+    keys += [(_SEQ, "ascending", "at_start"), (_POS, "ascending", "at_start")]
+    order = pc.sort_indices(both, sort_keys=keys)
     sorted_keys = both.column(_KEY).take(order).combine_chunks()
     return both.take(_last_of_runs(order, sorted_keys))
 

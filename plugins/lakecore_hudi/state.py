@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -99,7 +100,7 @@ def load_state(
 
 
 def _pick(
-    writes: list[Instant], version: str | None, timestamp_ms: int | None, timeline: Timeline
+    writes: Sequence[Instant], version: str | None, timestamp_ms: int | None, timeline: Timeline
 ) -> Instant | None:
     if version is not None:
         wanted = str(version)
@@ -121,7 +122,7 @@ def _pick(
     return writes[-1] if writes else None
 
 
-def _range(writes: list[Instant]) -> str:
+def _range(writes: Sequence[Instant]) -> str:
     return f"{writes[0].timestamp}..{writes[-1].timestamp}" if writes else "none"
 
 

@@ -202,7 +202,7 @@ def decode_avro_block(block: LogBlock, reader_schema: pa.Schema | None = None) -
     payload = b"".join([_avro_long(count), content[8:], b"\x00"])
     stream = io.BytesIO(payload)
     try:
-        framed = fastavro.schemaless_reader(stream, parsed, None)
+        framed: Any = fastavro.schemaless_reader(stream, parsed, None)
     except (EOFError, ValueError, IndexError, UnicodeDecodeError, struct.error) as exc:
         raise _fail(block, f"records do not decode under the SCHEMA header: {exc!r}") from None
     if stream.tell() != len(payload):
@@ -363,7 +363,9 @@ def decode_delete_block(block: LogBlock) -> pa.Table:
         raise _fail(block, f"delete payload of {size} bytes runs past the block content")
     stream = io.BytesIO(content[8 : 8 + size])
     try:
-        decoded = fastavro.schemaless_reader(stream, _DELETE_PARSED, None, return_record_name=True)
+        decoded: Any = fastavro.schemaless_reader(
+            stream, _DELETE_PARSED, None, return_record_name=True
+        )
     except (EOFError, ValueError, IndexError, UnicodeDecodeError, struct.error) as exc:
         raise _fail(block, f"delete records do not decode: {exc!r}") from None
     return _deletes_to_arrow(block, decoded["deleteRecordList"])
@@ -424,7 +426,7 @@ def _physical_value(arrow_type: pa.DataType, value: Any) -> Any:
     return value
 
 
-def _decimal_from_bytes(raw: bytes, scale: int) -> decimal.Decimal:
+def _decimal_from_bytes(raw: bytes | bytearray, scale: int) -> decimal.Decimal:
     return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale)
 
 
@@ -486,7 +488,7 @@ def _wrapper_for(t: pa.DataType) -> str | None:
 
 
 def _wrapper_value(wrapper: str, value: Any) -> Any:
-    """Physical Avro value for ``value`` inside ``wrapper`` (the parsed schema has no logical types)."""
+    """Physical Avro value for ``value`` in ``wrapper`` (the parsed schema has no logical types)."""
     if wrapper == "DateWrapper":
         return (value - datetime.date(1970, 1, 1)).days
     if wrapper == "TimestampMicrosWrapper" and isinstance(value, datetime.datetime):
@@ -526,7 +528,7 @@ def encode_avro_data_block(table: pa.Table, avro_schema: Mapping[str, Any], inst
     except (ValueError, TypeError, AttributeError, OverflowError) as exc:
         raise SchemaError(f"row {len(ends)} does not fit the Avro writer schema: {exc}") from None
     body = buffer.getbuffer()
-    parts = [_HEAD.pack(AVRO_BLOCK_VERSION, len(ends))]
+    parts: list[bytes | memoryview] = [_HEAD.pack(AVRO_BLOCK_VERSION, len(ends))]
     start = 0
     for end in ends:
         parts += [_I32.pack(end - start), body[start:end]]

@@ -136,7 +136,7 @@ class LogBlock:
 class _Cursor:
     """Bounds-checked big-endian reads inside one block; overruns raise CorruptTableError."""
 
-    __slots__ = ("data", "end", "pos", "path", "block_offset")
+    __slots__ = ("block_offset", "data", "end", "path", "pos")
 
     def __init__(self, data: memoryview, pos: int, end: int, path: str, block_offset: int):
         self.data = data

@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -34,14 +35,16 @@ from typing import Any
 
 import fastavro
 
-from lakecore.errors import CorruptTableError
+from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 
 __all__ = [
     "COLUMN_STATS",
     "ColumnStats",
     "MetadataRecord",
     "column_stats",
+    "decode_avro_block",
     "decode_records",
+    "merge_column_stats",
     "parse_schema",
     "unwrap_stat_value",
 ]
@@ -153,6 +156,39 @@ def decode_records(
     return out
 
 
+def decode_avro_block(content: bytes, schema: Any, path: str) -> list[MetadataRecord]:
+    """Decode the content of an Avro data block (log block type AVRO_DATA) of metadata records.
+
+    The content is: version (int32, 2 or later), record count (int32), then per record its
+    length (int32) and Avro binary. Unlike HFile cells the record's ``key`` field is set.
+
+    Raises:
+        CorruptTableError: lengths running past the content, or undecodable records.
+        UnsupportedFeatureError: a block version before 2 (no record count).
+    """
+    if len(content) < 8:
+        raise CorruptTableError(f"{path}: Avro data block is truncated")
+    version, count = struct.unpack_from(">ii", content, 0)
+    if version < 2:
+        raise UnsupportedFeatureError(
+            f"hudi avro data block version {version}",
+            f"{path}: Avro data block version {version} is older than lakecore reads (2+)",
+        )
+    cells: list[tuple[bytes, bytes]] = []
+    pos = 8
+    for _ in range(count):
+        if pos + 4 > len(content):
+            raise CorruptTableError(f"{path}: Avro data block is truncated")
+        (length,) = struct.unpack_from(">i", content, pos)
+        value = content[pos + 4 : pos + 4 + length]
+        if length < 0 or len(value) != length:
+            raise CorruptTableError(f"{path}: Avro data block is truncated")
+        cells.append((b"", value))
+        pos += 4 + length
+    records = decode_records(cells, schema, path)
+    return [MetadataRecord(str(r.record.get("key") or ""), r.type, r.record) for r in records]
+
+
 def column_stats(record: MetadataRecord, path: str) -> ColumnStats | None:
     """The column stats a record holds; None for records of other types.
 
@@ -189,6 +225,43 @@ def column_stats(record: MetadataRecord, path: str) -> ColumnStats | None:
         is_deleted=bool(stats.get("isDeleted")),
         is_tight_bound=bool(stats.get("isTightBound")),
     )
+
+
+def merge_column_stats(older: ColumnStats | None, newer: ColumnStats) -> ColumnStats:
+    """Combine two records of the same key the way Hudi's metadata payload does.
+
+    A tombstone on either side, or a tight-bound newer record, replaces the older one.
+    Otherwise the newer record adds to the older (a log file appended to by several commits
+    gets one record per commit): min of the mins and max of the maxes (nulls ignored), counts
+    and sizes summed (unknown if either is unknown).
+    """
+    if older is None or older.is_deleted or newer.is_deleted or newer.is_tight_bound:
+        return newer
+    return ColumnStats(
+        file_name=newer.file_name,
+        column_name=newer.column_name,
+        min_value=_extreme(older.min_value, newer.min_value, min),
+        max_value=_extreme(older.max_value, newer.max_value, max),
+        null_count=_sum(older.null_count, newer.null_count),
+        value_count=_sum(older.value_count, newer.value_count),
+        total_size=_sum(older.total_size, newer.total_size),
+        total_uncompressed_size=_sum(older.total_uncompressed_size, newer.total_uncompressed_size),
+        is_deleted=False,
+        is_tight_bound=False,
+    )
+
+
+def _extreme(a: Any, b: Any, pick: Any) -> Any:
+    if a is None or b is None:
+        return b if a is None else a
+    try:
+        return pick(a, b)
+    except TypeError:  # values of different kinds (a column whose type changed): unknown
+        return None
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 def unwrap_stat_value(wrapped: Any, value_type: Mapping[str, Any] | None) -> Any:

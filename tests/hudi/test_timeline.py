@@ -1,0 +1,348 @@
+"""Instant file names, the active timeline, and instant lifecycle writes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lakecore.errors import CommitConflictError
+from lakecore.storage import Storage, open_storage
+from lakecore_hudi.table_config import (
+    PROPERTIES_PATH,
+    TableConfig,
+    new_table_properties,
+    read_table_config,
+    render_table_config,
+)
+from lakecore_hudi.timeline.active import Timeline, format_instant_time, load_timeline
+from lakecore_hudi.timeline.instants import (
+    COMPLETED,
+    INFLIGHT,
+    REQUESTED,
+    Instant,
+    instant_file_name,
+    make_instant,
+    parse_instant_file,
+)
+from lakecore_hudi.timeline.lifecycle import (
+    complete,
+    new_instant_time,
+    write_inflight,
+    write_requested,
+)
+from lakecore_hudi.timeline.metadata import RollbackMetadata, encode_rollback_metadata
+
+CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
+HUDI_TABLES = sorted(p.name for p in (CORPUS / "hudi").iterdir()) if CORPUS.exists() else []
+TS = "20240418173550988"
+
+
+# ---------------------------------------------------------------- file names
+
+
+@pytest.mark.parametrize(
+    ("name", "layout", "expected"),
+    [
+        (f"{TS}.commit", 1, (TS, "commit", COMPLETED, None)),
+        (f"{TS}.commit.requested", 1, (TS, "commit", REQUESTED, None)),
+        (f"{TS}.inflight", 1, (TS, "commit", INFLIGHT, None)),
+        (f"{TS}.inflight", 2, (TS, "commit", INFLIGHT, None)),
+        (f"{TS}.deltacommit.inflight", 1, (TS, "deltacommit", INFLIGHT, None)),
+        (f"{TS}.replacecommit.requested", 1, (TS, "replacecommit", REQUESTED, None)),
+        (f"{TS}.compaction.requested", 1, (TS, "compaction", REQUESTED, None)),
+        (f"{TS}.clean", 1, (TS, "clean", COMPLETED, None)),
+        (f"{TS}.rollback.inflight", 1, (TS, "rollback", INFLIGHT, None)),
+        (f"{TS}.savepoint", 1, (TS, "savepoint", COMPLETED, None)),
+        (f"{TS}.restore.requested", 1, (TS, "restore", REQUESTED, None)),
+        (f"{TS}.indexing.inflight", 2, (TS, "indexing", INFLIGHT, None)),
+        (f"{TS}.clustering.requested", 2, (TS, "clustering", REQUESTED, None)),
+        (f"{TS}_20240418173551000.replacecommit", 2, (TS, "replacecommit", COMPLETED, "20240418173551000")),
+        (f"{TS}_20240418173551000.deltacommit", 2, (TS, "deltacommit", COMPLETED, "20240418173551000")),
+        (f".hoodie/timeline/{TS}_20240418173551000.commit", 2, (TS, "commit", COMPLETED, "20240418173551000")),
+        (f"{TS}.commit", 2, (TS, "commit", COMPLETED, None)),  # upgraded table, no completion time
+        ("20240418173550.commit", 1, ("20240418173550", "commit", COMPLETED, None)),  # seconds
+    ],
+)  # fmt: skip
+def test_parse_instant_file(name: str, layout: int, expected: tuple[object, ...]) -> None:
+    instant = parse_instant_file(name, layout)
+    assert instant is not None
+    assert (instant.timestamp, instant.action, instant.state, instant.completion_time) == expected
+    assert instant.file_name == name.rsplit("/", 1)[-1]
+    if layout == 1 or instant.state != COMPLETED or instant.completion_time is not None:
+        assert instant_file_name(instant, layout) == instant.file_name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hoodie.properties",
+        "hoodie.properties.backup",
+        ".aux",
+        ".temp",
+        ".schema",
+        ".index_defs",
+        "metadata",
+        "history",
+        "archived",
+        f"{TS}.unknownaction",
+        f"{TS}_20240418173551000.commit.requested",
+        f"{TS}.commit.crc",
+        f".{TS}.commit.crc",
+        "commit",
+    ],
+)
+def test_non_instant_files_are_ignored(name: str) -> None:
+    assert parse_instant_file(name, 2) is None
+    assert parse_instant_file(name, 1) is None
+
+
+def test_layout_1_ignores_completion_times() -> None:
+    assert parse_instant_file(f"{TS}_20240418173551000.commit", 1) is None
+
+
+@pytest.mark.parametrize(
+    ("action", "state", "layout", "completion", "name"),
+    [
+        ("commit", REQUESTED, 1, None, f"{TS}.commit.requested"),
+        ("commit", INFLIGHT, 1, None, f"{TS}.inflight"),
+        ("commit", INFLIGHT, 2, None, f"{TS}.inflight"),
+        ("deltacommit", INFLIGHT, 1, None, f"{TS}.deltacommit.inflight"),
+        ("commit", COMPLETED, 1, None, f"{TS}.commit"),
+        ("compaction", COMPLETED, 1, None, f"{TS}.commit"),
+        ("compaction", INFLIGHT, 2, None, f"{TS}.compaction.inflight"),
+        ("logcompaction", COMPLETED, 2, "2", f"{TS}_2.deltacommit"),
+        ("clustering", COMPLETED, 2, "2", f"{TS}_2.replacecommit"),
+        ("clean", COMPLETED, 2, "2", f"{TS}_2.clean"),
+    ],
+)
+def test_make_instant_names(
+    action: str, state: str, layout: int, completion: str | None, name: str
+) -> None:
+    instant = make_instant(TS, action, state, layout, completion)  # type: ignore[arg-type]
+    assert instant.file_name == name
+    assert parse_instant_file(name, layout) == instant
+
+
+def test_layout_2_completed_needs_completion_time() -> None:
+    with pytest.raises(ValueError):
+        make_instant(TS, "commit", COMPLETED, 2)
+
+
+def test_instant_ordering() -> None:
+    names = [f"{TS}_1.commit", f"{TS}.inflight", f"{TS}.commit.requested", "1.commit"]
+    instants = sorted(i for i in (parse_instant_file(n, 2) for n in names) if i is not None)
+    assert [(i.timestamp, i.state) for i in instants] == [
+        ("1", COMPLETED),
+        (TS, REQUESTED),
+        (TS, INFLIGHT),
+        (TS, COMPLETED),
+    ]
+    assert instants[1] < instants[2] <= instants[3] and instants[3] > instants[0]
+
+
+# ---------------------------------------------------------------- corpus timelines
+
+
+def test_corpus_timelines_match_expected() -> None:
+    if not HUDI_TABLES:
+        pytest.fail(f"corpus not found at {CORPUS}; set LAKECORE_CORPUS")
+    ran = 0
+    for table in HUDI_TABLES:
+        storage = open_storage(str(CORPUS / "hudi" / table))
+        timeline = load_timeline(storage, read_table_config(storage))
+        expected = json.loads((CORPUS / "expected" / "hudi" / f"{table}.json").read_text())
+        got = [{"timestamp": i.timestamp, "action": i.action} for i in timeline.completed_write_instants()]
+        assert got == expected["timeline"], table
+        # hudi-rs reports "<ts>.inflight" (a commit's inflight file) with an empty action
+        want_files = sorted(
+            (f["timestamp"], f["state"], f["action"] or "commit", f["completion_time"])
+            for f in expected["timeline_files"]
+        )
+        got_files = sorted((i.timestamp, i.state, i.action, i.completion_time) for i in timeline.instants)
+        assert got_files == want_files, table
+        assert list(timeline.instants) == sorted(timeline.instants)
+        latest = timeline.latest_completed_write()
+        assert (latest.timestamp if latest else None) == expected["latest_version"], table
+        for instant in timeline.instants:
+            timeline.read_details(storage, instant)  # every listed file is readable
+        ran += 1
+    assert ran == 20
+
+
+def test_corpus_v9_timeline_queries() -> None:
+    storage = open_storage(str(CORPUS / "hudi" / "mor_avro_v9_txns_nonpart_meta"))
+    timeline = load_timeline(storage, read_table_config(storage))
+    assert timeline.layout == 2 and timeline.timeline_dir == ".hoodie/timeline"
+    assert timeline.pending() == ()
+    actions = {i.action for i in timeline.completed()}
+    assert actions == {"deltacommit", "commit", "replacecommit", "indexing"}
+    assert "indexing" not in {i.action for i in timeline.completed_write_instants()}
+    at = timeline.instant_at_or_before("20260307162715000")
+    assert at is not None and (at.timestamp, at.action) == ("20260307162714722", "commit")
+    assert timeline.instant_at_or_before("20200101000000000") is None
+    second = timeline.instant_at_or_before("20260307162703")  # 14 digits: the whole second
+    assert second is not None and second.timestamp == "20260307162703640"
+    found = timeline.find("20260307162715560")
+    assert found is not None and found.state == COMPLETED and found.action == "replacecommit"
+    assert timeline.completion_time(found) == "20260307162716405"
+    assert timeline.max_completion_time() == "20260307162718949"
+    assert timeline.rolled_back_instants(storage) == frozenset()
+
+
+def test_corpus_rollback_is_reported() -> None:
+    storage = open_storage(str(CORPUS / "hudi" / "mor_avro_v9_nonpartitioned_rollback"))
+    timeline = load_timeline(storage, read_table_config(storage))
+    assert timeline.rolled_back_instants(storage) == frozenset({"20260403184242950"})
+
+
+def test_v6_completion_time_falls_back_to_mtime() -> None:
+    instant = Instant(TS, "commit", COMPLETED, None, f"{TS}.commit")
+    moment = dt.datetime(2024, 4, 18, 17, 35, 51, 123000, tzinfo=dt.timezone.utc)
+    mtime = int(moment.timestamp() * 1000)
+    timeline = Timeline((instant,), 1, ".hoodie", {instant.file_name: mtime})
+    assert timeline.completion_time(instant) == "20240418173551123"
+    assert Timeline((instant,), 1, ".hoodie").completion_time(instant) is None
+
+
+def test_missing_timeline_dir_is_empty(tmp_path: Path) -> None:
+    storage, config = _new_table(tmp_path, 8)
+    timeline = load_timeline(storage, config)
+    assert timeline.instants == () and timeline.latest_completed_write() is None
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+def _new_table(tmp_path: Path, version: int) -> tuple[Storage, TableConfig]:
+    storage = open_storage(str(tmp_path))
+    props = new_table_properties("t", "MERGE_ON_READ", ["id"], None, [], table_version=version)
+    storage.put(PROPERTIES_PATH, render_table_config(props))
+    return storage, read_table_config(storage)
+
+
+def test_new_instant_time() -> None:
+    now = dt.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc)
+    assert new_instant_time(None, now) == "20250102030405678"
+    assert new_instant_time("20250102030405000", now) == "20250102030405678"
+    assert new_instant_time("20250102030405678", now) == "20250102030405679"
+    assert new_instant_time("20250102030459999", now) == "20250102030500000"
+    assert new_instant_time("20991231235959", now) == "20991231235959001"  # seconds precision
+    assert new_instant_time("00000000000000010", now) > "00000000000000010"
+    assert new_instant_time("99999999999999999", now) == "100000000000000000"
+    times = [new_instant_time()]
+    for _ in range(50):
+        times.append(new_instant_time(times[-1]))
+    assert times == sorted(set(times)) and all(len(t) == 17 for t in times)
+    assert format_instant_time(dt.datetime(2025, 1, 1, 0, 0, 0, 5000)) == "20250101000000005"
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_lifecycle_writes_hudi_names(tmp_path: Path, version: int) -> None:
+    storage, config = _new_table(tmp_path, version)
+    ts = new_instant_time()
+    requested = write_requested(storage, config, "deltacommit", ts)
+    inflight = write_inflight(storage, config, "deltacommit", ts, b"{}")
+    done = complete(storage, config, "deltacommit", ts, b'{"x": 1}')
+    assert (requested.state, inflight.state, done.state) == (REQUESTED, INFLIGHT, COMPLETED)
+    names = sorted(i.path.rsplit("/", 1)[-1] for i in storage.list_dir(config.timeline_dir))
+    if version == 6:
+        assert config.timeline_dir == ".hoodie"
+        assert names == [f"{ts}.deltacommit", f"{ts}.deltacommit.inflight",
+                         f"{ts}.deltacommit.requested", "hoodie.properties"]  # fmt: skip
+        assert done.completion_time is None
+    else:
+        assert config.timeline_dir == ".hoodie/timeline"
+        assert done.completion_time is not None and done.completion_time > ts
+        assert names == [f"{ts}.deltacommit.inflight", f"{ts}.deltacommit.requested",
+                         f"{ts}_{done.completion_time}.deltacommit"]  # fmt: skip
+    timeline = load_timeline(storage, config)
+    assert timeline.completed() == (done,)
+    assert timeline.read_details(storage, done) == b'{"x": 1}'
+    assert timeline.read_details(storage, inflight) == b"{}"
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_commit_inflight_and_compaction_names(tmp_path: Path, version: int) -> None:
+    storage, config = _new_table(tmp_path, version)
+    ts = new_instant_time()
+    assert write_inflight(storage, config, "commit", ts).file_name == f"{ts}.inflight"
+    assert complete(storage, config, "commit", ts, b"").action == "commit"
+    ts2 = new_instant_time(ts)
+    write_requested(storage, config, "compaction", ts2, b"plan")
+    write_inflight(storage, config, "compaction", ts2)
+    done = complete(storage, config, "compaction", ts2, b"")
+    assert done.action == "commit"
+    timeline = load_timeline(storage, config)
+    assert [i.timestamp for i in timeline.completed_write_instants()] == [ts, ts2]
+    assert timeline.pending() == ()
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_double_transitions_conflict(tmp_path: Path, version: int) -> None:
+    storage, config = _new_table(tmp_path, version)
+    ts = new_instant_time()
+    write_requested(storage, config, "commit", ts)
+    with pytest.raises(CommitConflictError):
+        write_requested(storage, config, "commit", ts)
+    write_inflight(storage, config, "commit", ts)
+    with pytest.raises(CommitConflictError):
+        write_inflight(storage, config, "commit", ts)
+    complete(storage, config, "commit", ts, b"")
+    with pytest.raises(CommitConflictError) as info:
+        complete(storage, config, "commit", ts, b"")
+    assert info.value.winning_version == ts
+    assert len(load_timeline(storage, config).completed()) == 1
+
+
+def test_completion_times_increase(tmp_path: Path) -> None:
+    storage, config = _new_table(tmp_path, 8)
+    # a completion time far in the future (clock skew of another writer) must still be exceeded
+    storage.put(f"{config.timeline_dir}/{TS}_29990101000000000.deltacommit", b"")
+    ts = new_instant_time()
+    done = complete(storage, config, "deltacommit", ts, b"")
+    assert done.completion_time is not None and done.completion_time > "29990101000000000"
+
+
+class _RacingStorage:
+    """Delegates to a storage; the first put_if_absent of a completed file also lands a rival's
+    completed file for the same instant with an earlier completion time."""
+
+    def __init__(self, inner: Storage, rival: str) -> None:
+        self._inner = inner
+        self._rival = rival
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        if "_" in path.rsplit("/", 1)[-1] and not self._inner.exists(self._rival):
+            self._inner.put_if_absent(self._rival, b"rival")
+        self._inner.put_if_absent(path, data)
+
+
+def test_concurrent_completion_loser_backs_out(tmp_path: Path) -> None:
+    storage, config = _new_table(tmp_path, 8)
+    ts = new_instant_time()
+    rival = f"{config.timeline_dir}/{ts}_{ts}.deltacommit"  # completion == ts: earliest possible
+    racing = _RacingStorage(storage, rival)
+    with pytest.raises(CommitConflictError, match="concurrently"):
+        complete(racing, config, "deltacommit", ts, b"mine")  # type: ignore[arg-type]
+    completed = load_timeline(storage, config).completed()
+    assert [i.file_name for i in completed] == [f"{ts}_{ts}.deltacommit"]
+
+
+def test_rolled_back_instants_from_written_rollback(tmp_path: Path) -> None:
+    storage, config = _new_table(tmp_path, 8)
+    ts = new_instant_time()
+    meta = RollbackMetadata(start_rollback_time=ts, commits_rollback=("20240101000000000",),
+                            instants_rollback=(("20240101000000001", "deltacommit"),))  # fmt: skip
+    write_requested(storage, config, "rollback", ts)
+    write_inflight(storage, config, "rollback", ts)
+    complete(storage, config, "rollback", ts, encode_rollback_metadata(meta))
+    timeline = load_timeline(storage, config)
+    assert timeline.rolled_back_instants(storage) == {"20240101000000000", "20240101000000001"}
+    assert timeline.completed_write_instants() == ()
