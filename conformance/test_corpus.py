@@ -1,7 +1,7 @@
 """pytest entry: one test per corpus table, plus a count test so an empty loop cannot pass.
 
-Formats: ``$LAKECORE_CONFORMANCE_FORMATS`` (comma separated, default ``delta``, which includes
-``delta-bad/``). The corpus: ``$LAKECORE_CORPUS`` or ``../shared/corpus``; when it is missing
+Formats: ``$LAKECORE_CONFORMANCE_FORMATS`` (comma separated, default ``delta,hudi``; delta
+includes ``delta-bad/``). The corpus: ``$LAKECORE_CORPUS`` or ``../shared/corpus``; when it is missing
 every test here fails (never skips).
 """
 
@@ -17,11 +17,14 @@ from conformance.report import failure_message
 
 FORMATS_ENV = "LAKECORE_CONFORMANCE_FORMATS"
 MIN_DELTA_CASES = 100
+MIN_HUDI_CASES = 20
+DEFAULT_FORMATS = "delta,hudi"
 
 
 def selected_formats() -> tuple[str, ...]:
-    """Return the formats named in ``$LAKECORE_CONFORMANCE_FORMATS`` (default: delta)."""
-    names = [n.strip() for n in os.environ.get(FORMATS_ENV, "delta").split(",") if n.strip()]
+    """Return the formats named in ``$LAKECORE_CONFORMANCE_FORMATS`` (default: delta, hudi)."""
+    raw = os.environ.get(FORMATS_ENV, DEFAULT_FORMATS)
+    names = [n.strip() for n in raw.split(",") if n.strip()]
     unknown = sorted(set(names) - set(FORMATS))
     if unknown:
         raise ValueError(f"{FORMATS_ENV} names unknown formats {unknown}; known: {FORMATS}")
@@ -65,3 +68,6 @@ def test_every_expected_file_is_a_case() -> None:
         assert groups == {"delta", "delta-bad"}, f"delta groups found: {sorted(groups)}"
         delta_cases = sum(1 for c in CASES if c.format == "delta")
         assert delta_cases > MIN_DELTA_CASES, f"only {delta_cases} delta cases discovered"
+    if "hudi" in formats:
+        hudi_cases = sum(1 for c in CASES if c.format == "hudi")
+        assert hudi_cases >= MIN_HUDI_CASES, f"only {hudi_cases} hudi cases discovered"

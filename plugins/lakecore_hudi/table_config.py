@@ -73,7 +73,9 @@ class TableConfig:
     source_file: str = PROPERTIES_PATH
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str], source: str = PROPERTIES_PATH) -> TableConfig:
+    def from_properties(
+        cls, props: Mapping[str, str], source: str = PROPERTIES_PATH
+    ) -> TableConfig:
         """Validate ``props`` and build the config.
 
         Raises:
@@ -216,7 +218,9 @@ class TableConfig:
     def archive_dir(self) -> str:
         """Directory of archived instants: the LSM ``history`` dir for v8+, else ``archived``."""
         if self.table_version >= 8:
-            return f"{self.timeline_dir}/{self.raw.get('hoodie.timeline.history.path') or 'history'}"
+            return (
+                f"{self.timeline_dir}/{self.raw.get('hoodie.timeline.history.path') or 'history'}"
+            )
         return f"{META_DIR}/{self.raw.get('hoodie.archivelog.folder') or 'archived'}"
 
     @property
@@ -291,7 +295,9 @@ def _parse_version(props: Mapping[str, str], source: str) -> int:
     try:
         return int(raw.strip())
     except ValueError:
-        raise CorruptTableError(f"{source}: hoodie.table.version={raw!r} is not an integer") from None
+        raise CorruptTableError(
+            f"{source}: hoodie.table.version={raw!r} is not an integer"
+        ) from None
 
 
 def ensure_supported_version(version: int) -> None:
@@ -493,9 +499,7 @@ def read_table_config(storage: Storage) -> TableConfig:
         raise CorruptTableError(
             f"{BACKUP_PROPERTIES_PATH}: checksum does not match and {PROPERTIES_PATH} is missing"
         )
-    raise TableNotFoundError(
-        f"no Hudi table at {storage.root}: {PROPERTIES_PATH} does not exist"
-    )
+    raise TableNotFoundError(f"no Hudi table at {storage.root}: {PROPERTIES_PATH} does not exist")
 
 
 def render_table_config(props: Mapping[str, str], comment: str | None = None) -> bytes:

@@ -7,9 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
-from lakecore.errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
-from lakecore.storage import Storage, open_storage
 from lakecore_hudi.table_config import (
     BACKUP_PROPERTIES_PATH,
     PROPERTIES_PATH,
@@ -21,12 +18,18 @@ from lakecore_hudi.table_config import (
     table_checksum,
 )
 
+from lakecore.errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
+from lakecore.storage import Storage, open_storage
+
 CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI_TABLES = sorted(p.name for p in (CORPUS / "hudi").iterdir()) if CORPUS.exists() else []
 
 
 def _expected(table: str) -> dict[str, object]:
-    return json.loads((CORPUS / "expected" / "hudi" / f"{table}.json").read_text())
+    loaded: dict[str, object] = json.loads(
+        (CORPUS / "expected" / "hudi" / f"{table}.json").read_text()
+    )
+    return loaded
 
 
 def _storage(tmp_path: Path, text: str | None = None, backup: str | None = None) -> Storage:
@@ -173,7 +176,7 @@ def test_backup_used_when_main_missing_or_damaged(tmp_path: Path) -> None:
 
 def test_bad_checksum_without_backup_is_corrupt(tmp_path: Path) -> None:
     damaged = _props_text().replace("hoodie.table.name=t", "hoodie.table.name=u")
-    with pytest.raises(CorruptTableError, match="hoodie.properties"):
+    with pytest.raises(CorruptTableError, match=r"hoodie\.properties"):
         read_table_config(_storage(tmp_path, damaged))
 
 
@@ -194,7 +197,7 @@ def test_no_checksum_is_accepted(tmp_path: Path) -> None:
     ],
 )
 def test_malformed_properties_are_corrupt(tmp_path: Path, text: str, needle: str) -> None:
-    with pytest.raises(CorruptTableError, match="hoodie.properties") as info:
+    with pytest.raises(CorruptTableError, match=r"hoodie\.properties") as info:
         read_table_config(_storage(tmp_path, text))
     assert needle in str(info.value)
 

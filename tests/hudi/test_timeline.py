@@ -8,9 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
-from lakecore.errors import CommitConflictError
-from lakecore.storage import Storage, open_storage
 from lakecore_hudi.table_config import (
     PROPERTIES_PATH,
     TableConfig,
@@ -36,9 +33,13 @@ from lakecore_hudi.timeline.lifecycle import (
 )
 from lakecore_hudi.timeline.metadata import RollbackMetadata, encode_rollback_metadata
 
+from lakecore.errors import CommitConflictError
+from lakecore.storage import Storage, open_storage
+
 CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI_TABLES = sorted(p.name for p in (CORPUS / "hudi").iterdir()) if CORPUS.exists() else []
 TS = "20240418173550988"
+CT = "20240418173551000"
 
 
 # ---------------------------------------------------------------- file names
@@ -60,9 +61,9 @@ TS = "20240418173550988"
         (f"{TS}.restore.requested", 1, (TS, "restore", REQUESTED, None)),
         (f"{TS}.indexing.inflight", 2, (TS, "indexing", INFLIGHT, None)),
         (f"{TS}.clustering.requested", 2, (TS, "clustering", REQUESTED, None)),
-        (f"{TS}_20240418173551000.replacecommit", 2, (TS, "replacecommit", COMPLETED, "20240418173551000")),
-        (f"{TS}_20240418173551000.deltacommit", 2, (TS, "deltacommit", COMPLETED, "20240418173551000")),
-        (f".hoodie/timeline/{TS}_20240418173551000.commit", 2, (TS, "commit", COMPLETED, "20240418173551000")),
+        (f"{TS}_{CT}.replacecommit", 2, (TS, "replacecommit", COMPLETED, CT)),
+        (f"{TS}_{CT}.deltacommit", 2, (TS, "deltacommit", COMPLETED, CT)),
+        (f".hoodie/timeline/{TS}_{CT}.commit", 2, (TS, "commit", COMPLETED, CT)),
         (f"{TS}.commit", 2, (TS, "commit", COMPLETED, None)),  # upgraded table, no completion time
         ("20240418173550.commit", 1, ("20240418173550", "commit", COMPLETED, None)),  # seconds
     ],
@@ -155,14 +156,19 @@ def test_corpus_timelines_match_expected() -> None:
         storage = open_storage(str(CORPUS / "hudi" / table))
         timeline = load_timeline(storage, read_table_config(storage))
         expected = json.loads((CORPUS / "expected" / "hudi" / f"{table}.json").read_text())
-        got = [{"timestamp": i.timestamp, "action": i.action} for i in timeline.completed_write_instants()]
+        got = [
+            {"timestamp": i.timestamp, "action": i.action}
+            for i in timeline.completed_write_instants()
+        ]
         assert got == expected["timeline"], table
         # hudi-rs reports "<ts>.inflight" (a commit's inflight file) with an empty action
         want_files = sorted(
             (f["timestamp"], f["state"], f["action"] or "commit", f["completion_time"])
             for f in expected["timeline_files"]
         )
-        got_files = sorted((i.timestamp, i.state, i.action, i.completion_time) for i in timeline.instants)
+        got_files = sorted(
+            (i.timestamp, i.state, i.action, i.completion_time) for i in timeline.instants
+        )
         assert got_files == want_files, table
         assert list(timeline.instants) == sorted(timeline.instants)
         latest = timeline.latest_completed_write()

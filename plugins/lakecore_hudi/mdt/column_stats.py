@@ -35,7 +35,8 @@ import pyarrow as pa
 from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
 from lakecore.storage import FileInfo, Storage
-from lakecore_hudi.log.format import BlockType, CommandType, HeaderKey, LogBlock, read_log_blocks
+from lakecore_hudi.log.format import BlockType, LogBlock, read_log_blocks
+from lakecore_hudi.log.scanner import order_log_blocks
 from lakecore_hudi.mdt.hfile import read_file_info, read_hfile
 from lakecore_hudi.mdt.records import (
     ColumnStats,
@@ -282,9 +283,8 @@ class _Timeline:
     start: str | None
     """The earliest completed instant; older instants were archived (completed)."""
 
-    def block_is_live(self, instant: str | None) -> bool:
-        if instant is None:
-            return False
+    def block_is_live(self, instant: str) -> bool:
+        """Whether a log block written by ``instant`` counts: completed, or archived."""
         if instant in self.completed:
             return True
         return self.start is not None and instant < self.start and instant not in self.pending
@@ -349,31 +349,16 @@ def _slice_files(listing: Sequence[FileInfo]) -> list[SliceFile]:
 
 
 def _live_blocks(logs: Sequence[tuple[str, bytes]], timeline: _Timeline) -> list[LogBlock]:
-    """The data blocks of a slice's log files that count, in log order.
+    """The data blocks of a slice's log files that count, in the order Hudi applies them.
 
-    Blocks of delta commits that are not completed are dropped (failed or in-flight writes;
-    Hudi's reader skips torn blocks the same way), then blocks whose instant a rollback
-    command block targets or a log-compacted block replaced.
+    ``log.scanner.order_log_blocks`` drops blocks of delta commits that are not completed,
+    blocks a rollback command block undoes and blocks a log-compacted block replaced. Torn
+    regions (a failed append) are skipped as Hudi's reader skips them; their instant is never
+    completed.
     """
-    blocks = [
-        b
-        for path, data in logs
-        for b in read_log_blocks(data, path, skip_corrupt=True)
-        if b.block_type != BlockType.CORRUPT and timeline.block_is_live(b.instant_time)
-    ]
-    dropped: set[str] = set()
-    for b in blocks:
-        if b.block_type == BlockType.COMMAND and b.command_block_type == CommandType.ROLLBACK:
-            dropped.add(b.target_instant_time or "")
-        compacted = b.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
-        if compacted:
-            dropped.update(t.strip() for t in compacted.split(","))
-    return [
-        b
-        for b in blocks
-        if b.block_type in (BlockType.HFILE_DATA, BlockType.AVRO_DATA)
-        and b.instant_time not in dropped
-    ]
+    blocks = [b for path, data in logs for b in read_log_blocks(data, path, skip_corrupt=True)]
+    ordered = order_log_blocks(blocks, timeline.block_is_live)
+    return [b for b in ordered if b.block_type in (BlockType.HFILE_DATA, BlockType.AVRO_DATA)]
 
 
 def _block_records(block: LogBlock) -> list[MetadataRecord]:

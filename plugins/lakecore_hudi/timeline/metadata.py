@@ -46,7 +46,9 @@ def decode_payload(data: bytes, path: str) -> dict[str, Any] | None:
     try:
         decoded = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptTableError(f"{path}: instant metadata is neither Avro nor JSON: {exc}") from None
+        raise CorruptTableError(
+            f"{path}: instant metadata is neither Avro nor JSON: {exc}"
+        ) from None
     if not isinstance(decoded, dict):
         raise CorruptTableError(f"{path}: instant metadata JSON is not an object")
     return decoded
@@ -225,7 +227,8 @@ class CommitMetadata:
         """The Hudi field dict (shared by the JSON and Avro encodings)."""
         out: dict[str, Any] = {
             "partitionToWriteStats": {
-                p: [s.to_dict() for s in stats] for p, stats in self.partition_to_write_stats.items()
+                p: [s.to_dict() for s in stats]
+                for p, stats in self.partition_to_write_stats.items()
             },
             "compacted": self.compacted,
             "extraMetadata": dict(self.extra_metadata),
