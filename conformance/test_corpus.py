@@ -1,8 +1,8 @@
 """pytest entry: one test per corpus table, plus a count test so an empty loop cannot pass.
 
 Formats: ``$LAKECORE_CONFORMANCE_FORMATS`` (comma separated, default ``delta,hudi``; delta
-includes ``delta-bad/``). The corpus: ``$LAKECORE_CORPUS`` or ``../shared/corpus``; when it is missing
-every test here fails (never skips).
+includes ``delta-bad/``). The corpus: ``$LAKECORE_CORPUS`` or ``../shared/corpus``; when it is
+missing every test here fails (never skips).
 """
 
 from __future__ import annotations

@@ -248,3 +248,18 @@ class MaintainableFormat(Protocol):
     ) -> tuple[list[Action], CommitInfo]:
         """Compaction actions (no data change) towards files of ``target_file_size`` bytes."""
         ...
+
+
+@runtime_checkable
+class MergeOnReadFormat(Protocol):
+    """A format with merge-on-read upkeep: compaction of log files and cleaning old slices."""
+
+    def compact(self, storage: Storage, snapshot: Snapshot) -> int | str | None:
+        """Merge every file slice's log files into a new base file; returns the instant/version
+        written, None when nothing had log files."""
+        ...
+
+    def clean(self, storage: Storage, snapshot: Snapshot, retain_commits: int) -> list[str]:
+        """Delete files that only commits older than the last ``retain_commits`` need;
+        returns the deleted paths."""
+        ...

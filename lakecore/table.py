@@ -14,6 +14,7 @@ from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFe
 from lakecore.format import (
     FormatWriter,
     MaintainableFormat,
+    MergeOnReadFormat,
     SchemaUpdate,
     TableFormat,
     WritableFormat,
@@ -222,6 +223,24 @@ class Table:
         """Set columns to SQL expressions (``{"price": "price * 2"}``) where ``where`` holds."""
         return self._run(lambda tx: tx.update(set, where))
 
+    def upsert(self, data: Any) -> int | str:
+        """Insert ``data``, replacing the rows whose record key already exists; returns the version.
+
+        Formats with record keys only (Hudi: ``hoodie.table.recordkey.fields``); others raise
+        ``UnsupportedFeatureError`` (use ``merge`` with explicit key columns there).
+        """
+
+        def stage(tx: Transaction) -> None:
+            writer = self._format_writer(tx.snapshot)
+            upsert = getattr(writer, "upsert", None)
+            if upsert is None:
+                raise UnsupportedFeatureError(
+                    "upsert", f"{self.format} tables have no record key; use Table.merge"
+                )
+            tx.stage(*upsert(data))
+
+        return self._run(stage)
+
     def merge(self, source: Any, on: str | Sequence[str]) -> MergeBuilder:
         """Start a MERGE of ``source`` (Arrow-like) on key column(s) ``on``.
 
@@ -270,6 +289,29 @@ class Table:
         return self._run(
             lambda tx: tx.stage(*fmt.optimize(self._storage, tx.snapshot, target_file_size))
         )
+
+    def _merge_on_read(self) -> MergeOnReadFormat:
+        if not isinstance(self._format, MergeOnReadFormat):
+            raise UnsupportedFeatureError(
+                "compaction", f"{self.format} tables have no merge-on-read log files to compact"
+            )
+        return self._format
+
+    def compact(self) -> int | str | None:
+        """Merge log files into new base files (Hudi MoR compaction); returns the instant.
+
+        Returns None when no file slice has log files. Rows are unchanged.
+        """
+        return self._merge_on_read().compact(self._storage, self.snapshot())
+
+    def clean(self, retain_commits: int = 10) -> list[str]:
+        """Delete files only the commits before the last ``retain_commits`` need (Hudi clean).
+
+        Time travel to those older commits stops working. Returns the deleted paths.
+        """
+        if retain_commits < 1:
+            raise ValueError("retain_commits must be at least 1")
+        return self._merge_on_read().clean(self._storage, self.snapshot(), retain_commits)
 
     def set_properties(self, properties: dict[str, str | None]) -> int | str:
         """Set table properties (a value of None unsets the key); returns the new version."""

@@ -39,9 +39,7 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
     instants = changed.column(COMMIT_TIME)
     changed = changed.append_column("_change_type", pa.array(["upsert"] * changed.num_rows))
     changed = changed.append_column("_commit_version", instants)
-    stamps = pa.array(
-        [_epoch(t) for t in instants.to_pylist()], pa.timestamp("ms", tz="UTC")
-    )
+    stamps = pa.array([_epoch(t) for t in instants.to_pylist()], pa.timestamp("ms", tz="UTC"))
     return changed.append_column("_commit_timestamp", stamps)
 
 

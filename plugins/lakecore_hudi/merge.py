@@ -17,7 +17,6 @@ a record deleted by ordering value) and are dropped at the end.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,7 +169,9 @@ def _apply_deletes(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Ta
     else:
         d = delete_order.take(at)
         hard = pc.or_(pc.is_null(d), _is_default(d))
-        wins = pc.and_(hit, pc.or_(hard, pc.fill_null(pc.greater_equal(d, state.column(_ORD)), True)))
+        wins = pc.and_(
+            hit, pc.or_(hard, pc.fill_null(pc.greater_equal(d, state.column(_ORD)), True))
+        )
         new_order = pc.if_else(hard, pa.nulls(len(d), d.type), d)
     wins = pc.fill_null(wins, False)
     marked = pc.or_(state.column(_DEL), wins)
@@ -199,5 +200,3 @@ def _is_default(values: pa.Array) -> pa.Array:
     if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
         return pc.fill_null(pc.equal(values, 0), False)
     return pa.array(np.zeros(len(values), dtype=bool))
-
-

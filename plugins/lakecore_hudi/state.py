@@ -108,8 +108,7 @@ def _pick(
             if i.timestamp == wanted:
                 return i
         raise VersionNotFoundError(
-            f"{wanted!r} is not a completed commit of this Hudi table "
-            f"(completed: {_range(writes)})"
+            f"{wanted!r} is not a completed commit of this Hudi table (completed: {_range(writes)})"
         )
     if timestamp_ms is not None:
         cutoff = _instant_text(timestamp_ms)
@@ -178,10 +177,7 @@ def _schema(
                 break
     if not avro:
         avro = config.create_schema
-    if avro:
-        data = _without_meta(avro_to_arrow(avro))
-    else:
-        data = _base_file_schema(storage, slices)
+    data = _without_meta(avro_to_arrow(avro)) if avro else _base_file_schema(storage, slices)
     if data is None:
         raise CorruptTableError(
             f"cannot find the schema of the Hudi table at {storage.root}: no commit schema, "

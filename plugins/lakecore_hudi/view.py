@@ -116,12 +116,12 @@ def latest_slices(
                 logs[group].append(f)
         elif f.name.instant in visible.instants:
             bases[group].append(f)
-    slices = [
-        s
-        for group in set(bases) | set(logs)
-        if (s := _slice(group, bases.get(group, []), logs.get(group, []), visible, completion_slicing))
-        is not None
-    ]
+    completion = completion_slicing
+    slices: list[FileSlice] = []
+    for group in set(bases) | set(logs):
+        found = _slice(group, bases.get(group, []), logs.get(group, []), visible, completion)
+        if found is not None:
+            slices.append(found)
     slices.sort(key=lambda s: s.path)
     return slices
 

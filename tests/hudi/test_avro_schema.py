@@ -15,8 +15,6 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from lakecore.errors import SchemaError
 from lakecore_hudi.avro_schema import (
     arrow_to_avro,
     arrow_to_records,
@@ -26,6 +24,8 @@ from lakecore_hudi.avro_schema import (
     records_to_arrow,
 )
 from lakecore_hudi.log.format import read_log_blocks
+
+from lakecore.errors import SchemaError
 
 CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 UTC = datetime.timezone.utc
@@ -305,7 +305,11 @@ def _write_read(table: pa.Table, physical: bool) -> list[dict[str, Any]]:
         fastavro.schemaless_writer(buffer, parsed, record)
     buffer.seek(0)
     read_schema = fastavro.parse_schema(physical_avro_schema(avro)) if physical else parsed
-    return [fastavro.schemaless_reader(buffer, read_schema, None) for _ in range(len(table))]
+    records: list[dict[str, Any]] = []
+    for _ in range(len(table)):
+        decoded: Any = fastavro.schemaless_reader(buffer, read_schema, None)
+        records.append(decoded)
+    return records
 
 
 def test_round_trip_through_fastavro_with_logical_values() -> None:
@@ -325,7 +329,9 @@ def test_round_trip_through_fastavro_with_raw_values() -> None:
 
 def test_raw_decimals_every_byte_length() -> None:
     values = [0, 1, -1, 127, 128, -128, -129, 255, 256, 2**63, -(2**63), 10**37, -(10**37) + 1]
-    raw = [{"d": v.to_bytes((v.bit_length() + 8) // 8, "big", signed=True)} for v in values]
+    raw: list[dict[str, bytes | None]] = [
+        {"d": v.to_bytes((v.bit_length() + 8) // 8, "big", signed=True)} for v in values
+    ]
     raw.append({"d": b""})  # Java writes zero as one byte, but an empty value is 0 too
     raw.append({"d": None})
     table = raw_records_to_arrow(raw, pa.schema([("d", pa.decimal128(38, 0))]))

@@ -239,7 +239,8 @@ def test_replace_commit_round_trip(version: int) -> None:
     assert parse_commit_metadata(encode_commit_metadata(empty, version), "x").replace
     if version == 8:
         reader = fastavro.reader(io.BytesIO(encode_commit_metadata(empty, 8)))
-        schema: dict[str, Any] = reader.writer_schema
+        schema = reader.writer_schema
+        assert isinstance(schema, dict)
         assert schema["name"].endswith("HoodieReplaceCommitMetadata")
 
 
@@ -247,7 +248,7 @@ def test_clean_round_trip() -> None:
     meta = CleanMetadata(
         start_clean_time="2", time_taken_ms=5, total_files_deleted=1, earliest_commit_to_retain="1",
         last_completed_commit_timestamp="1", policy="KEEP_LATEST_COMMITS",
-        partition_metadata={"p": CleanPartitionMetadata("p", "KEEP_LATEST_COMMITS", ("a",), ("b",))},
+        partition_metadata={"p": CleanPartitionMetadata("p", "KEEP_LATEST", ("a",), ("b",))},
     )  # fmt: skip
     data = encode_clean_metadata(meta)
     assert data.startswith(AVRO_MAGIC)

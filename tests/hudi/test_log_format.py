@@ -7,8 +7,6 @@ import struct
 from pathlib import Path
 
 import pytest
-
-from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 from lakecore_hudi.log.format import (
     MAGIC,
     BlockType,
@@ -18,6 +16,8 @@ from lakecore_hudi.log.format import (
     encode_log_block,
     read_log_blocks,
 )
+
+from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 
 CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 PATH = "p/.f-0_001.log.1_0-1-2"
@@ -80,17 +80,21 @@ def test_round_trip_several_blocks_with_offsets() -> None:
     )
     third = encode_log_block(
         BlockType.DELETE,
-        {HeaderKey.INSTANT_TIME: "002", HeaderKey.SCHEMA: "{\"ü\": 1}"},
+        {HeaderKey.INSTANT_TIME: "002", HeaderKey.SCHEMA: '{"ü": 1}'},
         b"\x00" * 100,
         footer={HeaderKey.BLOCK_IDENTIFIER: "0,1"},
     )
     blocks = read_log_blocks(first + second + third, PATH)
-    assert [b.block_type for b in blocks] == [BlockType.AVRO_DATA, BlockType.COMMAND, BlockType.DELETE]
+    assert [b.block_type for b in blocks] == [
+        BlockType.AVRO_DATA,
+        BlockType.COMMAND,
+        BlockType.DELETE,
+    ]
     assert [b.offset for b in blocks] == [0, len(first), len(first) + len(second)]
     assert bytes(blocks[0].content) == b"abc"
     assert blocks[1].command_block_type == CommandType.ROLLBACK
     assert blocks[1].target_instant_time == "001"
-    assert blocks[2].schema == "{\"ü\": 1}"
+    assert blocks[2].schema == '{"ü": 1}'
     assert blocks[2].footer == {HeaderKey.BLOCK_IDENTIFIER: "0,1"}
     assert read_log_blocks(b"", PATH) == []
 

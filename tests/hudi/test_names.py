@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from lakecore_hudi.names import (
     BaseFile,
     LogFile,

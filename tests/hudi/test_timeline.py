@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
+import struct
 from pathlib import Path
 
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from lakecore_hudi.table_config import (
     PROPERTIES_PATH,
@@ -15,7 +20,9 @@ from lakecore_hudi.table_config import (
     read_table_config,
     render_table_config,
 )
+from lakecore_hudi.timeline import avro_schemas
 from lakecore_hudi.timeline.active import Timeline, format_instant_time, load_timeline
+from lakecore_hudi.timeline.archived import load_archived_timeline
 from lakecore_hudi.timeline.instants import (
     COMPLETED,
     INFLIGHT,
@@ -31,9 +38,16 @@ from lakecore_hudi.timeline.lifecycle import (
     write_inflight,
     write_requested,
 )
-from lakecore_hudi.timeline.metadata import RollbackMetadata, encode_rollback_metadata
+from lakecore_hudi.timeline.metadata import (
+    CommitMetadata,
+    RollbackMetadata,
+    WriteStat,
+    encode_commit_metadata,
+    encode_rollback_metadata,
+    parse_commit_metadata,
+)
 
-from lakecore.errors import CommitConflictError
+from lakecore.errors import CommitConflictError, CorruptTableError
 from lakecore.storage import Storage, open_storage
 
 CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
@@ -352,3 +366,110 @@ def test_rolled_back_instants_from_written_rollback(tmp_path: Path) -> None:
     timeline = load_timeline(storage, config)
     assert timeline.rolled_back_instants(storage) == {"20240101000000000", "20240101000000001"}
     assert timeline.completed_write_instants() == ()
+
+
+# ---------------------------------------------------------------- archived timeline
+
+
+def _lsm_file(storage: Storage, path: str, rows: list[dict[str, object]]) -> None:
+    table = pa.Table.from_pylist(
+        rows,
+        schema=pa.schema([("instantTime", pa.string()), ("completionTime", pa.string()),
+                          ("action", pa.string()), ("metadata", pa.binary()),
+                          ("plan", pa.binary()), ("version", pa.int32())]),
+    )  # fmt: skip
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    storage.put(path, sink.getvalue())
+
+
+def test_lsm_archived_timeline(tmp_path: Path) -> None:
+    storage, config = _new_table(tmp_path, 8)
+    history = config.archive_dir
+    meta = CommitMetadata({"": [WriteStat("f-0", "f-0_0-1-0_1.parquet")]}, "INSERT")
+    row = {"completionTime": None, "plan": None, "version": 1}
+    _lsm_file(storage, f"{history}/001_002_0.parquet", [
+        {**row, "instantTime": "001", "completionTime": "0015", "action": "commit",
+         "metadata": encode_commit_metadata(meta, 8)},
+        {**row, "instantTime": "002", "action": "clean", "metadata": b""},
+    ])  # fmt: skip
+    _lsm_file(
+        storage,
+        f"{history}/003_003_0.parquet",
+        [{**row, "instantTime": "003", "action": "deltacommit"}],
+    )
+    _lsm_file(
+        storage, f"{history}/009_009_0.parquet", [{**row, "instantTime": "009", "action": "commit"}]
+    )
+    manifest = {"files": [{"fileName": "001_002_0.parquet", "fileLen": 1},
+                          {"fileName": "003_003_0.parquet", "fileLen": 1}]}  # fmt: skip
+    storage.put(f"{history}/manifest_1", b'{"files": []}')
+    storage.put(f"{history}/manifest_2", json.dumps(manifest).encode())
+    storage.put(f"{history}/_version_", b"2")
+
+    archived = load_archived_timeline(storage, config, with_details=True)
+    assert [(a.timestamp, a.action, a.completion_time) for a in archived] == [
+        ("001", "commit", "0015"),
+        ("002", "clean", None),
+        ("003", "deltacommit", None),
+    ]  # 009 is not in the manifest: ignored
+    assert archived[0].metadata is not None
+    assert parse_commit_metadata(archived[0].metadata, "x") == meta
+    assert [
+        a.timestamp for a in load_archived_timeline(storage, config, start="002", end="002")
+    ] == ["002"]
+    assert all(a.metadata is None for a in load_archived_timeline(storage, config))
+
+    storage.delete(f"{history}/_version_")  # falls back to the greatest manifest
+    assert len(load_archived_timeline(storage, config)) == 3
+    storage.put(f"{history}/manifest_3", b"{not json")
+    with pytest.raises(CorruptTableError, match="manifest_3"):
+        load_archived_timeline(storage, config)
+
+
+def test_no_archive_is_empty(tmp_path: Path) -> None:
+    for version in (6, 8):
+        storage, config = _new_table(tmp_path / str(version), version)
+        assert load_archived_timeline(storage, config) == ()
+
+
+def test_v1_archived_timeline(tmp_path: Path) -> None:
+    from lakecore_hudi.log.format import BlockType, HeaderKey, encode_log_block
+
+    storage, config = _new_table(tmp_path, 6)
+    assert config.archive_dir == ".hoodie/archived"
+    schema = {
+        "type": "record", "name": "HoodieArchivedMetaEntry",
+        "namespace": "org.apache.hudi.avro.model",
+        "fields": [
+            {"name": "hoodieCommitMetadata", "type": ["null", avro_schemas.COMMIT_METADATA],
+             "default": None},
+            {"name": "commitTime", "type": ["null", "string"], "default": None},
+            {"name": "actionType", "type": ["null", "string"], "default": None},
+            {"name": "actionState", "type": ["null", "string"], "default": None},
+        ],
+    }  # fmt: skip
+    meta = CommitMetadata({"p": [WriteStat("f-0", "p/f-0_0-1-0_1.parquet", "p")]}, "UPSERT")
+    records = [
+        {"commitTime": "001", "actionType": "commit", "actionState": "COMPLETED",
+         "hoodieCommitMetadata": {**meta.to_dict(), "version": 1}},
+        {"commitTime": "002", "actionType": "clean", "actionState": None},
+        {"commitTime": "003", "actionType": "commit", "actionState": "INFLIGHT"},
+    ]  # fmt: skip
+    parsed = fastavro.parse_schema(schema)
+    bodies = []
+    for record in records:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, record)
+        bodies.append(struct.pack(">i", len(buf.getvalue())) + buf.getvalue())
+    content = struct.pack(">ii", 3, len(bodies)) + b"".join(bodies)
+    header = {HeaderKey.INSTANT_TIME: "004", HeaderKey.SCHEMA: json.dumps(schema)}
+    block = encode_log_block(BlockType.AVRO_DATA, header, content)
+    storage.put(".hoodie/archived/.commits_.archive.1_1-0-1", block + b"#HUDI#torn")
+    storage.put(".hoodie/archived/not-an-archive", b"ignored")
+
+    archived = load_archived_timeline(storage, config, with_details=True)
+    assert [(a.timestamp, a.action) for a in archived] == [("001", "commit"), ("002", "clean")]
+    assert archived[0].metadata is not None
+    back = parse_commit_metadata(archived[0].metadata, "x")
+    assert back.operation_type == "UPSERT" and list(back.write_stats()) == list(meta.write_stats())

@@ -199,6 +199,12 @@ def decode_avro_block(block: LogBlock, reader_schema: pa.Schema | None = None) -
         )
     if count < 0:
         raise _fail(block, f"negative record count {count}")
+    if count == 0:
+        # An Avro array of zero items is a lone 0; the framing trick below needs items.
+        if len(content) != 8:
+            raise _fail(block, f"{len(content) - 8} bytes follow a record count of 0")
+        table = writer_arrow.empty_table()
+        return table if reader_schema is None else conform_table(table, reader_schema)
     payload = b"".join([_avro_long(count), content[8:], b"\x00"])
     stream = io.BytesIO(payload)
     try:

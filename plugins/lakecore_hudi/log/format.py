@@ -200,7 +200,15 @@ def _read_block(data: memoryview, offset: int, path: str) -> tuple[LogBlock, int
     end = cur.pos + block_length
     if block_length < 4 + 4 + 4 + 8 + 4 + 8 or end > size:
         raise cur.fail(f"block length {block_length} runs past the end of the file ({size} bytes)")
-    cur.end = end
+    # Check the trailer first, as Hudi does: a torn block followed by another block has a
+    # plausible length but a wrong trailer, and its insides must not be parsed as a block.
+    (trailer,) = _I64.unpack_from(data, end - 8)
+    if trailer != block_length + len(MAGIC):
+        raise cur.fail(
+            f"trailing total block length {trailer} disagrees with block length "
+            f"{block_length} (expected {block_length + len(MAGIC)})"
+        )
+    cur.end = end - 8
     version = cur.i32("format version")
     if version != LOG_FORMAT_VERSION:
         raise UnsupportedFeatureError(
@@ -216,14 +224,8 @@ def _read_block(data: memoryview, offset: int, path: str) -> tuple[LogBlock, int
     header = cur.metadata("header")
     content = cur.take(cur.i64("content length"), "content")
     footer = cur.metadata("footer")
-    trailer = cur.i64("trailing block length")
-    if cur.pos != end:
-        raise cur.fail(f"block length {block_length} leaves {end - cur.pos} unread bytes")
-    if trailer != block_length + len(MAGIC):
-        raise cur.fail(
-            f"trailing total block length {trailer} disagrees with block length "
-            f"{block_length} (expected {block_length + len(MAGIC)})"
-        )
+    if cur.pos != end - 8:
+        raise cur.fail(f"block length {block_length} leaves {end - 8 - cur.pos} unread bytes")
     return LogBlock(block_type, version, header, content, footer, offset, path), end
 
 

@@ -229,32 +229,50 @@ def _struct(children: list[tuple[str, pa.Array]], n: int) -> pa.Array:
 
 
 def typed_array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
-    """``values`` as an Arrow array of type ``t``; values that do not convert exactly -> null.
+    """``values`` as an Arrow array of type ``t``; a value that does not convert exactly is null.
 
-    Values are first converted as what they are (so a microsecond timestamp or a float is not
-    silently truncated into a coarser type), then cast safely.
+    Values are first converted as what they are, then cast to ``t`` only within their kind
+    (numbers to numbers, text to text, dates and timestamps to each other): a number's min is
+    not the min of its text. A cast must round-trip to the same value, so a microsecond
+    timestamp never lands truncated in a millisecond column, nor a double in a float.
     """
     try:
         return _exact(pa.array(values), t)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+    except _CAST_ERRORS:
         pass
     out = []
     for value in values:
         try:
             out.append(_exact(pa.array([value]), t)[0].as_py())
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        except _CAST_ERRORS:
             out.append(None)
     return pa.array(out, t)
 
 
+_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+
+
+def _kind(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "text"
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return "instant"
+    return str(t)  # time, bool, ...: only the same type
+
+
 def _exact(values: pa.Array, t: pa.DataType) -> pa.Array:
-    if values.type == t:
-        return values
-    if pa.types.is_timestamp(values.type) and pa.types.is_date(t):
-        raise pa.ArrowInvalid("a timestamp is not a date")
-    if pa.types.is_floating(values.type) and pa.types.is_integer(t):
-        raise pa.ArrowInvalid("float bounds do not bound an integer column exactly")
-    return values.cast(t, safe=True)
+    if values.type == t or pa.types.is_null(values.type):
+        return values.cast(t)
+    if _kind(values.type) != _kind(t):
+        raise pa.ArrowInvalid(f"{values.type} bounds do not bound a {t} column")
+    cast = values.cast(t, safe=True)
+    if not cast.cast(values.type, safe=False).equals(values):
+        raise pa.ArrowInvalid(f"{values.type} bounds do not fit {t} exactly")
+    return cast
 
 
 def _inferred_schema(rows: Sequence[Mapping[str, LeafStats] | None]) -> pa.Schema:

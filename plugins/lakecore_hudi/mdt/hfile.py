@@ -49,6 +49,21 @@ ENCODED_DATA_MAGIC = b"DATABLKE"
 FILE_INFO_MAGIC = b"FILEINF2"
 PROTOBUF_MAGIC = b"PBUF"
 HEADER_SIZE = 33
+# Every block kind HBase and hudi-io write; anything else means the offsets are off.
+_BLOCK_MAGICS = frozenset(
+    {
+        DATA_MAGIC,
+        ENCODED_DATA_MAGIC,
+        FILE_INFO_MAGIC,
+        b"METABLKc",
+        b"IDXLEAF2",
+        b"IDXINTE2",
+        b"IDXROOT2",
+        b"BLMFBLK2",
+        b"BLMFMET2",
+        b"DFBLMET2",
+    }
+)
 
 # Compression.Algorithm ordinals as HBase (and hudi-io's HFileCompressionCodec) number them.
 _CODECS = ("LZO", "GZ", "NONE", "SNAPPY", "LZ4", "BZIP2", "ZSTD")
@@ -212,7 +227,7 @@ def _read_block(data: bytes, offset: int, path: str, codec: str) -> tuple[bytes,
     magic, on_disk, uncompressed, _, _, _, data_with_header = _HEADER.unpack_from(data, offset)
     end = offset + HEADER_SIZE + on_disk
     if (
-        not magic.isascii()
+        magic not in _BLOCK_MAGICS
         or on_disk < 0
         or uncompressed < 0
         or end > len(data)

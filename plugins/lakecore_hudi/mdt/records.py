@@ -159,20 +159,20 @@ def decode_records(
 def decode_avro_block(content: bytes, schema: Any, path: str) -> list[MetadataRecord]:
     """Decode the content of an Avro data block (log block type AVRO_DATA) of metadata records.
 
-    The content is: version (int32, 2 or later), record count (int32), then per record its
+    The content is: version (int32, 1 or later), record count (int32), then per record its
     length (int32) and Avro binary. Unlike HFile cells the record's ``key`` field is set.
 
     Raises:
         CorruptTableError: lengths running past the content, or undecodable records.
-        UnsupportedFeatureError: a block version before 2 (no record count).
+        UnsupportedFeatureError: block version 0 (no record count).
     """
     if len(content) < 8:
         raise CorruptTableError(f"{path}: Avro data block is truncated")
     version, count = struct.unpack_from(">ii", content, 0)
-    if version < 2:
+    if version < 1:
         raise UnsupportedFeatureError(
             f"hudi avro data block version {version}",
-            f"{path}: Avro data block version {version} is older than lakecore reads (2+)",
+            f"{path}: Avro data block version {version} is older than lakecore reads (1+)",
         )
     cells: list[tuple[bytes, bytes]] = []
     pos = 8

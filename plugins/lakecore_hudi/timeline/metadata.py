@@ -172,6 +172,8 @@ class WriteStat:
         return out
 
 
+_AVRO_ONLY_STAT_FIELDS = ("totalLogFiles", "numUpdates", "totalLogReadTimeMs")
+
 # WriteStat counter attribute -> Hudi field name.
 _COUNTERS = {
     "num_writes": "numWrites",
@@ -206,6 +208,14 @@ class CommitMetadata:
     partition_to_replace_file_ids: Mapping[str, Sequence[str]] = field(default_factory=dict)
     compacted: bool = False
     replace: bool = False
+
+    def __post_init__(self) -> None:
+        # Normalize to dicts of tuples so that equality does not depend on list vs tuple.
+        stats = {p: tuple(s) for p, s in self.partition_to_write_stats.items()}
+        replaced = {p: tuple(ids) for p, ids in self.partition_to_replace_file_ids.items()}
+        object.__setattr__(self, "partition_to_write_stats", stats)
+        object.__setattr__(self, "partition_to_replace_file_ids", replaced)
+        object.__setattr__(self, "extra_metadata", dict(self.extra_metadata))
 
     @property
     def schema(self) -> str | None:
@@ -284,6 +294,12 @@ def encode_commit_metadata(meta: CommitMetadata, table_version: int) -> bytes:
     """
     record = meta.to_dict()
     if table_version < 8:
+        # Fields only the Avro schema has stay out of the JSON, as in Hudi 0.x's files.
+        record.pop("version")
+        for stats in record["partitionToWriteStats"].values():
+            for stat in stats:
+                for key in _AVRO_ONLY_STAT_FIELDS:
+                    stat.pop(key)
         return json.dumps(record, indent=2).encode("utf-8")
     is_replace = meta.replace or bool(meta.partition_to_replace_file_ids)
     if is_replace:
