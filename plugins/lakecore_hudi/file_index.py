@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from lakecore.model import files as fi
 from lakecore.storage import Storage
+from lakecore_hudi.mdt.column_stats import LeafStats, load_column_stats, stats_structs
+from lakecore_hudi.mdt.footer_stats import footer_stats
+from lakecore_hudi.mdt.records import ColumnStats
 from lakecore_hudi.partitions import partition_struct, prunable_partition_columns
 from lakecore_hudi.state import HudiState
+from lakecore_hudi.view import FileSlice
 
 
 def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
@@ -29,10 +36,11 @@ def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
         for s in slices
     ]
     logs = [[] if read_optimized else [f.path for f in s.log_files] for s in slices]
+    counts, stats = _statistics(storage, state, slices, read_optimized)
     columns: dict[str, pa.Array] = {
         fi.PATH: pa.array(paths, pa.string()),
         fi.SIZE: pa.array(sizes, pa.int64()),
-        fi.RECORD_COUNT: pa.nulls(len(slices), pa.int64()),
+        fi.RECORD_COUNT: counts,
         fi.MODIFICATION_TIME: pa.array(mtimes, pa.int64()),
     }
     part_columns = prunable_partition_columns(state.config, state.table_schema)
@@ -41,5 +49,84 @@ def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
     )
     if parts is not None:
         columns[fi.PARTITION] = parts
+    columns.update(stats)
     columns[fi.LOG_FILES] = pa.array(logs, pa.list_(pa.string()))
     return pa.table(columns)
+
+
+def _statistics(
+    storage: Storage, state: HudiState, slices: Sequence[FileSlice], read_optimized: bool
+) -> tuple[pa.Array, dict[str, pa.Array]]:
+    """Per-slice record counts and min/max/null_count structs (null = unknown).
+
+    With the metadata table, a slice's stats fold its base and log files' stats: merged rows
+    are a subset of the union of those files' records, so the union's bounds hold (null
+    counts become upper bounds, and the record count is left unknown). Without it, base-only
+    slices get their Parquet footer stats and slices with log files none.
+    """
+    schema = state.table_schema
+    mdt = load_column_stats(storage, state.config)
+    rows: list[Mapping[str, LeafStats] | None] = []
+    counts: list[int | None] = []
+    if mdt is not None:
+        for s in slices:
+            names = [s.base_file.path] if s.base_file is not None else []
+            if not read_optimized:
+                names += [f.path for f in s.log_files]
+            per_file = [mdt.get(n.rsplit("/", 1)[-1]) for n in names]
+            if not per_file or any(p is None for p in per_file):
+                rows.append(None)
+                counts.append(None)
+                continue
+            known = [p for p in per_file if p is not None]
+            rows.append(_fold(known))
+            counts.append(_record_count(known[0]) if len(known) == 1 else None)
+        return pa.array(counts, pa.int64()), stats_structs(rows, schema)
+    base_only = [
+        i
+        for i, s in enumerate(slices)
+        if s.base_file is not None and (read_optimized or not s.log_files)
+    ]
+    footers = footer_stats(storage, [slices[i].path for i in base_only], schema)
+    count_column = pa.nulls(len(slices), pa.int64()).to_pylist()
+    for j, i in enumerate(base_only):
+        count_column[i] = footers.column(fi.RECORD_COUNT)[j].as_py()
+    struct_columns: dict[str, pa.Array] = {}
+    positions = {i: j for j, i in enumerate(base_only)}
+    take = pa.array([positions.get(i) for i in range(len(slices))], pa.int64())
+    for name in (fi.MIN, fi.MAX, fi.NULL_COUNT):
+        struct_columns[name] = footers.column(name).combine_chunks().take(take)
+    return pa.array(count_column, pa.int64()), struct_columns
+
+
+def _fold(per_file: Sequence[Mapping[str, ColumnStats]]) -> dict[str, LeafStats]:
+    columns = set(per_file[0])
+    for stats in per_file[1:]:
+        columns &= set(stats)
+    out: dict[str, LeafStats] = {}
+    for column in columns:
+        entries = [stats[column] for stats in per_file]
+        out[column] = (
+            _bound(min, [e.min_value for e in entries]),
+            _bound(max, [e.max_value for e in entries]),
+            _total([e.null_count for e in entries]),
+        )
+    return out
+
+
+def _bound(pick: Any, values: list[Any]) -> Any:
+    if any(v is None for v in values):
+        return None
+    try:
+        return pick(values)
+    except TypeError:  # values of different kinds (a column whose type changed)
+        return None
+
+
+def _total(values: list[int | None]) -> int | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _record_count(stats: Mapping[str, ColumnStats]) -> int | None:
+    top = [s.value_count for c, s in stats.items() if "." not in c and s.value_count is not None]
+    return max(top) if top else None

@@ -55,7 +55,7 @@ from lakecore_hudi.timeline.instants import (
     REPLACE_COMMIT,
     parse_instant_file,
 )
-from lakecore_hudi.view import SliceFile, Visible, latest_slices
+from lakecore_hudi.view import FileSlice, SliceFile, Visible, latest_slices
 
 __all__ = [
     "COLUMN_STATS_PARTITION",
@@ -137,13 +137,7 @@ def load_column_stats(
         contents = dict(zip(paths, pool.map(storage.read, paths), strict=True))
     out: dict[str, dict[str, ColumnStats]] = {}
     for s in slices:
-        merged: dict[str, ColumnStats] = {}
-        if s.base_file is not None:
-            path = s.base_file.path
-            _fold(merged, _hfile_records(contents[path], path, None), path)
-        for block in _live_blocks([(f.path, contents[f.path]) for f in s.log_files], timeline):
-            _fold(merged, _block_records(block), block.path)
-        for stat in merged.values():
+        for stat in _slice_stats(s, contents, timeline).values():
             if not stat.is_deleted:
                 out.setdefault(stat.file_name, {})[stat.column_name] = stat
     return out
@@ -396,6 +390,20 @@ def _hfile_records(data: bytes, path: str, schema_json: str | None) -> list[Meta
             raise CorruptTableError(f"{path}: HFile holds no record schema in its file info")
         schema_json = raw.decode("utf-8", "replace")
     return decode_records(read_hfile(data, path), parse_schema(schema_json, path), path)
+
+
+def _slice_stats(
+    file_slice: FileSlice, contents: Mapping[str, bytes], timeline: _Timeline
+) -> dict[str, ColumnStats]:
+    """Record key -> merged stats of one metadata file slice: base HFile, then live log blocks."""
+    merged: dict[str, ColumnStats] = {}
+    if file_slice.base_file is not None:
+        path = file_slice.base_file.path
+        _fold(merged, _hfile_records(contents[path], path, None), path)
+    logs = [(f.path, contents[f.path]) for f in file_slice.log_files]
+    for block in _live_blocks(logs, timeline):
+        _fold(merged, _block_records(block), block.path)
+    return merged
 
 
 def _fold(merged: dict[str, ColumnStats], records: Sequence[MetadataRecord], path: str) -> None:

@@ -330,15 +330,16 @@ def _unwrap_v2(kind: str, raw: Any, info: Any) -> Any:
     return raw  # NULL, BOOLEAN, INT, LONG, FLOAT, DOUBLE, STRING, BYTES, FIXED, UUID
 
 
-def _timestamp(kind: str, raw: Any) -> dt.datetime:
+def _timestamp(kind: str, raw: Any) -> dt.datetime | None:
     if isinstance(raw, dt.datetime):
         return raw
     if not isinstance(raw, int):
         raise ValueError(f"{kind} stats value is not an integer: {raw!r}")
     unit = kind.rsplit("_", 1)[1]
     if unit == "NANOS":
-        # Python datetimes stop at microseconds: floor. Callers that need nanosecond
-        # upper bounds must widen the max (lakecore widens bounds by StatsPrecision).
+        if raw % 1000:
+            # Python datetimes stop at microseconds; a rounded bound is no bound: unknown.
+            return None
         micros, per_micro = raw // 1000, 1
     else:
         micros, per_micro = raw, 1000 if unit == "MILLIS" else 1

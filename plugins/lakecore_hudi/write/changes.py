@@ -1,0 +1,177 @@
+"""Row changes planned against a snapshot: which file groups get which updates and deletes.
+
+Every DML operation (upsert, delete, update, merge) reduces to a ``ChangeSet``: per existing
+file group (an index into the snapshot's latest file slices) the rows that replace records of
+that group and the record keys removed from it, plus rows inserted into new file groups.
+Keys are looked up across all partitions (a global index): a row whose partition value
+changed is deleted from its old group and inserted into its new partition, so a key never
+lives twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.storage import Storage
+from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
+from lakecore_hudi.reader import SliceReader
+from lakecore_hudi.state import HudiState
+from lakecore_hudi.view import FileSlice
+from lakecore_hudi.write.rows_in import KEY, PARTITION
+
+_ROW = "__lakecore_row"
+_GROUP = "__lakecore_group"
+_GROUP_PARTITION = "__lakecore_group_partition"
+
+
+@dataclass
+class ChangeSet:
+    """Planned row changes (built by the planners below, then written by ``apply``).
+
+    ``updates[i]`` are keyed rows (data columns + ``KEY`` + ``PARTITION``) that replace the
+    records of the same keys in slice ``i``; ``deletes[i]`` holds the ``_hoodie_record_key``
+    and ``_hoodie_partition_path`` of records removed from slice ``i``; ``inserts`` are keyed
+    rows for new file groups.
+    """
+
+    updates: dict[int, pa.Table] = field(default_factory=dict)
+    deletes: dict[int, pa.Table] = field(default_factory=dict)
+    inserts: list[pa.Table] = field(default_factory=list)
+
+    def touched(self) -> set[int]:
+        """Indices of the slices this change set modifies."""
+        return {i for i, t in self.updates.items() if t.num_rows} | {
+            i for i, t in self.deletes.items() if t.num_rows
+        }
+
+    def add_deletes(self, index: int, keys: pa.Table) -> None:
+        """Remove the records ``keys`` (``RECORD_KEY``, ``PARTITION_PATH``) from slice ``index``."""
+        if keys.num_rows:
+            previous = self.deletes.get(index)
+            self.deletes[index] = keys if previous is None else pa.concat_tables([previous, keys])
+
+    def add_updates(self, index: int, rows: pa.Table) -> None:
+        """Replace the records of ``rows``' keys in slice ``index`` by ``rows``."""
+        if rows.num_rows:
+            previous = self.updates.get(index)
+            self.updates[index] = rows if previous is None else pa.concat_tables([previous, rows])
+
+
+class SliceRows:
+    """Reads (and caches) the live records of a snapshot's latest file slices, merged."""
+
+    def __init__(self, storage: Storage, state: HudiState) -> None:
+        self.state = state
+        self.slices: tuple[FileSlice, ...] = state.slices
+        self._reader = SliceReader(
+            storage, state.table_schema, state.merge_spec, state.is_valid_instant, False
+        )
+        self._cache: dict[int, pa.Table] = {}
+
+    def records(self, index: int) -> pa.Table:
+        """Every column (meta fields included) of the live records of slice ``index``."""
+        if index not in self._cache:
+            s = self.slices[index]
+            base = s.base_file.path if s.base_file is not None else None
+            logs = [f.path for f in s.log_files]
+            self._cache[index] = self._reader.read(base, logs, self.state.table_schema.names)
+        return self._cache[index]
+
+    def keys(self, index: int) -> pa.Array:
+        """The record keys of the live records of slice ``index``."""
+        if index in self._cache or self.slices[index].log_files:
+            return self.records(index).column(RECORD_KEY).combine_chunks()
+        s = self.slices[index]
+        base = s.base_file.path if s.base_file is not None else None
+        return self._reader.read(base, [], [RECORD_KEY]).column(RECORD_KEY).combine_chunks()
+
+
+def key_index(rows: SliceRows) -> pa.Table:
+    """(record key, slice index, partition path) of every live record of the snapshot."""
+    parts = []
+    for i, s in enumerate(rows.slices):
+        keys = rows.keys(i)
+        n = len(keys)
+        parts.append(
+            pa.table(
+                {
+                    KEY: keys.cast(pa.string()),
+                    _GROUP: pa.array(np.full(n, i, dtype=np.int64)),
+                    _GROUP_PARTITION: pa.array([s.partition_path] * n, pa.string()),
+                }
+            )
+        )
+    if not parts:
+        schema = pa.schema([(KEY, pa.string()), (_GROUP, pa.int64()), (_GROUP_PARTITION, pa.string())])
+        return schema.empty_table()
+    return pa.concat_tables(parts)
+
+
+def plan_upsert(rows: SliceRows, data: pa.Table) -> ChangeSet:
+    """Route keyed, deduplicated ``data``: a row whose key lives in a slice of the same partition
+    updates that slice; every other copy of the key is deleted; the rest are inserts."""
+    changes = ChangeSet()
+    n = data.num_rows
+    if n == 0:
+        return changes
+    probe = pa.table(
+        {
+            KEY: data.column(KEY),
+            PARTITION: data.column(PARTITION),
+            _ROW: pa.array(np.arange(n, dtype=np.int64)),
+        }
+    )
+    joined = probe.join(key_index(rows), KEY, join_type="inner")
+    row = joined.column(_ROW).to_numpy()
+    group = joined.column(_GROUP).to_numpy()
+    same = pc.equal(joined.column(PARTITION), joined.column(_GROUP_PARTITION))
+    same_np = same.to_numpy(zero_copy_only=False).astype(bool) if len(row) else np.zeros(0, bool)
+    none = np.iinfo(np.int64).max
+    target = np.full(n, none, dtype=np.int64)
+    np.minimum.at(target, row[same_np], group[same_np])
+    gone = group != target[row]
+    for g in np.unique(target[target != none]):
+        changes.add_updates(int(g), data.filter(pa.array(target == g)))
+    inserts = data.filter(pa.array(target == none))
+    if inserts.num_rows:
+        changes.inserts.append(inserts)
+    if gone.any():
+        removed = joined.filter(pa.array(gone))
+        for g in np.unique(group[gone]):
+            keys = removed.filter(pc.equal(removed.column(_GROUP), int(g)))
+            changes.add_deletes(int(g), _delete_keys(keys.column(KEY), rows.slices[int(g)]))
+    return changes
+
+
+def _delete_keys(keys: pa.ChunkedArray | pa.Array, s: FileSlice) -> pa.Table:
+    n = len(keys)
+    return pa.table(
+        {
+            RECORD_KEY: keys.cast(pa.string()),
+            PARTITION_PATH: pa.array([s.partition_path] * n, pa.string()),
+        }
+    )
+
+
+def deletes_of(records: pa.Table) -> pa.Table:
+    """The delete keys (``RECORD_KEY``, ``PARTITION_PATH``) of existing ``records``."""
+    return records.select([RECORD_KEY, PARTITION_PATH])
+
+
+def route_rewritten(
+    changes: ChangeSet, index: int, before: pa.Table, after: pa.Table, slices: Sequence[FileSlice]
+) -> None:
+    """Record that records ``before`` of slice ``index`` become keyed rows ``after`` (same keys,
+    same order): rows that stay in the slice's partition update it, the others move."""
+    partition = slices[index].partition_path
+    stays = pc.equal(after.column(PARTITION), partition)
+    changes.add_updates(index, after.filter(stays))
+    moved = pc.invert(stays)
+    if pc.any(moved).as_py():
+        changes.add_deletes(index, deletes_of(before.filter(moved)))
+        changes.inserts.append(after.filter(moved))

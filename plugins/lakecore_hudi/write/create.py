@@ -1,0 +1,180 @@
+"""Creating an empty Hudi table: ``.hoodie/hoodie.properties`` and nothing else.
+
+Hudi itself writes only ``hoodie.properties`` for a new table (the timeline directory appears
+with the first instant). The table schema is recorded as ``hoodie.table.create.schema`` so that
+readers know the columns before the first commit. No metadata table is declared
+(``hoodie.table.metadata.partitions`` stays unset), so readers list files from storage.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lakecore.errors import SchemaError, TableExistsError
+from lakecore.storage import Storage
+from lakecore_hudi.avro_schema import arrow_to_avro, avro_to_arrow
+from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.table_config import (
+    PROPERTIES_PATH,
+    TableType,
+    new_table_properties,
+    render_table_config,
+)
+
+#: lakecore's option names (``lakecore.create(..., properties={...})``).
+OPTIONS = (
+    "record_key",
+    "precombine_field",
+    "table_type",
+    "table_version",
+    "hive_style_partitioning",
+    "table_name",
+    "database_name",
+)
+_TABLE_TYPES: dict[str, TableType] = {
+    "COPY_ON_WRITE": "COPY_ON_WRITE",
+    "COW": "COPY_ON_WRITE",
+    "MERGE_ON_READ": "MERGE_ON_READ",
+    "MOR": "MERGE_ON_READ",
+}
+# Hudi's own names for the same settings, accepted as aliases.
+_ALIASES = {
+    "hoodie.table.recordkey.fields": "record_key",
+    "hoodie.datasource.write.recordkey.field": "record_key",
+    "hoodie.table.precombine.field": "precombine_field",
+    "hoodie.datasource.write.precombine.field": "precombine_field",
+    "hoodie.table.type": "table_type",
+    "hoodie.datasource.write.table.type": "table_type",
+    "hoodie.table.version": "table_version",
+    "hoodie.datasource.write.hive_style_partitioning": "hive_style_partitioning",
+    "hoodie.table.name": "table_name",
+    "hoodie.database.name": "database_name",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOptions:
+    """The validated settings of a new table."""
+
+    table_name: str
+    table_type: TableType
+    table_version: int
+    record_key: tuple[str, ...]
+    precombine_field: str | None
+    hive_style: bool
+    database_name: str | None
+
+    @classmethod
+    def parse(cls, properties: Mapping[str, str], default_name: str) -> CreateOptions:
+        """Validate ``properties`` (lakecore names or their ``hoodie.*`` aliases).
+
+        Raises:
+            ValueError: an unknown option, a bad table type / version / boolean, or no
+                ``record_key``.
+        """
+        values: dict[str, str] = {}
+        for key, raw in properties.items():
+            name = _ALIASES.get(key, key)
+            if name not in OPTIONS:
+                raise ValueError(f"unknown Hudi table option {key!r}; known: {list(OPTIONS)}")
+            values[name] = str(raw).strip()
+        kind = values.get("table_type", "COPY_ON_WRITE").upper()
+        if kind not in _TABLE_TYPES:
+            raise ValueError(f"table_type must be COPY_ON_WRITE or MERGE_ON_READ, not {kind!r}")
+        version = values.get("table_version", "8")
+        if version not in ("6", "8"):
+            raise ValueError(f"lakecore creates Hudi table versions 6 and 8, not {version!r}")
+        hive = values.get("hive_style_partitioning", "false").lower()
+        if hive not in ("true", "false"):
+            raise ValueError(f"hive_style_partitioning must be true or false, not {hive!r}")
+        keys = tuple(k.strip() for k in values.get("record_key", "").split(",") if k.strip())
+        if not keys:
+            raise ValueError(
+                "a Hudi table needs a record key: pass properties={'record_key': 'id'}"
+            )
+        return cls(
+            table_name=_avro_name(values.get("table_name") or default_name),
+            table_type=_TABLE_TYPES[kind],
+            table_version=int(version),
+            record_key=keys,
+            precombine_field=values.get("precombine_field") or None,
+            hive_style=hive == "true",
+            database_name=values.get("database_name") or None,
+        )
+
+
+def _avro_name(text: str) -> str:
+    """``text`` made a valid Avro name (the table name is part of the schema's record name)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", text) or "table"
+    return name if not name[0].isdigit() else f"_{name}"
+
+
+def table_schema_for(schema: pa.Schema, options: CreateOptions, partition_by: Sequence[str]) -> str:
+    """Check ``schema`` for a Hudi table and return its Avro schema JSON.
+
+    Raises:
+        SchemaError: a type without an Avro equivalent, a ``_hoodie_*`` column, or record key,
+            precombine or partition columns that are missing or not plain values.
+    """
+    reserved = [f.name for f in schema if f.name in META_FIELDS]
+    if reserved:
+        raise SchemaError(f"column(s) {reserved} are Hudi meta fields; rename them")
+    names = set(schema.names)
+    for role, columns in (
+        ("record key", options.record_key),
+        ("precombine", (options.precombine_field,) if options.precombine_field else ()),
+        ("partition", tuple(partition_by)),
+    ):
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise SchemaError(f"{role} column(s) {missing} are not in the schema {schema.names}")
+        nested = [c for c in columns if pa.types.is_nested(schema.field(c).type)]
+        if nested:
+            raise SchemaError(f"{role} column(s) {nested} must hold plain values, not nested ones")
+    name = options.table_name
+    avro = arrow_to_avro(schema, f"{name}_record", f"hoodie.{name}")
+    avro_to_arrow(avro)  # what readers will do with it: fail here, not on the first read
+    return json.dumps(avro, separators=(",", ":"))
+
+
+def create_table(
+    storage: Storage,
+    schema: pa.Schema,
+    partition_by: Sequence[str],
+    properties: Mapping[str, str],
+) -> None:
+    """Create an empty Hudi table at ``storage``'s root.
+
+    Raises:
+        TableExistsError: ``hoodie.properties`` already exists (decided atomically).
+        SchemaError: see ``table_schema_for``.
+        ValueError: see ``CreateOptions.parse``.
+    """
+    default_name = storage.root.rstrip("/").rsplit("/", 1)[-1]
+    options = CreateOptions.parse(properties, default_name)
+    create_schema = table_schema_for(schema, options, partition_by)
+    props = new_table_properties(
+        name=options.table_name,
+        table_type=options.table_type,
+        record_key_fields=options.record_key,
+        precombine_field=options.precombine_field,
+        partition_fields=tuple(partition_by),
+        table_version=options.table_version,
+        hive_style=options.hive_style,
+        create_schema_json=create_schema,
+        database_name=options.database_name,
+    )
+    # lakecore's instant times are UTC; say so, so that time-travel by wall clock agrees.
+    props["hoodie.table.timeline.timezone"] = "UTC"
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    data = render_table_config(props, comment=f"Properties saved on {now} by lakecore")
+    try:
+        storage.put_if_absent(PROPERTIES_PATH, data)
+    except FileExistsError:
+        raise TableExistsError(f"{storage.root} already holds a Hudi table") from None

@@ -1,0 +1,138 @@
+"""Writing Hudi data files: Parquet base files, log files, partition metadata.
+
+Rows are written in the table's *file schema* (``WriteLayout.file_schema``): the five meta
+columns, then the data columns. New records get their meta fields here; records carried over
+from an older file keep their commit time and sequence number and point at the new file (as
+Hudi's merge handle does).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecore.storage import Storage
+from lakecore_hudi.keys import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from lakecore_hudi.log.blocks import encode_avro_data_block, encode_delete_block
+from lakecore_hudi.write.layout import WriteLayout
+
+PARTITION_METADATA = ".hoodie_partition_metadata"
+PARQUET_COMPRESSION = "snappy"
+
+
+def join_path(partition: str, name: str) -> str:
+    """The table-relative path of file ``name`` in ``partition`` ("" = the table root)."""
+    return f"{partition}/{name}" if partition else name
+
+
+def write_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
+    """Write ``.hoodie_partition_metadata`` into ``partition`` unless it is there already.
+
+    The file is what Hudi writes: a Java properties file with the instant that created the
+    partition and its depth (the number of path segments).
+    """
+    depth = len(partition.split("/")) if partition else 0
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
+    text = f"#partition metadata\n#{stamp}\ncommitTime={instant}\npartitionDepth={depth}\n"
+    try:
+        storage.put_if_absent(join_path(partition, PARTITION_METADATA), text.encode("ascii"))
+    except FileExistsError:
+        pass  # another write created the partition first; its file is as good as ours
+
+
+def new_records(
+    rows: pa.Table,
+    keys: pa.ChunkedArray,
+    partition: str,
+    instant: str,
+    file_index: int,
+    file_name: str,
+    layout: WriteLayout,
+) -> pa.Table:
+    """Data ``rows`` (data schema) as new records of ``instant`` in file ``file_name``.
+
+    ``_hoodie_commit_seqno`` is ``<instant>_<file index>_<row index>``, as Hudi numbers records
+    ``<instant>_<task partition>_<record>``.
+    """
+    n = rows.num_rows
+    seqno = np.char.add(f"{instant}_{file_index}_", np.arange(n).astype(str)) if n else []
+    meta = [
+        pa.array([instant] * n, pa.string()),
+        pa.array(seqno, pa.string()),
+        keys.combine_chunks().cast(pa.string()),
+        pa.array([partition] * n, pa.string()),
+        pa.array([file_name] * n, pa.string()),
+    ]
+    columns = meta + [rows.column(f.name).combine_chunks() for f in layout.data_schema]
+    return pa.Table.from_arrays(columns, schema=layout.file_schema)
+
+
+def carried_over(records: pa.Table, file_name: str, layout: WriteLayout) -> pa.Table:
+    """Existing records (file schema columns, any order) moved into file ``file_name``."""
+    columns = []
+    for field in layout.file_schema:
+        if field.name == FILE_NAME:
+            columns.append(pa.array([file_name] * records.num_rows, pa.string()))
+        else:
+            column = records.column(field.name)
+            columns.append(column if column.type == field.type else column.cast(field.type))
+    return pa.Table.from_arrays(columns, schema=layout.file_schema)
+
+
+def write_base_file(storage: Storage, path: str, records: pa.Table) -> int:
+    """Write ``records`` (file schema) as a Parquet base file; returns its size in bytes.
+
+    The footer carries Hudi's ``hoodie_min_record_key`` / ``hoodie_max_record_key``.
+    """
+    keys = records.column(RECORD_KEY)
+    if records.num_rows:
+        bounds = pc.min_max(keys)
+        extra = {
+            b"hoodie_min_record_key": str(bounds["min"].as_py()).encode(),
+            b"hoodie_max_record_key": str(bounds["max"].as_py()).encode(),
+        }
+        records = records.replace_schema_metadata(extra)
+    sink = pa.BufferOutputStream()
+    pq.write_table(records, sink, compression=PARQUET_COMPRESSION)
+    data = sink.getvalue().to_pybytes()
+    storage.put_if_absent(path, data)
+    return len(data)
+
+
+def log_content(
+    records: pa.Table | None, deletes: pa.Table | None, instant: str, layout: WriteLayout
+) -> bytes:
+    """The bytes of a log file holding an Avro data block of ``records`` (file schema) and/or a
+    delete block of ``deletes`` (``record_key``, ``partition_path``), both of ``instant``."""
+    parts = []
+    if records is not None and records.num_rows:
+        parts.append(encode_avro_data_block(records, layout.file_avro(), instant))
+    if deletes is not None and deletes.num_rows:
+        keys = deletes.select([RECORD_KEY, PARTITION_PATH]).rename_columns(
+            ["record_key", "partition_path"]
+        )
+        parts.append(encode_delete_block(keys, instant, writer_schema=layout.data_avro_json()))
+    return b"".join(parts)
+
+
+def records_touching(records: pa.Table, keys: pa.Array) -> pa.Array:
+    """Boolean mask of the records whose record key is in ``keys``."""
+    return pc.is_in(records.column(RECORD_KEY), value_set=keys)
+
+
+__all__ = [
+    "COMMIT_SEQNO",
+    "COMMIT_TIME",
+    "PARTITION_METADATA",
+    "carried_over",
+    "join_path",
+    "log_content",
+    "new_records",
+    "records_touching",
+    "write_base_file",
+    "write_partition_metadata",
+]

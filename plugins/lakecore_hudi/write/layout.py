@@ -1,0 +1,169 @@
+"""What a writer needs to know about a Hudi table: keys, partitions, schemas, and what it gates.
+
+Hudi writers store two schemas: the *data* schema (the user's columns; commit metadata's
+``extraMetadata.schema`` and ``hoodie.table.create.schema``) and the *file* schema (the five
+``_hoodie_*`` meta columns, nullable strings, followed by the data columns) that base files and
+log data blocks are written in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.errors import UnsupportedFeatureError
+from lakecore_hudi.avro_schema import arrow_to_avro
+from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.table_config import TableConfig
+
+#: Table versions lakecore writes (Hudi 0.14/0.15 and 1.0).
+WRITABLE_TABLE_VERSIONS = frozenset({6, 8})
+_WRITABLE_KEYGENS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION"})
+
+
+@dataclass(frozen=True, slots=True)
+class WriteLayout:
+    """How rows of one table are keyed, partitioned and typed when written.
+
+    ``data_schema`` holds the user columns only (no meta fields), typed as the table's Avro
+    schema reads back (the types base files must hold).
+    """
+
+    config: TableConfig
+    data_schema: pa.Schema
+
+    @property
+    def table_version(self) -> int:
+        """``hoodie.table.version`` (6 or 8)."""
+        return self.config.table_version
+
+    @property
+    def is_mor(self) -> bool:
+        """Whether the table is MERGE_ON_READ (updates go to log files)."""
+        return self.config.table_type == "MERGE_ON_READ"
+
+    @property
+    def write_action(self) -> str:
+        """The action of a plain write: ``deltacommit`` (MoR) or ``commit`` (CoW)."""
+        return "deltacommit" if self.is_mor else "commit"
+
+    @property
+    def key_fields(self) -> tuple[str, ...]:
+        """The record key columns."""
+        return self.config.record_key_fields
+
+    @property
+    def precombine_field(self) -> str | None:
+        """The ordering column that decides between two records of one key, if any."""
+        return self.config.precombine_field
+
+    @property
+    def partition_fields(self) -> tuple[str, ...]:
+        """The partition columns, outermost first."""
+        return self.config.partition_fields
+
+    @property
+    def complex_keys(self) -> bool:
+        """Whether keys render as ``field:value,...`` (COMPLEX key generator or several
+        key fields) rather than as the bare value."""
+        return self.config.keygen_type == "COMPLEX" or len(self.key_fields) > 1
+
+    @property
+    def record_name(self) -> str:
+        """The Avro record name Hudi's writers give the table schema."""
+        return f"{self.config.table_name}_record"
+
+    @property
+    def namespace(self) -> str:
+        """The Avro namespace Hudi's writers give the table schema."""
+        return f"hoodie.{self.config.table_name}"
+
+    def data_avro(self) -> dict[str, Any]:
+        """The Avro record schema of the data columns."""
+        return arrow_to_avro(self.data_schema, self.record_name, self.namespace)
+
+    def data_avro_json(self) -> str:
+        """``data_avro()`` as compact JSON (what commit metadata records as ``schema``)."""
+        return json.dumps(self.data_avro(), separators=(",", ":"))
+
+    @property
+    def file_schema(self) -> pa.Schema:
+        """Meta fields (nullable strings) then the data columns: the schema of written files."""
+        meta = [pa.field(name, pa.string()) for name in META_FIELDS]
+        return pa.schema(meta + list(self.data_schema))
+
+    def file_avro(self) -> dict[str, Any]:
+        """The Avro schema of ``file_schema`` (log data blocks are written in it)."""
+        return arrow_to_avro(self.file_schema, self.record_name, self.namespace)
+
+
+def layout_for(config: TableConfig, table_schema: pa.Schema) -> WriteLayout:
+    """The layout of a table whose full schema (meta fields included or not) is ``table_schema``."""
+    data = pa.schema([f for f in table_schema if f.name not in META_FIELDS])
+    return WriteLayout(config, data)
+
+
+def ensure_writable(config: TableConfig) -> None:
+    """Raise ``UnsupportedFeatureError`` naming the first table feature lakecore cannot write.
+
+    Must run before any file is read or written for a write.
+    """
+    checks: list[tuple[bool, str, str]] = [
+        (
+            config.table_version not in WRITABLE_TABLE_VERSIONS,
+            f"hudi-write-table-version-{config.table_version}",
+            f"lakecore writes Hudi table versions 6 and 8, not {config.table_version}",
+        ),
+        (
+            bool(config.metadata_partitions or config.metadata_partitions_inflight),
+            "hudi-metadata-table",
+            "the table has a metadata table (hoodie.table.metadata.partitions); lakecore does "
+            "not maintain it, so its writes would be invisible to readers that use it",
+        ),
+        (
+            not config.record_key_fields,
+            "hudi-keyless-table",
+            "the table has no record key fields (hoodie.table.recordkey.fields)",
+        ),
+        (
+            not config.populate_meta_fields,
+            "hudi-virtual-keys",
+            "the table does not store meta fields (hoodie.populate.meta.fields=false)",
+        ),
+        (
+            config.base_file_format != "PARQUET",
+            f"hudi-base-file-format-{config.base_file_format.lower()}",
+            f"lakecore writes Parquet base files, not {config.base_file_format}",
+        ),
+        (
+            (config.keygen_type or "SIMPLE") not in _WRITABLE_KEYGENS,
+            f"hudi-keygen-{(config.keygen_type or config.keygen_class or '').lower()}",
+            "lakecore writes tables with the SIMPLE, COMPLEX and NON_PARTITION key generators",
+        ),
+        (
+            config.url_encode_partitions,
+            "hudi-partition-url-encoding",
+            "hoodie.datasource.write.partitionpath.urlencode=true is not supported for writing",
+        ),
+        (
+            config.drop_partition_columns,
+            "hudi-drop-partition-columns",
+            "tables that leave partition columns out of data files are not writable",
+        ),
+        (
+            config.record_merge_mode == "CUSTOM",
+            "hudi-custom-merge",
+            f"the table merges records with a custom payload/merger ({config.payload_class})",
+        ),
+        (
+            bool(config.get("hoodie.bootstrap.base.path")),
+            "hudi-bootstrap",
+            "bootstrapped tables (hoodie.bootstrap.base.path) are not writable",
+        ),
+    ]
+    for failed, feature, why in checks:
+        if failed:
+            raise UnsupportedFeatureError(feature, f"cannot write this Hudi table: {why}")

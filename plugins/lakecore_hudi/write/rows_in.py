@@ -1,0 +1,186 @@
+"""User data going into a Hudi table: Arrow conversion, schema fit, keys and partition paths.
+
+Record keys render as Hudi's key generators do: one key field (SIMPLE, NON_PARTITION) -> its
+value as text; several fields or the COMPLEX generator -> ``field1:value1,field2:value2``.
+A null or empty key value is refused (Hudi's generators refuse them too). Partition paths join
+one segment per partition column with ``/``: ``value`` or, with hive-style partitioning,
+``column=value``; a null or empty value becomes ``__HIVE_DEFAULT_PARTITION__``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import ConstraintViolationError, SchemaError
+from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.partitions import DEFAULT_PARTITION
+from lakecore_hudi.write.layout import WriteLayout
+
+KEY = "__lakecore_key"
+PARTITION = "__lakecore_partition"
+
+
+def to_arrow_table(data: Any) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, a pandas DataFrame, anything with
+    ``__arrow_c_stream__``, or a dict of columns; raises ``SchemaError`` for anything else."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if type(data).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if hasattr(data, "__arrow_c_stream__") or isinstance(data, dict):
+        return pa.table(data)
+    raise SchemaError(f"cannot write {type(data).__name__}: pass Arrow data or a DataFrame")
+
+
+def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Return ``data`` with exactly ``schema``'s columns and types.
+
+    ``_hoodie_*`` meta columns in ``data`` (rows read from a Hudi table) are ignored; missing
+    nullable columns become null.
+
+    Raises:
+        SchemaError: duplicate or unknown columns, or a type that does not convert safely.
+        ConstraintViolationError: a NOT NULL column is missing or holds nulls.
+    """
+    data = data.drop_columns([c for c in data.column_names if c in META_FIELDS])
+    names = data.column_names
+    duplicates = sorted({c for c in names if names.count(c) > 1})
+    if duplicates:
+        raise SchemaError(f"column(s) {duplicates} appear more than once in the data")
+    unknown = [c for c in names if schema.get_field_index(c) < 0]
+    if unknown:
+        raise SchemaError(f"column(s) {unknown} are not in the table schema {schema.names}")
+    columns = []
+    for field in schema:
+        if field.name not in names:
+            if not field.nullable:
+                raise ConstraintViolationError(f"NOT NULL column {field.name!r} is missing")
+            columns.append(pa.chunked_array([pa.nulls(data.num_rows, field.type)]))
+            continue
+        column = data.column(field.name)
+        if column.type != field.type:
+            try:
+                column = column.cast(field.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise SchemaError(
+                    f"column {field.name!r}: {column.type} does not convert to {field.type}: {exc}"
+                ) from None
+        if not field.nullable and column.null_count:
+            raise ConstraintViolationError(
+                f"NOT NULL column {field.name!r} has {column.null_count} null value(s)"
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Values as Hudi renders them in keys and paths (timestamps as their Avro long value)."""
+    t = column.type
+    if pa.types.is_timestamp(t):
+        unit = "ms" if t.unit == "ms" else "us"
+        column = column.cast(pa.timestamp(unit, tz=t.tz)).cast(pa.int64())
+    elif pa.types.is_time(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        raise SchemaError(f"columns of type {t} cannot be record key or partition columns")
+    return column.cast(pa.string())
+
+
+def record_keys(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
+    """The ``_hoodie_record_key`` of each row.
+
+    Raises:
+        SchemaError: a key column is missing.
+        ConstraintViolationError: a key value is null or empty.
+    """
+    fields = layout.key_fields
+    missing = [f for f in fields if f not in rows.column_names]
+    if missing:
+        raise SchemaError(f"record key column(s) {missing} are missing from the data")
+    if rows.num_rows == 0:
+        return pa.chunked_array([], pa.string())
+    parts: list[pa.ChunkedArray] = []
+    for name in fields:
+        text = _text(rows.column(name))
+        bad = int(pc.sum(pc.fill_null(pc.equal(text, ""), True).cast(pa.int64())).as_py() or 0)
+        if bad:
+            raise ConstraintViolationError(
+                f"record key column {name!r} has {bad} null or empty value(s); Hudi needs a key"
+            )
+        parts.append(text)
+    if not layout.complex_keys:
+        return parts[0]
+    pieces: list[Any] = []
+    for i, (name, text) in enumerate(zip(fields, parts, strict=True)):
+        pieces += [f"{',' if i else ''}{name}:", text]
+    return _join(pieces, rows.num_rows)
+
+
+def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
+    """The partition path of each row ("" for a non-partitioned table).
+
+    Raises:
+        ConstraintViolationError: a value holds ``/`` (it would add a directory level).
+    """
+    fields = layout.partition_fields
+    if not fields:
+        return pa.chunked_array([pa.array([""] * rows.num_rows, pa.string())])
+    if rows.num_rows == 0:
+        return pa.chunked_array([], pa.string())
+    pieces: list[Any] = []
+    for i, name in enumerate(fields):
+        text = _text(rows.column(name))
+        text = pc.fill_null(pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION, text), DEFAULT_PARTITION)
+        if pc.any(pc.match_substring(text, "/")).as_py():
+            raise ConstraintViolationError(
+                f"partition column {name!r} has a value containing '/', which would add a "
+                "directory level to the partition path"
+            )
+        prefix = ("/" if i else "") + (f"{name}=" if layout.config.hive_style_partitioning else "")
+        pieces += [prefix, text] if prefix else [text]
+    return _join(pieces, rows.num_rows)
+
+
+def _join(pieces: list[Any], n: int) -> pa.ChunkedArray:
+    arrays = [
+        pa.array(np.full(n, p, dtype=object), pa.string()) if isinstance(p, str) else p.combine_chunks()
+        for p in pieces
+    ]
+    if len(arrays) == 1:
+        return pa.chunked_array([arrays[0]])
+    return pa.chunked_array([pc.binary_join_element_wise(*arrays, "")])
+
+
+def keyed(rows: pa.Table, layout: WriteLayout) -> pa.Table:
+    """``rows`` plus their record key (``KEY``) and partition path (``PARTITION``) columns."""
+    return rows.append_column(KEY, record_keys(rows, layout)).append_column(
+        PARTITION, partition_paths(rows, layout)
+    )
+
+
+def dedupe(rows: pa.Table, layout: WriteLayout) -> pa.Table:
+    """Keep one row per record key (``rows`` must be ``keyed``): the one with the greatest
+    precombine value, the later one on ties or without a precombine field (as Hudi's
+    ``DefaultHoodieRecordPayload`` combines a batch before writing)."""
+    if rows.num_rows <= 1:
+        return rows
+    position = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    order = [(KEY, "ascending")]
+    if layout.precombine_field and layout.config.record_merge_mode == "EVENT_TIME_ORDERING":
+        order.append((layout.precombine_field, "ascending"))
+    table = rows.append_column("__pos", position)
+    order.append(("__pos", "ascending"))
+    sorted_idx = pc.sort_indices(table, sort_keys=order, null_placement="at_start")
+    keys = table.column(KEY).take(sorted_idx).combine_chunks()
+    n = len(keys)
+    last = np.ones(n, dtype=bool)
+    if n > 1:
+        last[:-1] = pc.not_equal(keys.slice(0, n - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
+    chosen = np.sort(sorted_idx.to_numpy()[last])
+    return rows.take(pa.array(chosen))
