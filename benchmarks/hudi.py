@@ -128,7 +128,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 times[name].append(time.perf_counter() - t0)
     median = {name: statistics.median(ts) for name, ts in times.items()}
     return {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": (
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        ),
         "params": vars(args),
         "table": shape | {"rows": outputs["lakecore"].num_rows, "build_seconds": build_seconds},
         "median_seconds": median,

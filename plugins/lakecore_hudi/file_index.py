@@ -8,10 +8,10 @@ no statistics (its log records are not covered by the base file's), so the plann
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import pyarrow as pa
 
 from lakecore.model import files as fi
 from lakecore.storage import Storage
