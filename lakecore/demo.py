@@ -91,10 +91,8 @@ def hudi_showcase(console: Console, root: Path) -> None:
     for entry in table.history()[::3]:
         if entry.operation in ("indexing", "compaction", "clean", "rollback"):
             continue
-        console.print(
-            f"[bold]time travel[/] {entry.version}: {table.to_arrow(version=entry.version).num_rows}"
-            " rows"
-        )
+        rows = table.to_arrow(version=entry.version).num_rows
+        console.print(f"[bold]time travel[/] {entry.version}: {rows} rows")
     optimized = lakecore.open(table.uri, options={"read_optimized": "true"}).to_arrow()
     console.print(
         f"[bold]snapshot[/] {snap.to_arrow().num_rows} rows (logs merged); "
