@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +35,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+# This script is named like the `hudi` package (hudi-rs) it measures against: drop its own
+# directory from the import path so that `import hudi` finds the package.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -1,0 +1,1 @@
+"""lakecore tests (a package, so that tests/hudi does not shadow the hudi-rs package)."""

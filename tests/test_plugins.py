@@ -11,8 +11,17 @@ import lakecore.plugins as plugins
 from lakecore.errors import LakecoreError, PluginNotInstalledError
 from lakecore.format import TableFormat
 from lakecore.hookspecs import hookimpl
-from lakecore.plugins import FormatRegistry, disabled_plugins, load_registry, plugin_manager
+from lakecore.plugins import (
+    BUILTIN_PLUGINS,
+    FormatRegistry,
+    disabled_plugins,
+    load_registry,
+    plugin_manager,
+)
 from lakecore.storage import Storage
+
+BUILTINS = ["delta", "hudi"]
+"""The plugins this distribution ships; tests disable them to see only their fakes."""
 
 
 @dataclass
@@ -134,23 +143,23 @@ def test_disabled_plugins_unset(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_entry_point_plugins_register_formats(monkeypatch: pytest.MonkeyPatch) -> None:
     fmt = fake("fake")
     _install(monkeypatch, FakeEntryPoint("fake-plugin", FakePlugin(fmt)))
-    registry = load_registry(disabled=["delta"])
+    registry = load_registry(disabled=BUILTINS)
     assert registry.names() == ["fake"]
     assert registry.get("fake") is fmt
 
 
 def test_disabling_an_entry_point_by_plugin_name(monkeypatch: pytest.MonkeyPatch) -> None:
     _install(monkeypatch, FakeEntryPoint("fake-plugin", FakePlugin(fake("fake"))))
-    monkeypatch.setenv("LAKECORE_DISABLED_PLUGINS", "delta,fake-plugin")
+    monkeypatch.setenv("LAKECORE_DISABLED_PLUGINS", "delta,hudi,fake-plugin")
     registry = load_registry()
     assert registry.names() == []
-    assert registry.disabled == {"delta", "fake-plugin"}
+    assert registry.disabled == {"delta", "hudi", "fake-plugin"}
 
 
 def test_disabling_by_format_name(monkeypatch: pytest.MonkeyPatch) -> None:
     plugin = FakePlugin(fake("one"), fake("two"))
     _install(monkeypatch, FakeEntryPoint("fake-plugin", plugin))
-    registry = load_registry(disabled=["delta", "two"])
+    registry = load_registry(disabled=[*BUILTINS, "two"])
     assert registry.names() == ["one"]
 
 
@@ -165,14 +174,20 @@ def test_environment_disables_the_builtin_delta_plugin(monkeypatch: pytest.Monke
 def test_explicit_disabled_overrides_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     _install(monkeypatch, FakeEntryPoint("fake-plugin", FakePlugin(fake("fake"))))
     monkeypatch.setenv("LAKECORE_DISABLED_PLUGINS", "fake-plugin")
-    assert load_registry(disabled=["delta"]).names() == ["fake"]
+    assert load_registry(disabled=BUILTINS).names() == ["fake"]
 
 
 def test_plugin_manager_knows_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     _install(monkeypatch)
-    pm = plugin_manager(disabled=["delta"])
+    pm = plugin_manager(disabled=BUILTINS)
     assert pm.get_plugins() == set()
     assert pm.hook.lakecore_register_formats.spec is not None
+
+
+def test_builtin_hudi_plugin_registers_hudi() -> None:
+    registry = load_registry(disabled=[])
+    assert registry.get("hudi").name == "hudi"
+    assert sorted(BUILTIN_PLUGINS) == sorted(BUILTINS)
 
 
 def test_builtin_delta_plugin_registers_delta() -> None:

@@ -30,7 +30,8 @@ def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
     if read_optimized:
         slices = tuple(s for s in slices if s.base_file is not None)
     paths = [s.path for s in slices]
-    sizes = [s.base_file.size if s.base_file is not None else None for s in slices]
+    # The size of the file at ``path``: a log-only slice's first log file (never null).
+    sizes = [(s.base_file or s.log_files[0]).size for s in slices]
     mtimes = [
         (s.base_file or s.log_files[0]).modification_time if (s.base_file or s.log_files) else None
         for s in slices

@@ -1,4 +1,4 @@
-"""HudiFormat: the TableFormat implementation for Apache Hudi (read side)."""
+"""HudiFormat: the TableFormat implementation for Apache Hudi (reading, then writing)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakecore.errors import TableNotFoundError
+from lakecore.errors import CommitConflictError, TableNotFoundError
+from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -19,6 +20,10 @@ from lakecore_hudi.timeline.active import load_timeline
 
 if TYPE_CHECKING:
     from lakecore.planning.tasks import ScanContext, ScanTask
+    from lakecore_hudi.write.writer import HudiWriter
+
+PLANNED_INSTANT = "planned"
+"""What ``next_version`` returns: a Hudi write's instant is taken when it is planned."""
 
 
 class HudiFormat:
@@ -92,3 +97,82 @@ class HudiFormat:
         from lakecore_hudi.scan import read_tasks
 
         return read_tasks(context, tasks, columns)
+
+    # ------------------------------------------------------------------ writing
+
+    def create(
+        self,
+        storage: Storage,
+        schema: pa.Schema,
+        partition_by: Sequence[str],
+        properties: dict[str, str],
+    ) -> None:
+        from lakecore_hudi.write.create import create_table
+
+        create_table(storage, schema, partition_by, properties)
+
+    def writer(self, storage: Storage, snapshot: Snapshot) -> HudiWriter:
+        from lakecore_hudi.write.writer import HudiWriter
+
+        return HudiWriter(storage, snapshot)
+
+    def next_version(self, base: Snapshot) -> str:
+        # The instant was taken when the write was planned; commit reports it.
+        return PLANNED_INSTANT
+
+    def next_version_after(self, version: int | str) -> str:
+        # Hudi instants never collide (commit never returns Conflict), so there is no retry.
+        return str(version)
+
+    def commit(
+        self,
+        storage: Storage,
+        base: Snapshot,
+        actions: Sequence[Action],
+        info: CommitInfo,
+        version: int | str,
+    ) -> CommitOutcome:
+        """Complete the planned instants in ``actions``; ``version`` is ignored.
+
+        Raises ``CommitConflictError`` itself when a concurrent completed write touched the
+        same file groups (see ``lakecore_hudi.write.commit``).
+        """
+        from lakecore_hudi.write.commit import commit_actions
+        from lakecore_hudi.write.writer import state_of
+
+        return Committed(commit_actions(storage, state_of(base), actions))
+
+    def check_conflicts(
+        self,
+        storage: Storage,
+        base: Snapshot,
+        winner: int | str,
+        actions: Sequence[Action],
+        info: CommitInfo,
+    ) -> None:
+        # commit() decides conflicts itself and never reports Conflict, so this only runs if
+        # a caller asks directly: any winner it names is treated as conflicting.
+        raise CommitConflictError(
+            f"Hudi commits check conflicts when they complete; instant {winner} won",
+            winning_version=winner,
+        )
+
+    def compact(self, storage: Storage, snapshot: Snapshot) -> str | None:
+        """Compact every MoR file slice with log files into a new base file.
+
+        Returns the compaction instant, or None when there was nothing to compact.
+        """
+        from lakecore_hudi.write.compaction import compact
+        from lakecore_hudi.write.writer import state_of
+
+        return compact(storage, state_of(snapshot))
+
+    def clean(self, storage: Storage, snapshot: Snapshot, retain_commits: int) -> list[str]:
+        """Delete file slices the last ``retain_commits`` completed writes do not need.
+
+        Returns the deleted paths (table-relative); a ``clean`` instant records them.
+        """
+        from lakecore_hudi.write.clean import clean
+        from lakecore_hudi.write.writer import state_of
+
+        return clean(storage, state_of(snapshot), retain_commits)

@@ -1,7 +1,10 @@
 """Merging a MoR file slice: base rows, then log blocks in order, by record key.
 
-The merge is sequential over blocks (a later block sees the result of the earlier ones) and
-vectorised within a block (Arrow sort + run detection, no per-record Python):
+Records apply in ``_lakecore_log_seq`` order (the log scanner numbers every record). The merge
+is sequential over *runs* of consecutive data records and of consecutive deletes (a run sees
+the result of the earlier ones) and vectorised within a run (Arrow sort + run detection, no
+per-record Python), so its cost grows with the number of data/delete alternations, not with
+the number of records:
 
 - data block: per key, the newer record wins (``COMMIT_TIME_ORDERING``), or the record with
   the greater ordering (precombine) value, ties going to the newer one
@@ -57,31 +60,50 @@ def merge_slice(
     """Return the live rows of a slice, in ``base``'s schema.
 
     ``base`` is the base file's rows (possibly empty) in the output schema; ``log_data`` holds
-    the log records in the same columns plus ``_lakecore_log_seq`` (block order);
+    the log records in the same columns plus ``_lakecore_log_seq`` (application order: a
+    greater number applies later; equal numbers apply in row order, data before deletes);
     ``log_deletes`` has ``record_key``, ``ordering_value`` and ``_lakecore_log_seq``.
     """
     schema = base.schema
     if log_data.num_rows == 0 and log_deletes.num_rows == 0:
         return base
-    state = _with_helpers(base, spec, seq=-1)
-    data_seqs = _seqs(log_data)
-    delete_seqs = _seqs(log_deletes)
-    for seq in sorted(set(data_seqs) | set(delete_seqs)):
-        if seq in data_seqs:
-            block = log_data.filter(pc.equal(log_data.column(SEQ), seq)).drop_columns([SEQ])
-            block = _conform(block, schema)
-            state = _combine(state, _with_helpers(block, spec, seq=seq), spec)
-        if seq in delete_seqs:
-            deletes = log_deletes.filter(pc.equal(log_deletes.column(SEQ), seq))
-            state = _apply_deletes(state, deletes, spec)
+    state = _with_helpers(base, spec, np.full(base.num_rows, -1, dtype=np.int64))
+    for is_delete, low, high in _runs(_seqs(log_data), _seqs(log_deletes)):
+        if is_delete:
+            state = _apply_delete_run(state, _between(log_deletes, low, high), spec)
+        else:
+            rows = _between(log_data, low, high)
+            block = _conform(rows.drop_columns([SEQ]), schema)
+            seqs = rows.column(SEQ).to_numpy().astype(np.int64)
+            state = _combine(state, _with_helpers(block, spec, seqs), spec)
     live = state.filter(pc.invert(state.column(_DEL)))
     return pa.Table.from_arrays(live.drop_columns(list(_HELPERS)).columns, schema=schema)
 
 
-def _seqs(table: pa.Table) -> set[int]:
+def _seqs(table: pa.Table) -> np.ndarray:
     if table.num_rows == 0:
-        return set()
-    return {int(v) for v in pc.unique(table.column(SEQ)).to_pylist()}
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(table.column(SEQ).to_numpy(), dtype=np.int64)
+
+
+def _runs(data_seqs: np.ndarray, delete_seqs: np.ndarray) -> list[tuple[bool, int, int]]:
+    """(is_delete, first seq, last seq) of each maximal run of data or delete records."""
+    seqs = np.concatenate([data_seqs, delete_seqs])
+    kinds = np.concatenate([np.zeros(len(data_seqs), bool), np.ones(len(delete_seqs), bool)])
+    order = np.argsort(seqs, kind="stable")  # data before deletes of the same seq
+    seqs, kinds = seqs[order], kinds[order]
+    starts = np.flatnonzero(np.r_[True, kinds[1:] != kinds[:-1]])
+    ends = np.r_[starts[1:], len(seqs)] - 1
+    return [(bool(kinds[s]), int(seqs[s]), int(seqs[e])) for s, e in zip(starts, ends, strict=True)]
+
+
+def _between(table: pa.Table, low: int, high: int) -> pa.Table:
+    """The rows of ``table`` whose seq is in [low, high], in seq order (stable)."""
+    seq = table.column(SEQ)
+    if pc.min(seq).as_py() < low or pc.max(seq).as_py() > high:
+        table = table.filter(pc.and_(pc.greater_equal(seq, low), pc.less_equal(seq, high)))
+    order = np.argsort(_seqs(table), kind="stable")
+    return table.take(pa.array(order))
 
 
 def _conform(block: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -96,7 +118,7 @@ def _conform(block: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _with_helpers(rows: pa.Table, spec: MergeSpec, seq: int) -> pa.Table:
+def _with_helpers(rows: pa.Table, spec: MergeSpec, seqs: np.ndarray) -> pa.Table:
     n = rows.num_rows
     keys = record_keys(rows, spec.key_fields) if n else pa.chunked_array([], pa.string())
     if spec.orders and spec.ordering_field in rows.column_names:
@@ -110,7 +132,7 @@ def _with_helpers(rows: pa.Table, spec: MergeSpec, seq: int) -> pa.Table:
     for name, values in (
         (_KEY, keys),
         (_ORD, order),
-        (_SEQ, pa.chunked_array([np.full(n, seq, dtype=np.int64)])),
+        (_SEQ, pa.chunked_array([seqs])),
         (_POS, pa.chunked_array([np.arange(n, dtype=np.int64)])),
         (_DEL, deleted),
     ):
@@ -147,22 +169,27 @@ def _last_of_runs(order: pa.Array, sorted_keys: pa.Array) -> pa.Array:
     return pc.array_filter(order, pa.array(last))
 
 
+def _apply_delete_run(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Table:
+    """Apply deletes (in order) that may name a key several times: one round per repeat."""
+    while deletes.num_rows and state.num_rows:
+        keys = deletes.column("record_key").combine_chunks()
+        first = pc.equal(pc.index_in(keys, value_set=keys), pa.array(np.arange(len(keys))))
+        first = pc.fill_null(first, False)
+        state = _apply_deletes(state, deletes.filter(first), spec)
+        deletes = deletes.filter(pc.invert(first))
+    return state
+
+
 def _apply_deletes(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Table:
+    """Apply deletes of distinct keys."""
     if state.num_rows == 0 or deletes.num_rows == 0:
         return state
     keys = deletes.column("record_key").combine_chunks()
-    # The last delete of a key in the block decides: dedupe by taking the last occurrence.
-    reversed_idx = pa.array(np.arange(len(keys) - 1, -1, -1))
-    rev_keys = keys.take(reversed_idx)
-    first_in_rev = pc.index_in(rev_keys, value_set=rev_keys)
-    is_first = pc.equal(first_in_rev, pa.array(np.arange(len(keys))))
-    chosen = pc.array_filter(reversed_idx, is_first)
-    keys = keys.take(chosen)
     at = pc.index_in(state.column(_KEY), value_set=keys)
     hit = pc.is_valid(at)
     if not pc.any(hit).as_py():
         return state
-    delete_order = _delete_ordering(deletes.column("ordering_value").take(chosen), spec, state)
+    delete_order = _delete_ordering(deletes.column("ordering_value").combine_chunks(), spec, state)
     if delete_order is None:
         wins = hit
         new_order = None

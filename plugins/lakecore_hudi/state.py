@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -20,6 +20,7 @@ from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.instants import Instant
 from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
 from lakecore_hudi.view import FileSlice, Visible, data_files, latest_slices
+from lakecore_hudi.written_files import check_written_files
 
 REPLACE_ACTIONS = ("replacecommit", "clustering")
 EVENT_TIME_PAYLOADS = ("DefaultHoodieRecordPayload", "PartialUpdateAvroPayload")
@@ -78,24 +79,30 @@ def load_state(
     """Load the table at instant ``version``, at ``timestamp_ms``, or the latest.
 
     Raises ``TableNotFoundError``/``CorruptTableError`` from the config and timeline, and
-    ``VersionNotFoundError`` for an instant that is not a completed write of the table.
+    ``VersionNotFoundError`` for an instant that is not a completed write of the table or
+    whose files were cleaned (``written_files.check_written_files``). Reads the commit
+    metadata of every visible write instant.
     """
     config = read_table_config(storage)
     timeline = load_timeline(storage, config)
     writes = timeline.completed_write_instants()
     instant = _pick(writes, version, timestamp_ms, timeline)
     upto = [i for i in writes if instant is not None and i.timestamp <= instant.timestamp]
+    metas = {i.timestamp: commit_metadata(storage, timeline, i) for i in upto}
     visible = Visible(
         instants=frozenset(i.timestamp for i in upto),
         completion={i.timestamp: i.completion_time for i in upto if i.completion_time},
-        replaced=_replaced(storage, timeline, upto, config),
+        replaced=_replaced(upto, metas),
     )
     if instant is None:
         slices: tuple[FileSlice, ...] = ()
     else:
         files = data_files(storage.list_all(""))
-        slices = tuple(latest_slices(files, visible, config.table_version >= 8))
-    schema = _schema(storage, timeline, upto, slices, config)
+        by_completion = config.table_version >= 8
+        slices = tuple(latest_slices(files, visible, by_completion))
+        latest = instant == writes[-1]
+        check_written_files(metas.items(), files, slices, visible, by_completion, latest)
+    schema = _schema(storage, upto, metas, slices, config)
     return HudiState(config, timeline, instant, visible, slices, schema, options)
 
 
@@ -146,17 +153,17 @@ def instant_epoch_ms(timestamp: str) -> int | None:
 def commit_metadata(storage: Storage, timeline: Timeline, instant: Instant) -> CommitMetadata:
     """Parse the commit metadata of a completed write instant."""
     data = timeline.read_details(storage, instant)
-    return parse_commit_metadata(data, instant.file_name)
+    return parse_commit_metadata(data, timeline.path_of(instant))
 
 
 def _replaced(
-    storage: Storage, timeline: Timeline, upto: list[Instant], config: TableConfig
+    upto: list[Instant], metas: Mapping[str, CommitMetadata]
 ) -> frozenset[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
     for i in upto:
         if i.action not in REPLACE_ACTIONS:
             continue
-        meta = commit_metadata(storage, timeline, i)
+        meta = metas[i.timestamp]
         for partition, file_ids in meta.partition_to_replace_file_ids.items():
             out.update((partition, fid) for fid in file_ids)
     return frozenset(out)
@@ -164,15 +171,15 @@ def _replaced(
 
 def _schema(
     storage: Storage,
-    timeline: Timeline,
     upto: list[Instant],
+    metas: Mapping[str, CommitMetadata],
     slices: tuple[FileSlice, ...],
     config: TableConfig,
 ) -> pa.Schema:
     avro = None
     for i in reversed(upto):
         if i.action in ("commit", "deltacommit", *REPLACE_ACTIONS):
-            avro = commit_metadata(storage, timeline, i).extra_metadata.get("schema")
+            avro = metas[i.timestamp].extra_metadata.get("schema")
             if avro:
                 break
     if not avro:

@@ -135,8 +135,10 @@ def _slice(
 ) -> FileSlice | None:
     base = max(bases, key=lambda f: f.name.instant) if bases else None
     base_instant = base.name.instant if base is not None else ""
-    kept = [f for f in logs if _in_latest_slice(f.name, base_instant, visible, completion_slicing)]
-    if base is None and not kept:
+    kept = [f for f in logs if in_latest_slice(f.name, base_instant, visible, completion_slicing)]
+    if base is None and not any(f.name.instant in visible.instants for f in kept):
+        # No slice (table version 6: a log-only slice is keyed by the write that created the
+        # file group, which must be visible; logs of a pending compaction alone are not).
         return None
     kept.sort(key=lambda f: _log_order(f.name, visible, completion_slicing))
     return FileSlice(
@@ -149,9 +151,11 @@ def _slice(
     )
 
 
-def _in_latest_slice(
+def in_latest_slice(
     name: BaseFile | LogFile, base_instant: str, visible: Visible, completion_slicing: bool
 ) -> bool:
+    """Whether log file ``name`` belongs to the file group's slice based at ``base_instant``
+    (its latest visible base instant, "" for none)."""
     if completion_slicing:
         if name.instant not in visible.instants:
             return False  # the delta commit that wrote it is not visible

@@ -1,1 +1,7 @@
-"""Hudi write."""
+"""Writing Hudi tables (table versions 6 and 8, CoW and MoR) without a JVM.
+
+``create`` makes a table; ``writer.HudiWriter`` plans each write (its files are written under
+a requested + inflight instant); ``commit`` completes it after checking for conflicting
+concurrent writers; ``rollback`` undoes writes whose writer died (``heartbeat``);
+``compaction`` and ``clean`` are the MoR and file upkeep.
+"""

@@ -75,21 +75,30 @@ def _token(index: int, instant: str) -> str:
 
 
 def plan_jobs(
-    storage: Storage, changes: ChangeSet, slices: tuple[FileSlice, ...], layout: WriteLayout, instant: str
+    storage: Storage,
+    changes: ChangeSet,
+    slices: tuple[FileSlice, ...],
+    layout: WriteLayout,
+    instant: str,
 ) -> list[FileJob]:
     """Name every file ``changes`` needs (nothing is written)."""
     jobs: list[FileJob] = []
+    listings: dict[str, list[str]] = {}
     for i in sorted(changes.touched()):
         s = slices[i]
         rows = changes.updates.get(i)
         deletes = changes.deletes.get(i)
         token = _token(len(jobs), instant)
         if layout.is_mor:
-            name = _log_name(storage, s, layout, instant, token)
-            jobs.append(FileJob("log", s.partition_path, s.file_id, name, len(jobs), i, rows, deletes))
+            name = _log_name(storage, s, layout, instant, token, listings)
+            jobs.append(
+                FileJob("log", s.partition_path, s.file_id, name, len(jobs), i, rows, deletes)
+            )
         else:
             name = base_file_name(s.file_id, token, instant, "parquet")
-            jobs.append(FileJob("rewrite", s.partition_path, s.file_id, name, len(jobs), i, rows, deletes))
+            jobs.append(
+                FileJob("rewrite", s.partition_path, s.file_id, name, len(jobs), i, rows, deletes)
+            )
     if changes.inserts:
         inserts = pa.concat_tables(changes.inserts)
         for partition in sorted(pc.unique(inserts.column(PARTITION)).to_pylist()):
@@ -101,27 +110,41 @@ def plan_jobs(
 
 
 def _log_name(
-    storage: Storage, s: FileSlice, layout: WriteLayout, instant: str, token: str
+    storage: Storage,
+    s: FileSlice,
+    layout: WriteLayout,
+    instant: str,
+    token: str,
+    listings: dict[str, list[str]],
 ) -> str:
     if layout.table_version >= 8:
         return log_file_name(s.file_id, instant, 1, token)
     # Version 6 names the slice's base instant (a log-only slice: its first log's instant) and
     # takes the next version: listed, so failed and concurrent writers' logs count too.
     base = s.base_instant or (s.log_names[0].instant if s.log_names else instant)
+    if s.partition_path not in listings:
+        found = storage.list_dir(s.partition_path)
+        listings[s.partition_path] = [split_path(info.path)[1] for info in found]
     versions = [
         log.version
-        for info in storage.list_dir(s.partition_path)
-        if (log := parse_log_file_name(split_path(info.path)[1])) is not None
+        for name in listings[s.partition_path]
+        if (log := parse_log_file_name(name)) is not None
         and log.file_id == s.file_id
         and log.instant == base
     ]
     return log_file_name(s.file_id, base, max(versions, default=0) + 1, token)
 
 
-def planned_stat(job: FileJob, slices: tuple[FileSlice, ...], layout: WriteLayout, instant: str) -> WriteStat:
+def planned_stat(
+    job: FileJob, slices: tuple[FileSlice, ...], layout: WriteLayout, instant: str
+) -> WriteStat:
     """The stat of ``job`` before it runs (for the inflight file): names, no sizes."""
     s = slices[job.slice_index] if job.slice_index is not None else None
-    prev = None if s is None else (instant if job.kind == "log" and layout.table_version >= 8 else s.base_instant)
+    prev = (
+        None
+        if s is None
+        else (instant if job.kind == "log" and layout.table_version >= 8 else s.base_instant)
+    )
     rows = job.rows.num_rows if job.rows is not None else 0
     return WriteStat(
         file_id=job.file_id,
@@ -149,14 +172,21 @@ def run_job(
     return _append_log(storage, rows, job, layout, instant, stat)
 
 
-def _new(keyed: pa.Table, job: FileJob, layout: WriteLayout, instant: str, file_name: str) -> pa.Table:
+def _new(
+    keyed: pa.Table, job: FileJob, layout: WriteLayout, instant: str, file_name: str
+) -> pa.Table:
     return new_records(
         keyed, keyed.column(KEY), job.partition, instant, job.index, file_name, layout
     )
 
 
 def _rewrite(
-    storage: Storage, rows: SliceRows, job: FileJob, layout: WriteLayout, instant: str, stat: WriteStat
+    storage: Storage,
+    rows: SliceRows,
+    job: FileJob,
+    layout: WriteLayout,
+    instant: str,
+    stat: WriteStat,
 ) -> WriteStat:
     assert job.slice_index is not None
     s = rows.slices[job.slice_index]
@@ -192,7 +222,12 @@ def _changed_keys(job: FileJob) -> pa.Array:
 
 
 def _append_log(
-    storage: Storage, rows: SliceRows, job: FileJob, layout: WriteLayout, instant: str, stat: WriteStat
+    storage: Storage,
+    rows: SliceRows,
+    job: FileJob,
+    layout: WriteLayout,
+    instant: str,
+    stat: WriteStat,
 ) -> WriteStat:
     assert job.slice_index is not None
     s = rows.slices[job.slice_index]
@@ -212,7 +247,9 @@ def _append_log(
         num_deletes=deleted,
         size=len(data),
         # Version 8 leaves the base file out (log files name their delta commit), 6 names it.
-        base_file="" if layout.table_version >= 8 or s.base_file is None else _name(s.base_file.path),
+        base_file=""
+        if layout.table_version >= 8 or s.base_file is None
+        else _name(s.base_file.path),
         log_files=(job.name,),
         log_version=log.version if log is not None else 1,
         log_offset=0,

@@ -27,6 +27,8 @@ from lakecore_hudi.write.rows_in import KEY, PARTITION
 _ROW = "__lakecore_row"
 _GROUP = "__lakecore_group"
 _GROUP_PARTITION = "__lakecore_group_partition"
+_ORDER = "__lakecore_order"
+_INCOMING = "__lakecore_incoming"
 
 
 @dataclass
@@ -82,43 +84,61 @@ class SliceRows:
             self._cache[index] = self._reader.read(base, logs, self.state.table_schema.names)
         return self._cache[index]
 
-    def keys(self, index: int) -> pa.Array:
-        """The record keys of the live records of slice ``index``."""
-        if index in self._cache or self.slices[index].log_files:
-            return self.records(index).column(RECORD_KEY).combine_chunks()
+    def columns(self, index: int, names: Sequence[str]) -> pa.Table:
+        """Columns ``names`` of the live records of slice ``index`` (a base file without log
+        files is read for those columns only)."""
         s = self.slices[index]
-        base = s.base_file.path if s.base_file is not None else None
-        return self._reader.read(base, [], [RECORD_KEY]).column(RECORD_KEY).combine_chunks()
+        if index in self._cache or s.log_files or s.base_file is None:
+            return self.records(index).select(list(names))
+        return self._reader.read(s.base_file.path, [], list(names))
 
 
-def key_index(rows: SliceRows) -> pa.Table:
-    """(record key, slice index, partition path) of every live record of the snapshot."""
+def key_index(rows: SliceRows, ordering: str | None) -> pa.Table:
+    """(record key, slice index, partition path[, ordering value]) of every live record."""
+    names = [RECORD_KEY] + ([ordering] if ordering else [])
     parts = []
     for i, s in enumerate(rows.slices):
-        keys = rows.keys(i)
-        n = len(keys)
-        parts.append(
-            pa.table(
-                {
-                    KEY: keys.cast(pa.string()),
-                    _GROUP: pa.array(np.full(n, i, dtype=np.int64)),
-                    _GROUP_PARTITION: pa.array([s.partition_path] * n, pa.string()),
-                }
-            )
-        )
+        found = rows.columns(i, names)
+        n = found.num_rows
+        columns = {
+            KEY: found.column(RECORD_KEY).cast(pa.string()),
+            _GROUP: pa.array(np.full(n, i, dtype=np.int64)),
+            _GROUP_PARTITION: pa.array([s.partition_path] * n, pa.string()),
+        }
+        if ordering:
+            columns[_ORDER] = found.column(ordering)
+        parts.append(pa.table(columns))
     if not parts:
-        schema = pa.schema([(KEY, pa.string()), (_GROUP, pa.int64()), (_GROUP_PARTITION, pa.string())])
-        return schema.empty_table()
+        fields = [(KEY, pa.string()), (_GROUP, pa.int64()), (_GROUP_PARTITION, pa.string())]
+        if ordering:
+            fields.append((_ORDER, rows.state.table_schema.field(ordering).type))
+        return pa.schema(fields).empty_table()
     return pa.concat_tables(parts)
 
 
-def plan_upsert(rows: SliceRows, data: pa.Table) -> ChangeSet:
+def loses_on_order(incoming: pa.ChunkedArray, existing: pa.ChunkedArray) -> pa.Array:
+    """Under event-time ordering, whether an incoming record loses to the existing one of its
+    key: the existing value is set and the incoming one is null or lower (as the readers'
+    merge decides; ties go to the newer record)."""
+    lower = pc.fill_null(pc.less(incoming, existing), True)
+    out = pc.and_(pc.is_valid(existing), lower)
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def plan_upsert(rows: SliceRows, data: pa.Table, ordering: str | None) -> ChangeSet:
     """Route keyed, deduplicated ``data``: a row whose key lives in a slice of the same partition
-    updates that slice; every other copy of the key is deleted; the rest are inserts."""
+    updates that slice; every other copy of the key is deleted; the rest are inserts.
+
+    With an ``ordering`` field (event-time ordering), a row whose ordering value is lower than
+    an existing record's of its key is dropped, as Hudi's payload would ignore it.
+    """
     changes = ChangeSet()
-    n = data.num_rows
-    if n == 0:
+    if data.num_rows == 0:
         return changes
+    index = key_index(rows, ordering)
+    if ordering:
+        data = _drop_stale(index, data, ordering)
+    n = data.num_rows
     probe = pa.table(
         {
             KEY: data.column(KEY),
@@ -126,7 +146,7 @@ def plan_upsert(rows: SliceRows, data: pa.Table) -> ChangeSet:
             _ROW: pa.array(np.arange(n, dtype=np.int64)),
         }
     )
-    joined = probe.join(key_index(rows), KEY, join_type="inner")
+    joined = probe.join(index.select([KEY, _GROUP, _GROUP_PARTITION]), KEY, join_type="inner")
     row = joined.column(_ROW).to_numpy()
     group = joined.column(_GROUP).to_numpy()
     same = pc.equal(joined.column(PARTITION), joined.column(_GROUP_PARTITION))
@@ -146,6 +166,25 @@ def plan_upsert(rows: SliceRows, data: pa.Table) -> ChangeSet:
             keys = removed.filter(pc.equal(removed.column(_GROUP), int(g)))
             changes.add_deletes(int(g), _delete_keys(keys.column(KEY), rows.slices[int(g)]))
     return changes
+
+
+def _drop_stale(index: pa.Table, data: pa.Table, ordering: str) -> pa.Table:
+    probe = pa.table(
+        {
+            KEY: data.column(KEY),
+            _ROW: pa.array(np.arange(data.num_rows, dtype=np.int64)),
+            _INCOMING: data.column(ordering),
+        }
+    )
+    joined = probe.join(index.select([KEY, _ORDER]), KEY, join_type="inner")
+    if joined.num_rows == 0:
+        return data
+    existing = joined.column(_ORDER).cast(data.schema.field(ordering).type)
+    lost = loses_on_order(joined.column(_INCOMING), existing)
+    stale = np.unique(joined.column(_ROW).to_numpy()[lost.to_numpy(zero_copy_only=False)])
+    keep = np.ones(data.num_rows, dtype=bool)
+    keep[stale] = False
+    return data.filter(pa.array(keep))
 
 
 def _delete_keys(keys: pa.ChunkedArray | pa.Array, s: FileSlice) -> pa.Table:

@@ -8,7 +8,6 @@ readers know the columns before the first commit. No metadata table is declared
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -172,8 +171,7 @@ def create_table(
     )
     # lakecore's instant times are UTC; say so, so that time-travel by wall clock agrees.
     props["hoodie.table.timeline.timezone"] = "UTC"
-    now = dt.datetime.now(dt.timezone.utc).isoformat()
-    data = render_table_config(props, comment=f"Properties saved on {now} by lakecore")
+    data = render_table_config(props, comment="Created by lakecore")
     try:
         storage.put_if_absent(PROPERTIES_PATH, data)
     except FileExistsError:

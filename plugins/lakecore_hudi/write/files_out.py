@@ -8,15 +8,15 @@ Hudi's merge handle does).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecore.storage import Storage
-from lakecore_hudi.keys import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from lakecore_hudi.keys import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.log.blocks import encode_avro_data_block, encode_delete_block
 from lakecore_hudi.write.layout import WriteLayout
 
@@ -38,10 +38,9 @@ def write_partition_metadata(storage: Storage, partition: str, instant: str) -> 
     depth = len(partition.split("/")) if partition else 0
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
     text = f"#partition metadata\n#{stamp}\ncommitTime={instant}\npartitionDepth={depth}\n"
-    try:
+    # Another write may have created the partition first; its file is as good as ours.
+    with contextlib.suppress(FileExistsError):
         storage.put_if_absent(join_path(partition, PARTITION_METADATA), text.encode("ascii"))
-    except FileExistsError:
-        pass  # another write created the partition first; its file is as good as ours
 
 
 def new_records(
@@ -59,7 +58,7 @@ def new_records(
     ``<instant>_<task partition>_<record>``.
     """
     n = rows.num_rows
-    seqno = np.char.add(f"{instant}_{file_index}_", np.arange(n).astype(str)) if n else []
+    seqno = [f"{instant}_{file_index}_{i}" for i in range(n)]
     meta = [
         pa.array([instant] * n, pa.string()),
         pa.array(seqno, pa.string()),
@@ -125,8 +124,6 @@ def records_touching(records: pa.Table, keys: pa.Array) -> pa.Array:
 
 
 __all__ = [
-    "COMMIT_SEQNO",
-    "COMMIT_TIME",
     "PARTITION_METADATA",
     "carried_over",
     "join_path",

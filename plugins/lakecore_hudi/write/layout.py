@@ -34,6 +34,9 @@ class WriteLayout:
 
     config: TableConfig
     data_schema: pa.Schema
+    value_only_keys: bool = False
+    """A COMPLEX key generator over one key field stores the bare value (HUDI-7001: Hudi
+    0.14.1-1.0.2 wrote such keys without the ``field:`` prefix)."""
 
     @property
     def table_version(self) -> int:
@@ -67,9 +70,11 @@ class WriteLayout:
 
     @property
     def complex_keys(self) -> bool:
-        """Whether keys render as ``field:value,...`` (COMPLEX key generator or several
-        key fields) rather than as the bare value."""
-        return self.config.keygen_type == "COMPLEX" or len(self.key_fields) > 1
+        """Whether keys render as ``field:value,...`` (several key fields, or the COMPLEX key
+        generator over one, unless the table stores bare values) rather than the bare value."""
+        if len(self.key_fields) > 1:
+            return True
+        return self.config.keygen_type == "COMPLEX" and not self.value_only_keys
 
     @property
     def record_name(self) -> str:
@@ -100,10 +105,23 @@ class WriteLayout:
         return arrow_to_avro(self.file_schema, self.record_name, self.namespace)
 
 
-def layout_for(config: TableConfig, table_schema: pa.Schema) -> WriteLayout:
-    """The layout of a table whose full schema (meta fields included or not) is ``table_schema``."""
+def layout_for(
+    config: TableConfig, table_schema: pa.Schema, stored_key: str | None = None
+) -> WriteLayout:
+    """The layout of a table whose full schema (meta fields included or not) is ``table_schema``.
+
+    ``stored_key`` is any ``_hoodie_record_key`` of the table, if it has records: with the
+    COMPLEX key generator over one field it tells which key encoding the table uses (unless
+    ``hoodie.table.complex.keygen.encoding`` says so).
+    """
     data = pa.schema([f for f in table_schema if f.name not in META_FIELDS])
-    return WriteLayout(config, data)
+    encoding = (config.get("hoodie.table.complex.keygen.encoding") or "").strip().upper()
+    if encoding:
+        value_only = encoding == "VALUE_ONLY"
+    else:
+        prefix = f"{config.record_key_fields[0]}:" if config.record_key_fields else ""
+        value_only = stored_key is not None and not stored_key.startswith(prefix)
+    return WriteLayout(config, data, value_only)
 
 
 def ensure_writable(config: TableConfig) -> None:

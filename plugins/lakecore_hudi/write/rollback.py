@@ -21,6 +21,7 @@ re-checks that the instant did not complete in the meantime.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import defaultdict
 
@@ -46,11 +47,11 @@ from lakecore_hudi.timeline.metadata import (
     RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
+    encode_rollback_metadata,
+    encode_rollback_plan,
     parse_clustering_plan,
     parse_commit_metadata,
     parse_rollback_plan,
-    encode_rollback_metadata,
-    encode_rollback_plan,
 )
 from lakecore_hudi.view import split_path
 from lakecore_hudi.write import heartbeat
@@ -70,8 +71,12 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> list[str]:
     for instant in timeline.pending():
         if instant.action == ROLLBACK:
             plan = _plan_of(storage, timeline, instant)
-            if plan.instant_to_rollback is not None:
-                targeted.add(plan.instant_to_rollback[0])
+            if plan.instant_to_rollback is None:
+                continue
+            targeted.add(plan.instant_to_rollback[0])
+            if _completed(storage, config, plan.instant_to_rollback[0]):
+                _withdraw(storage, timeline, instant.timestamp)
+            else:
                 _execute(storage, config, instant.timestamp, plan)
     done = []
     for instant in timeline.pending():
@@ -107,7 +112,9 @@ def _plan_of(storage: Storage, timeline: Timeline, instant: Instant) -> Rollback
     if not requested:
         return RollbackPlan()
     try:
-        return parse_rollback_plan(timeline.read_details(storage, requested[0]), requested[0].file_name)
+        return parse_rollback_plan(
+            timeline.read_details(storage, requested[0]), requested[0].file_name
+        )
     except FileNotFoundError:
         return RollbackPlan()
 
@@ -121,10 +128,17 @@ def rollback_instant(storage: Storage, config: TableConfig, target: Instant) -> 
     ts = start_instant(storage, config, ROLLBACK, encode_rollback_plan(plan), heartbeat=False)
     if _completed(storage, config, target.timestamp):
         # The writer was alive after all and won; withdraw the plan.
-        storage.delete(f"{config.timeline_dir}/{ts}.{ROLLBACK}.requested")
+        _withdraw(storage, load_timeline(storage, config), ts)
         return None
     _execute(storage, config, ts, plan)
     return ts
+
+
+def _withdraw(storage: Storage, timeline: Timeline, ts: str) -> None:
+    """Delete the files of rollback ``ts`` whose target turned out to have completed."""
+    for i in timeline.instants:
+        if i.timestamp == ts and i.action == ROLLBACK:
+            storage.delete(timeline.path_of(i))
 
 
 def _completed(storage: Storage, config: TableConfig, timestamp: str) -> bool:
@@ -178,10 +192,8 @@ def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan)
     if plan.instant_to_rollback is None:
         return
     started = time.time()
-    try:
+    with contextlib.suppress(CommitConflictError):  # resuming: the inflight file exists
         write_inflight(storage, config, ROLLBACK, ts)
-    except CommitConflictError:
-        pass  # resuming: the inflight file is there already
     parts: dict[str, RollbackPartitionMetadata] = {}
     deleted = 0
     for request in plan.requests:
@@ -194,7 +206,10 @@ def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan)
             request.partition_path,
             success_delete_files=(old.success_delete_files if old else ())
             + request.files_to_delete,
-            log_files_from_failed_commit={**(old.log_files_from_failed_commit if old else {}), **logs},
+            log_files_from_failed_commit={
+                **(old.log_files_from_failed_commit if old else {}),
+                **logs,
+            },
         )
     target_ts, target_action = plan.instant_to_rollback
     meta = RollbackMetadata(
@@ -205,10 +220,8 @@ def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan)
         instants_rollback=((target_ts, target_action),),
         partition_metadata=parts,
     )
-    try:
+    with contextlib.suppress(CommitConflictError):  # another writer finished this rollback
         complete(storage, config, ROLLBACK, ts, encode_rollback_metadata(meta))
-    except CommitConflictError:
-        pass  # another writer finished this same rollback
     timeline = load_timeline(storage, config)
     for i in timeline.instants:
         if i.timestamp == target_ts and i.state != COMPLETED:

@@ -136,7 +136,9 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
     pieces: list[Any] = []
     for i, name in enumerate(fields):
         text = _text(rows.column(name))
-        text = pc.fill_null(pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION, text), DEFAULT_PARTITION)
+        text = pc.fill_null(
+            pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION, text), DEFAULT_PARTITION
+        )
         if pc.any(pc.match_substring(text, "/")).as_py():
             raise ConstraintViolationError(
                 f"partition column {name!r} has a value containing '/', which would add a "
@@ -149,7 +151,9 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
 
 def _join(pieces: list[Any], n: int) -> pa.ChunkedArray:
     arrays = [
-        pa.array(np.full(n, p, dtype=object), pa.string()) if isinstance(p, str) else p.combine_chunks()
+        pa.array(np.full(n, p, dtype=object), pa.string())
+        if isinstance(p, str)
+        else p.combine_chunks()
         for p in pieces
     ]
     if len(arrays) == 1:
@@ -171,12 +175,13 @@ def dedupe(rows: pa.Table, layout: WriteLayout) -> pa.Table:
     if rows.num_rows <= 1:
         return rows
     position = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-    order = [(KEY, "ascending")]
+    # Nulls first: a null precombine value loses to any value (as the readers merge).
+    order = [(KEY, "ascending", "at_start")]
     if layout.precombine_field and layout.config.record_merge_mode == "EVENT_TIME_ORDERING":
-        order.append((layout.precombine_field, "ascending"))
+        order.append((layout.precombine_field, "ascending", "at_start"))
     table = rows.append_column("__pos", position)
-    order.append(("__pos", "ascending"))
-    sorted_idx = pc.sort_indices(table, sort_keys=order, null_placement="at_start")
+    order.append(("__pos", "ascending", "at_start"))
+    sorted_idx = pc.sort_indices(table, sort_keys=order)
     keys = table.column(KEY).take(sorted_idx).combine_chunks()
     n = len(keys)
     last = np.ones(n, dtype=bool)

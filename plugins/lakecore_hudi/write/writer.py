@@ -1,0 +1,236 @@
+"""HudiWriter: plans inserts, upserts, deletes, updates, merges and overwrites on a snapshot.
+
+Each operation validates its input and plans its row changes first (nothing is written if
+that fails), then runs the instant's life cycle up to inflight: rolls back failed writes,
+takes a new instant time (``.requested``), names every file in the ``.inflight`` metadata,
+writes the files, and returns ``[FormatPayload("hudi", PlannedInstant)]``. ``HudiFormat.commit``
+completes the instant. A failure while writing files rolls the instant back at once.
+
+Actions: CoW writes are ``commit``s, MoR writes ``deltacommit``s, overwrites (and deleting every
+row) ``replacecommit``s that list the replaced file groups.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.errors import SchemaError, UnsupportedFeatureError
+from lakecore.format import SchemaUpdate
+from lakecore.model.actions import Action, CommitInfo, FormatPayload
+from lakecore.model.merge import MergeClauses
+from lakecore.snapshot import Snapshot
+from lakecore.sql import evaluate_predicate
+from lakecore.sql.evaluate import parse
+from lakecore.storage import Storage
+from lakecore_hudi.keys import RECORD_KEY
+from lakecore_hudi.source import HudiSnapshotSource
+from lakecore_hudi.state import HudiState
+from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
+from lakecore_hudi.timeline.lifecycle import write_inflight
+from lakecore_hudi.timeline.metadata import (
+    CommitMetadata,
+    WriteStat,
+    encode_commit_metadata,
+    encode_requested_replace,
+)
+from lakecore_hudi.write.apply import FileJob, plan_jobs, planned_stat, run_job
+from lakecore_hudi.write.changes import ChangeSet, SliceRows, plan_upsert
+from lakecore_hudi.write.dml import check_assignments, plan_delete, plan_overwrite, plan_update
+from lakecore_hudi.write.layout import ensure_writable, layout_for
+from lakecore_hudi.write.merge import check_merge, plan_merge
+from lakecore_hudi.write.planned import FileGroup, PlannedInstant, start_instant
+from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instant
+from lakecore_hudi.write.rows_in import conform, dedupe, keyed, to_arrow_table
+
+FORMAT = "hudi"
+
+
+def state_of(snapshot: Snapshot) -> HudiState:
+    """The Hudi state behind a lakecore Snapshot of a Hudi table."""
+    source = snapshot.source
+    if not isinstance(source, HudiSnapshotSource):
+        raise TypeError("not a Hudi snapshot")
+    return source.state
+
+
+class HudiWriter:
+    """Writes the files of one operation against ``snapshot`` and returns its planned instant."""
+
+    def __init__(self, storage: Storage, snapshot: Snapshot) -> None:
+        self._storage = storage
+        self._state = state_of(snapshot)
+        self._config = self._state.config
+        ensure_writable(self._config)
+        self._rows = SliceRows(storage, self._state)
+        self._layout = layout_for(self._config, self._state.table_schema, self._stored_key())
+
+    # ---------------------------------------------------------------- operations
+
+    def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        """Insert ``data`` into new file groups (keys are not looked up: Hudi's ``insert``)."""
+        rows = self._keyed(data)
+        changes = ChangeSet(inserts=[rows] if rows.num_rows else [])
+        return self._write(changes, "INSERT", CommitInfo("INSERT", {"rows": rows.num_rows}))
+
+    def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        """Insert or update ``data`` by record key (the batch is first reduced to one row per
+        key: the greatest precombine value, the last row on ties)."""
+        rows = dedupe(self._keyed(data), self._layout)
+        changes = plan_upsert(self._rows, rows, self._ordering())
+        return self._write(changes, "UPSERT", CommitInfo("UPSERT", {"rows": rows.num_rows}))
+
+    def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
+        if where is None:
+            info = CommitInfo("DELETE", {"predicate": None}, read_whole_table=True)
+            return self._replace(
+                ChangeSet(), set(range(len(self._state.slices))), "DELETE_PARTITION", info, True
+            )
+        self._validate(where)
+        changes = plan_delete(self._rows, where)
+        info = CommitInfo("DELETE", {"predicate": where}, read_predicate=where)
+        return self._write(changes, "DELETE", info)
+
+    def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
+        if where is not None:
+            self._validate(where)
+        rows = self._keyed(data)
+        changes, replaced = plan_overwrite(self._rows, self._layout, rows, where)
+        if where is None:
+            info = CommitInfo("INSERT_OVERWRITE_TABLE", {}, read_whole_table=True)
+            return self._replace(changes, replaced, "INSERT_OVERWRITE_TABLE", info, True)
+        info = CommitInfo("INSERT_OVERWRITE", {"predicate": where}, read_predicate=where)
+        return self._replace(changes, replaced, "INSERT_OVERWRITE", info, False)
+
+    def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
+        self._validate(where)
+        check_assignments(set, self._layout, self._state.table_schema.empty_table())
+        changes = plan_update(self._rows, self._layout, set, where)
+        info = CommitInfo("UPDATE", {"set": dict(set), "predicate": where}, read_predicate=where)
+        return self._write(changes, "UPSERT", info)
+
+    def merge(
+        self, source: Any, on: Sequence[str], clauses: MergeClauses
+    ) -> tuple[list[Action], CommitInfo]:
+        check_merge(on, clauses, self._layout)
+        for sql in (clauses.matched_condition, clauses.not_matched_condition):
+            if sql:
+                parse(sql)
+        changes = plan_merge(self._rows, self._layout, to_arrow_table(source), clauses)
+        keys = " AND ".join(f"{k} IS NOT NULL" for k in on)
+        info = CommitInfo("MERGE", {"on": list(on)}, read_predicate=keys)
+        return self._write(changes, "UPSERT", info)
+
+    def schema_update(self) -> SchemaUpdate:
+        raise UnsupportedFeatureError(
+            "hudi-schema-evolution", "lakecore does not evolve Hudi table schemas yet"
+        )
+
+    # ---------------------------------------------------------------- planning helpers
+
+    def _keyed(self, data: Any) -> pa.Table:
+        table = to_arrow_table(data)
+        missing = [k for k in self._layout.key_fields if k not in table.column_names]
+        if missing:
+            raise SchemaError(f"the data has no record key column(s) {missing}")
+        return keyed(conform(table, self._layout.data_schema), self._layout)
+
+    def _stored_key(self) -> str | None:
+        """A record key of the table, when its encoding matters (one COMPLEX key field)."""
+        config = self._config
+        if config.keygen_type != "COMPLEX" or len(config.record_key_fields) != 1:
+            return None
+        for i in range(len(self._rows.slices)):
+            keys = self._rows.columns(i, [RECORD_KEY]).column(0)
+            if len(keys):
+                return str(keys[0].as_py())
+        return None
+
+    def _ordering(self) -> str | None:
+        event = self._config.record_merge_mode == "EVENT_TIME_ORDERING"
+        return self._layout.precombine_field if event else None
+
+    def _validate(self, where: str | None) -> None:
+        # Parse and type-check before any IO: unknown columns and bad syntax fail here.
+        if where is not None:
+            evaluate_predicate(where, self._state.table_schema.empty_table())
+
+    def _replace(
+        self,
+        changes: ChangeSet,
+        replaced: set[int],
+        operation: str,
+        info: CommitInfo,
+        exclusive: bool,
+    ) -> tuple[list[Action], CommitInfo]:
+        groups = {
+            (s.partition_path, s.file_id) for i, s in enumerate(self._state.slices) if i in replaced
+        }
+        return self._write(changes, operation, info, REPLACE_COMMIT, groups, exclusive)
+
+    # ---------------------------------------------------------------- the instant
+
+    def _write(
+        self,
+        changes: ChangeSet,
+        operation: str,
+        info: CommitInfo,
+        action: str | None = None,
+        replaced: set[FileGroup] | None = None,
+        exclusive: bool = False,
+    ) -> tuple[list[Action], CommitInfo]:
+        action = action or self._layout.write_action
+        rollback_failed_writes(self._storage, self._config)
+        requested = encode_requested_replace(operation) if action == REPLACE_COMMIT else b""
+        ts = start_instant(self._storage, self._config, action, requested)
+        jobs, stats = self._write_files(changes, operation, action, ts)
+        replace_ids: dict[str, list[str]] = defaultdict(list)
+        for partition, file_id in sorted(replaced or ()):
+            replace_ids[partition].append(file_id)
+        metadata = CommitMetadata(
+            partition_to_write_stats=_by_partition(stats),
+            operation_type=operation,
+            extra_metadata={"schema": self._layout.data_avro_json()},
+            partition_to_replace_file_ids=dict(replace_ids),
+            replace=action == REPLACE_COMMIT,
+        )
+        slices = self._rows.slices
+        touched = {(slices[i].partition_path, slices[i].file_id) for i in changes.touched()}
+        planned = PlannedInstant(
+            timestamp=ts,
+            action=action,
+            metadata=metadata,
+            files=tuple(j.path for j in jobs),
+            touched=frozenset(touched | set(replaced or ())),
+            exclusive=exclusive,
+        )
+        return [FormatPayload(FORMAT, planned)], info
+
+    def _write_files(
+        self, changes: ChangeSet, operation: str, action: str, ts: str
+    ) -> tuple[list[FileJob], list[WriteStat]]:
+        """Name the files in the inflight metadata, then write them; on any failure the
+        instant is rolled back before the error propagates."""
+        storage, config, layout = self._storage, self._config, self._layout
+        slices = self._rows.slices
+        try:
+            jobs = plan_jobs(storage, changes, slices, layout, ts)
+            planned = [planned_stat(j, slices, layout, ts) for j in jobs]
+            workload = CommitMetadata(_by_partition(planned), operation)
+            content = encode_commit_metadata(workload, config.table_version)
+            write_inflight(storage, config, action, ts, content)
+            return jobs, [run_job(storage, self._rows, job, layout, ts) for job in jobs]
+        except BaseException:
+            layout_version = config.timeline_layout_version
+            rollback_instant(storage, config, make_instant(ts, action, INFLIGHT, layout_version))
+            raise
+
+
+def _by_partition(stats: list[WriteStat]) -> dict[str, tuple[WriteStat, ...]]:
+    out: dict[str, list[WriteStat]] = defaultdict(list)
+    for s in stats:
+        out[s.partition_path or ""].append(s)
+    return {p: tuple(v) for p, v in out.items()}

@@ -1,0 +1,89 @@
+"""Checking a snapshot's file listing against the files its visible writes made.
+
+The file-system view is built from a directory listing, so a data file that is gone (deleted
+by hand, lost in a copy, cleaned away under a time-travel query) would silently make the view
+fall back to an older version of its file group or drop the group: stale or missing rows. The
+write statistics of the visible commits name the files they made; the newest base file of each
+live file group and the log files of its latest slice must be listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from lakecore.errors import CorruptTableError, VersionNotFoundError
+from lakecore_hudi.names import BaseFile, parse_base_file_name, parse_log_file_name
+from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.view import FileSlice, SliceFile, Visible, in_latest_slice, split_path
+
+Group = tuple[str, str]
+
+
+def check_written_files(
+    written: Iterable[tuple[str, CommitMetadata]],
+    files: Sequence[SliceFile],
+    slices: Sequence[FileSlice],
+    visible: Visible,
+    completion_slicing: bool,
+    latest: bool,
+) -> None:
+    """Raise when a file that the snapshot needs and a visible write made is not listed.
+
+    ``written`` holds (instant, commit metadata) of the snapshot's visible writes, ``files``
+    the listing, ``slices`` the view built from it; ``latest`` says whether the snapshot is
+    the table's latest completed write.
+
+    Raises:
+        CorruptTableError: a file is missing from the latest snapshot (deleted or lost);
+            names the file and the instant that wrote it.
+        VersionNotFoundError: time travel to an instant whose files were cleaned since (the
+            file group has a newer base file, or is gone entirely).
+    """
+    listed = {f.info.path for f in files}
+    newest_listed: dict[Group, str] = {}
+    for f in files:
+        if isinstance(f.name, BaseFile):
+            group = (split_path(f.info.path)[0], f.name.file_id)
+            newest_listed[group] = max(newest_listed.get(group, ""), f.name.instant)
+    bases: dict[Group, tuple[str, str, str]] = {}  # newest base: (its instant, path, writer)
+    logs: dict[str, str] = {}  # log path -> writing instant
+    slice_base = {(s.partition_path, s.file_id): s.base_instant for s in slices}
+    for instant, meta in written:
+        for stat in meta.write_stats():
+            if not stat.path or "://" in stat.path:
+                continue
+            path = stat.path.lstrip("/")
+            base, log = parse_base_file_name(path), parse_log_file_name(path)
+            name = base or log
+            if name is None or (split_path(path)[0], name.file_id) in visible.replaced:
+                continue
+            group = (split_path(path)[0], name.file_id)
+            if base is not None and base.instant >= bases.get(group, ("",))[0]:
+                bases[group] = (base.instant, path, instant)
+            elif (
+                log is not None
+                and not log.is_cdc
+                and in_latest_slice(log, slice_base.get(group, ""), visible, completion_slicing)
+            ):
+                logs[path] = instant
+    snapshot = max(visible.instants, default="")
+    missing = [(path, by, group) for group, (_, path, by) in sorted(bases.items())]
+    missing += [(path, by, _group(path)) for path, by in sorted(logs.items())]
+    for path, by, group in missing:
+        if path in listed:
+            continue
+        if not latest and newest_listed.get(group, "~") > snapshot:
+            raise VersionNotFoundError(
+                f"data file {path} (written by instant {by}) was cleaned since a later write "
+                f"replaced it; the Hudi table can no longer be read as of {snapshot}"
+            )
+        raise CorruptTableError(
+            f"data file {path}, written by the completed instant {by}, is missing from the "
+            "Hudi table (deleted or lost)"
+        )
+
+
+def _group(path: str) -> Group:
+    name = parse_base_file_name(path) or parse_log_file_name(path)
+    assert name is not None
+    return split_path(path)[0], name.file_id
