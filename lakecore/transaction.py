@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
     from lakecore.table import Table
 
 log = logging.getLogger(__name__)
-MAX_COMMIT_ATTEMPTS = 64
+MAX_COMMIT_ATTEMPTS = 256
 
 
 class Transaction:
@@ -128,7 +130,11 @@ def commit_with_retries(
     fmt = table._writable_format()
     storage = table.storage
     version = fmt.next_version(base)
-    for _ in range(MAX_COMMIT_ATTEMPTS):
+    for attempt in range(MAX_COMMIT_ATTEMPTS):
+        if attempt:
+            # Jitter after a lost race: writers that keep colliding spread out instead of
+            # racing for the next version in lockstep (a busy machine starved one otherwise).
+            time.sleep(random.uniform(0, min(0.002 * attempt, 0.1)))
         outcome = fmt.commit(storage, base, actions, info, version)
         if isinstance(outcome, Committed):
             return outcome.version

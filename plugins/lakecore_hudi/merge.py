@@ -148,13 +148,22 @@ def _combine(state: pa.Table, block: pa.Table, spec: MergeSpec) -> pa.Table:
     block = pa.Table.from_arrays(block.columns, schema=state.schema)
     both = pa.concat_tables([state, block], promote_options="none")
     # Nulls first: a null ordering value (or a hard delete's marker) loses to any value.
-    keys: list[tuple[str, str, str]] = [(_KEY, "ascending", "at_start")]
-    if spec.orders:
-        keys.append((_ORD, "ascending", "at_start"))
-    keys += [(_SEQ, "ascending", "at_start"), (_POS, "ascending", "at_start")]
-    order = pc.sort_indices(both, sort_keys=keys)
+    names = [_KEY, _ORD, _SEQ, _POS] if spec.orders else [_KEY, _SEQ, _POS]
+    order = _sort_nulls_first(both, names)
     sorted_keys = both.column(_KEY).take(order).combine_chunks()
     return both.take(_last_of_runs(order, sorted_keys))
+
+
+_PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
+
+
+def _sort_nulls_first(table: pa.Table, names: list[str]) -> pa.Array:
+    """Ascending sort indices by ``names``, nulls first (a null ordering value, or a hard
+    delete's marker, loses to any value). pyarrow 25 moved null placement into each key."""
+    if _PER_KEY_NULL_PLACEMENT:
+        return pc.sort_indices(table, sort_keys=[(n, "ascending", "at_start") for n in names])
+    keys = [(n, "ascending") for n in names]
+    return pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
 
 
 def _last_of_runs(order: pa.Array, sorted_keys: pa.Array) -> pa.Array:
