@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore_hudi.conform import conform
 from lakecore_hudi.keys import IS_DELETED, record_keys
 
 SEQ = "_lakecore_log_seq"
@@ -73,7 +74,7 @@ def merge_slice(
             state = _apply_delete_run(state, _between(log_deletes, low, high), spec)
         else:
             rows = _between(log_data, low, high)
-            block = _conform(rows.drop_columns([SEQ]), schema)
+            block = conform(rows.drop_columns([SEQ]), schema)
             seqs = rows.column(SEQ).to_numpy().astype(np.int64)
             state = _combine(state, _with_helpers(block, spec, seqs), spec)
     live = state.filter(pc.invert(state.column(_DEL)))
@@ -104,18 +105,6 @@ def _between(table: pa.Table, low: int, high: int) -> pa.Table:
         table = table.filter(pc.and_(pc.greater_equal(seq, low), pc.less_equal(seq, high)))
     order = np.argsort(_seqs(table), kind="stable")
     return table.take(pa.array(order))
-
-
-def _conform(block: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Reorder/cast a log block to the output schema (missing columns are null)."""
-    columns = []
-    for field in schema:
-        if field.name in block.column_names:
-            column = block.column(field.name)
-            columns.append(column if column.type == field.type else column.cast(field.type))
-        else:
-            columns.append(pa.nulls(block.num_rows, field.type))
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _with_helpers(rows: pa.Table, spec: MergeSpec, seqs: np.ndarray) -> pa.Table:

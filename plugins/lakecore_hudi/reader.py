@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from lakecore.storage import Storage
 from lakecore_hudi.base_files import read_base_file
+from lakecore_hudi.conform import conform
 from lakecore_hudi.merge import MergeSpec, merge_slice
 
 
@@ -56,15 +57,3 @@ class SliceReader:
         """Whether ``path`` names a log file (log-only slices have no base file)."""
         name = path.rsplit("/", 1)[-1]
         return name.startswith(".") and ".log." in name
-
-
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Cast ``table`` to ``schema``: columns in order, missing ones null, extra ones dropped."""
-    arrays = []
-    for field in schema:
-        if field.name in table.column_names:
-            column = table.column(field.name)
-            arrays.append(column if column.type == field.type else column.cast(field.type))
-        else:
-            arrays.append(pa.chunked_array([pa.nulls(table.num_rows, field.type)]))
-    return pa.Table.from_arrays(arrays, schema=schema)

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
+from lakecore.model.data_input import to_arrow_table
 from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
 from lakecore.sql import evaluate, evaluate_predicate
@@ -23,7 +24,7 @@ from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import DeltaState
 from lakecore_delta.write.constraints import check_rows, fill_generated, table_constraints
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout, write_data_files
-from lakecore_delta.write.data_in import conform_to_schema, to_arrow_table
+from lakecore_delta.write.data_in import conform_to_schema
 from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
 from lakecore_delta.write.features import ensure_writable
 from lakecore_delta.write.merge import merge_rows

@@ -21,6 +21,7 @@ import pyarrow as pa
 from lakecore.errors import SchemaError, UnsupportedFeatureError
 from lakecore.format import SchemaUpdate
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
+from lakecore.model.data_input import to_arrow_table
 from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
 from lakecore.sql import evaluate_predicate
@@ -44,7 +45,7 @@ from lakecore_hudi.write.layout import ensure_writable, layout_for
 from lakecore_hudi.write.merge import check_merge, plan_merge
 from lakecore_hudi.write.planned import FileGroup, PlannedInstant, start_instant
 from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instant
-from lakecore_hudi.write.rows_in import conform, dedupe, keyed, to_arrow_table
+from lakecore_hudi.write.rows_in import conform, dedupe, keyed
 
 FORMAT = "hudi"
 
