@@ -6,7 +6,6 @@ import datetime
 import decimal
 import io
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ from lakecore_hudi.avro_schema import (
 from lakecore_hudi.log.format import read_log_blocks
 
 from lakecore.errors import SchemaError
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 UTC = datetime.timezone.utc
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +22,8 @@ from lakecore.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI = CORPUS / "hudi"
 PROPERTIES = ".hoodie/hoodie.properties"
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import os
 import shutil
 import struct
 from decimal import Decimal
@@ -44,10 +43,10 @@ from lakecore_hudi.table_config import read_table_config
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 from lakecore.storage import open_storage
+from tests.corpus import CORPUS
 
 from .test_hfile import build_hfile
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI = CORPUS / "hudi"
 MDT_TABLES = (
     "cow_v9_timebasedkeygen_unixtimestamp",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,8 +14,8 @@ from lakecore_hudi.mdt.hfile import read_file_info, read_hfile, read_trailer
 from lakecore_hudi.mdt.records import decode_records, parse_schema
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI = CORPUS / "hudi"
 
 # What the shared corpus holds; a change to the corpus must show up here.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
-import os
 import struct
 import time
 from pathlib import Path
@@ -37,8 +36,8 @@ from lakecore_hudi.log.format import (
 )
 
 from lakecore.errors import CorruptTableError, SchemaError, UnsupportedFeatureError
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 UTC = datetime.timezone.utc
 D = decimal.Decimal
 

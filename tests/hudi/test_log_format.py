@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 
@@ -18,8 +17,8 @@ from lakecore_hudi.log.format import (
 )
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 PATH = "p/.f-0_001.log.1_0-1-2"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -20,8 +19,8 @@ from lakecore_hudi.names import log_file_sort_key, parse_log_file_name
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 from lakecore.storage import open_storage
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 SCHEMA = pa.schema([("key", pa.string()), ("v", pa.int64())])
 AVRO = arrow_to_avro(SCHEMA, "t_record", "hoodie.t")
 

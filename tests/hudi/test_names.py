@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from lakecore_hudi.names import (
     BaseFile,
@@ -20,7 +17,7 @@ from lakecore_hudi.names import (
     write_token,
 )
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
+from tests.corpus import CORPUS
 
 
 def test_parse_base_file_name() -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pyarrow as pa
 import pytest
 from lakecore_hudi.keys import EMPTY_KEY, NULL_KEY, record_keys
@@ -18,8 +15,8 @@ from lakecore_hudi.table_config import TableConfig, read_table_config
 import lakecore
 from lakecore.errors import SchemaError
 from lakecore.storage import open_storage
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI = CORPUS / "hudi"
 
 SCHEMA = pa.schema(

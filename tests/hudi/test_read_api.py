@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import json
-import os
 import pickle
 import shutil
 from collections.abc import Callable
@@ -28,8 +27,8 @@ import lakecore
 from lakecore.cli import app
 from lakecore.errors import TableNotFoundError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.planning import read_tasks
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI = CORPUS / "hudi"
 NO_META = ("_hoodie_",)
 

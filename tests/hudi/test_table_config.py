@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,8 @@ from lakecore_hudi.table_config import (
 
 from lakecore.errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
 from lakecore.storage import Storage, open_storage
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI_TABLES = sorted(p.name for p in (CORPUS / "hudi").iterdir()) if CORPUS.exists() else []
 
 

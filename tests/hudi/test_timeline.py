@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import os
 import struct
 from pathlib import Path
 
@@ -49,8 +48,8 @@ from lakecore_hudi.timeline.metadata import (
 
 from lakecore.errors import CommitConflictError, CorruptTableError
 from lakecore.storage import Storage, open_storage
+from tests.corpus import CORPUS
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
 HUDI_TABLES = sorted(p.name for p in (CORPUS / "hudi").iterdir()) if CORPUS.exists() else []
 TS = "20240418173550988"
 CT = "20240418173551000"

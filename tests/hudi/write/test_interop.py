@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,9 @@ import pytest
 
 import lakecore
 from lakecore.errors import UnsupportedFeatureError
+from tests.corpus import CORPUS
 from tests.hudi.write.helpers import hudi_rs_table
 
-CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[4] / "shared" / "corpus"))
 WRITABLE = [
     "cow_v6_complexkeygen_hivestyle",
     "cow_v6_nonpartitioned",
@@ -36,7 +35,7 @@ REFUSED = {
 def _copy(name: str, tmp_path: Path) -> Path:
     source = CORPUS / "hudi" / name
     if not source.exists():
-        pytest.skip(f"corpus table {name} is not available (set LAKECORE_CORPUS)")
+        pytest.fail(f"corpus table {name} is not available (set LAKECORE_CORPUS)")
     root = tmp_path / name
     shutil.copytree(source, root)
     for path in root.rglob("*"):
