@@ -19,11 +19,13 @@ from lakecore_hudi.merge import MergeSpec
 from lakecore_hudi.partitions import prunable_partition_columns
 from lakecore_hudi.reader import SliceReader
 from lakecore_hudi.state import HudiState
+from lakecore_hudi.view import Visible
 
 KEY_FIELDS = "key_fields"
 ORDERING_FIELD = "ordering_field"
 EVENT_TIME = "event_time"
 VALID_INSTANTS = "valid_instants"
+ARCHIVED_BEFORE = "archived_before"
 META = "meta_fields"
 READ_OPTIMIZED = "read_optimized"
 
@@ -44,6 +46,7 @@ def scan_context(storage: Storage, state: HudiState) -> ScanContext:
             ORDERING_FIELD: spec.ordering_field or "",
             EVENT_TIME: str(spec.event_time).lower(),
             VALID_INSTANTS: ",".join(sorted(state.visible.instants)),
+            ARCHIVED_BEFORE: state.visible.archived_before,
             META: str(has_meta).lower(),
             READ_OPTIMIZED: str(state.options.read_optimized).lower(),
         },
@@ -60,14 +63,17 @@ def read_tasks(
     if options.get(META) == "true" and table_schema.get_field_index(META_FIELDS[0]) < 0:
         meta = [pa.field(n, pa.string(), nullable=False) for n in META_FIELDS]
         table_schema = pa.schema(meta + list(table_schema))
-    valid = frozenset(filter(None, options.get(VALID_INSTANTS, "").split(",")))
+    visible = Visible(
+        instants=frozenset(filter(None, options.get(VALID_INSTANTS, "").split(","))),
+        archived_before=options.get(ARCHIVED_BEFORE, ""),
+    )
     spec = MergeSpec(
         key_fields=tuple(filter(None, options.get(KEY_FIELDS, "").split(","))),
         ordering_field=options.get(ORDERING_FIELD) or None,
         event_time=options.get(EVENT_TIME) == "true",
     )
     reader = SliceReader(
-        storage, table_schema, spec, valid.__contains__, options.get(READ_OPTIMIZED) == "true"
+        storage, table_schema, spec, visible.includes, options.get(READ_OPTIMIZED) == "true"
     )
     names = list(context.schema.names if columns is None else columns)
     out_schema = pa.schema([context.schema.field(c) for c in names])

@@ -57,7 +57,7 @@ class HudiState:
 
     def is_valid_instant(self, timestamp: str) -> bool:
         """Whether a log block written by ``timestamp`` is part of this snapshot."""
-        return timestamp in self.visible.instants
+        return self.visible.includes(timestamp)
 
 
 def merge_spec(config: TableConfig) -> MergeSpec:
@@ -93,6 +93,7 @@ def load_state(
         instants=frozenset(i.timestamp for i in upto),
         completion={i.timestamp: i.completion_time for i in upto if i.completion_time},
         replaced=_replaced(upto, metas),
+        archived_before=timeline.instants[0].timestamp if timeline.instants else "",
     )
     if instant is None:
         slices: tuple[FileSlice, ...] = ()

@@ -48,6 +48,15 @@ class Visible:
     instants: frozenset[str]
     completion: Mapping[str, str] = field(default_factory=dict)
     replaced: frozenset[tuple[str, str]] = frozenset()
+    archived_before: str = ""
+
+    def includes(self, timestamp: str) -> bool:
+        """Whether files/blocks written by ``timestamp`` are visible.
+
+        Instants older than the first one on the active timeline were archived; Hudi only
+        archives completed instants, so those count as committed (as Hudi's readers do).
+        """
+        return timestamp in self.instants or timestamp < self.archived_before
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +123,7 @@ def latest_slices(
         if isinstance(f.name, LogFile):
             if not f.name.is_cdc:
                 logs[group].append(f)
-        elif f.name.instant in visible.instants:
+        elif visible.includes(f.name.instant):
             bases[group].append(f)
     completion = completion_slicing
     slices: list[FileSlice] = []
@@ -136,7 +145,7 @@ def _slice(
     base = max(bases, key=lambda f: f.name.instant) if bases else None
     base_instant = base.name.instant if base is not None else ""
     kept = [f for f in logs if in_latest_slice(f.name, base_instant, visible, completion_slicing)]
-    if base is None and not any(f.name.instant in visible.instants for f in kept):
+    if base is None and not any(visible.includes(f.name.instant) for f in kept):
         # No slice (table version 6: a log-only slice is keyed by the write that created the
         # file group, which must be visible; logs of a pending compaction alone are not).
         return None
@@ -157,7 +166,7 @@ def in_latest_slice(
     """Whether log file ``name`` belongs to the file group's slice based at ``base_instant``
     (its latest visible base instant, "" for none)."""
     if completion_slicing:
-        if name.instant not in visible.instants:
+        if not visible.includes(name.instant):
             return False  # the delta commit that wrote it is not visible
         completed = visible.completion.get(name.instant, name.instant)
         return completed > base_instant

@@ -278,6 +278,7 @@ def test_requested_replace() -> None:
 
 def _hudi() -> Any:
     import hudi  # a test dependency: missing it must fail, not skip
+
     if not hasattr(hudi, "HudiTableBuilder"):
         pytest.fail(
             f"'import hudi' found {hudi.__file__}, not hudi-rs: pytest puts tests/ on sys.path, "

@@ -26,6 +26,7 @@ Row = dict[str, Any]
 def hudi_rs() -> Any:
     """The hudi-rs package (``hudi``); fails clearly if the tests' own package shadows it."""
     import hudi  # a test dependency: missing it must fail, not skip
+
     if not hasattr(hudi, "HudiTableBuilder"):
         pytest.fail(f"'import hudi' found {hudi.__file__}, not hudi-rs")
     return hudi

@@ -1,0 +1,30 @@
+"""Files written by archived instants (older than the active timeline) stay visible."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import lakecore
+from tests.corpus import CORPUS
+
+TABLE = "cow_v6_complexkeygen_hivestyle"
+FIRST = "20240418173213674"
+
+
+def test_files_of_archived_commits_are_read(tmp_path: Path) -> None:
+    root = tmp_path / TABLE
+    shutil.copytree(CORPUS / "hudi" / TABLE, root)
+    before = lakecore.open(str(root)).to_arrow()
+    first_files = [p for p in root.rglob(f"*_{FIRST}.parquet")]
+    assert first_files, "the fixture needs base files written by the first commit"
+    # Archiving moves the first commit's instant files off the active timeline.
+    for instant_file in (root / ".hoodie").glob(f"{FIRST}.*"):
+        instant_file.unlink()
+    table = lakecore.open(str(root))
+    assert table.version != FIRST
+    after = table.to_arrow()
+    assert after.num_rows == before.num_rows
+    assert after.sort_by("id").equals(before.sort_by("id"))
+    paths = set(table.snapshot().files().column("path").to_pylist())
+    assert any(p.endswith(f"_{FIRST}.parquet") for p in paths)
