@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from lakecore.errors import CorruptTableError, VersionNotFoundError
+from lakecore.errors import CorruptTableError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.storage import Storage
 from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.base_files import read_base_file
@@ -84,6 +84,14 @@ def load_state(
     metadata of every visible write instant.
     """
     config = read_table_config(storage)
+    if config.drop_partition_columns and config.partition_fields:
+        # The values would have to come from partition paths; reading them as null would be
+        # wrong rows, so refuse until that is implemented.
+        raise UnsupportedFeatureError(
+            "hoodie.datasource.write.drop.partition.columns",
+            f"{storage.root}: partition columns are not stored in the data files "
+            "(drop.partition.columns=true); lakecore cannot read such tables yet",
+        )
     timeline = load_timeline(storage, config)
     writes = timeline.completed_write_instants()
     instant = _pick(writes, version, timestamp_ms, timeline)

@@ -1,4 +1,4 @@
-"""Files written by archived instants (older than the active timeline) stay visible."""
+"""Read edge cases: archived instants stay visible; partition columns missing from files refused."""
 
 from __future__ import annotations
 
@@ -28,3 +28,21 @@ def test_files_of_archived_commits_are_read(tmp_path: Path) -> None:
     assert after.sort_by("id").equals(before.sort_by("id"))
     paths = set(table.snapshot().files().column("path").to_pylist())
     assert any(p.endswith(f"_{FIRST}.parquet") for p in paths)
+
+
+def test_tables_without_partition_columns_in_files_are_refused(tmp_path: Path) -> None:
+    import pytest
+
+    from lakecore.errors import UnsupportedFeatureError
+
+    root = tmp_path / TABLE
+    shutil.copytree(CORPUS / "hudi" / TABLE, root)
+    props = root / ".hoodie" / "hoodie.properties"
+    text = props.read_text().replace(
+        "hoodie.datasource.write.drop.partition.columns=false",
+        "hoodie.datasource.write.drop.partition.columns=true",
+    )
+    assert "drop.partition.columns=true" in text
+    props.write_text(text)
+    with pytest.raises(UnsupportedFeatureError, match="drop.partition.columns"):
+        lakecore.open(str(root)).to_arrow()
