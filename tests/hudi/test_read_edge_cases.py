@@ -44,5 +44,5 @@ def test_tables_without_partition_columns_in_files_are_refused(tmp_path: Path) -
     )
     assert "drop.partition.columns=true" in text
     props.write_text(text)
-    with pytest.raises(UnsupportedFeatureError, match="drop.partition.columns"):
+    with pytest.raises(UnsupportedFeatureError, match=r"drop\.partition\.columns"):
         lakecore.open(str(root)).to_arrow()
