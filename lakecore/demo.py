@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import warnings
 from pathlib import Path
 
 from rich.console import Console
@@ -108,8 +107,6 @@ def spark_demo(console: Console, root: Path) -> None:
         console.print(f"[yellow]Spark demo skipped[/]: {exc}")
         return
     console.rule("Spark (local mode): lakecore plans, Spark tasks read")
-    # pylance (Hudi's Lance base files) warns at every fork; Spark's Python workers fork.
-    warnings.filterwarnings("ignore", message="lance is not fork-safe")
     spark = lakecore.spark.session()
     try:
         for path, where in (

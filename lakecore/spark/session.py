@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -50,6 +51,9 @@ def session(
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM's own address too
     settings = {**(LOCAL_DEFAULTS if local else {}), **DEFAULTS, **dict(config or {})}
+    # pylance (Lance base files of Hudi tables) warns at every os.fork once imported; starting
+    # the JVM and Spark's Python workers fork, and no Lance object crosses those forks.
+    warnings.filterwarnings("ignore", message="lance is not fork-safe")
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
