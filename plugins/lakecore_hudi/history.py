@@ -6,8 +6,8 @@ from lakecore.errors import CorruptTableError
 from lakecore.model.history import HistoryEntry
 from lakecore.storage import Storage
 from lakecore_hudi.state import REPLACE_ACTIONS, instant_epoch_ms
-from lakecore_hudi.table_config import read_table_config
-from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.table_config import TableConfig, read_table_config
+from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.metadata import parse_commit_metadata
 
 _WITH_COMMIT_METADATA = ("commit", "deltacommit", *REPLACE_ACTIONS)
@@ -19,14 +19,16 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
     ``version`` is the instant timestamp; ``operation`` the write operation recorded in the
     commit metadata (``insert``, ``upsert``, ``delete``, ``insert_overwrite``, ...) or the
     action for instants without one (``clean``, ``rollback``); ``info`` holds the action,
-    the completion time and, for writes, the rows written per partition.
+    the completion time and, for writes, the rows written per partition. Instants of the
+    archived timeline (LSM history or the v6 archive) follow, marked ``info["archived"]``;
+    time travel to them is not offered (their files are usually cleaned).
     """
     config = read_table_config(storage)
     timeline = load_timeline(storage, config)
     completed = list(reversed(timeline.completed()))
+    out: list[HistoryEntry] = []
     if limit is not None:
         completed = completed[: max(0, limit)]
-    out: list[HistoryEntry] = []
     for instant in completed:
         operation: str | None = instant.action
         info: dict[str, object] = {
@@ -54,4 +56,33 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
                 info=info,
             )
         )
+    if limit is None or len(out) < limit:
+        out.extend(_archived(storage, config, timeline, limit, len(out)))
     return out
+
+
+def _archived(
+    storage: Storage, config: TableConfig, timeline: Timeline, limit: int | None, have: int
+) -> list[HistoryEntry]:
+    """Archived instants older than the active timeline, newest first (no commit metadata:
+    the archive is only read for names and times)."""
+    from lakecore_hudi.timeline.archived import load_archived_timeline
+
+    first = timeline.instants[0].timestamp if timeline.instants else None
+    archived = load_archived_timeline(storage, config)
+    older = sorted(
+        (a for a in archived if first is None or a.timestamp < first),
+        key=lambda a: a.timestamp,
+        reverse=True,
+    )
+    if limit is not None:
+        older = older[: max(0, limit - have)]
+    return [
+        HistoryEntry(
+            version=a.timestamp,
+            timestamp=instant_epoch_ms(a.timestamp),
+            operation=a.action,
+            info={"action": a.action, "completion_time": a.completion_time, "archived": True},
+        )
+        for a in older
+    ]

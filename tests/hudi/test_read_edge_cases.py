@@ -46,3 +46,28 @@ def test_tables_without_partition_columns_in_files_are_refused(tmp_path: Path) -
     props.write_text(text)
     with pytest.raises(UnsupportedFeatureError, match=r"drop\.partition\.columns"):
         lakecore.open(str(root)).to_arrow()
+
+
+def test_history_lists_archived_instants_after_the_active_ones(tmp_path: Path) -> None:
+    from tests.hudi.test_timeline import _lsm_file, _new_table
+
+    storage, config = _new_table(tmp_path, 8)
+    row = {"completionTime": None, "plan": None, "version": 1, "metadata": b""}
+    _lsm_file(
+        storage,
+        f"{config.archive_dir}/001_002_0.parquet",
+        [
+            {**row, "instantTime": "001", "action": "commit"},
+            {**row, "instantTime": "002", "action": "clean"},
+        ],
+    )
+    storage.put(
+        f"{config.archive_dir}/manifest_1",
+        b'{"files": [{"fileName": "001_002_0.parquet", "fileLen": 1}]}',
+    )
+    storage.put(f"{config.archive_dir}/_version_", b"1")
+    entries = lakecore.open(storage.root).history()
+    archived = [e for e in entries if e.info.get("archived")]
+    assert [(e.version, e.operation) for e in archived] == [("002", "clean"), ("001", "commit")]
+    assert entries[-len(archived) :] == archived
+    assert len(lakecore.open(storage.root).history(limit=1)) == 1
