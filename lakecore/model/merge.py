@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 
 @dataclass(frozen=True, slots=True)
 class MergeClauses:
@@ -23,3 +25,20 @@ class MergeClauses:
     """Unmatched source rows are inserted."""
     matched_condition: str | None = None
     not_matched_condition: str | None = None
+
+
+ALIASES = {"source": ("source", "s"), "target": ("target", "t")}
+"""How MERGE conditions and SET expressions name each side's columns."""
+
+
+def qualified_columns(target: pa.Table, source: pa.Table) -> pa.Table:
+    """One table with both sides' columns under every alias (``t.x``, ``target.x``, ``s.x``),
+    plus the target's columns unqualified; rows of ``target`` and ``source`` must align."""
+    cols: dict[str, pa.ChunkedArray] = {}
+    for side, table in (("target", target), ("source", source)):
+        for name in table.column_names:
+            for alias in ALIASES[side]:
+                cols[f"{alias}.{name}"] = table.column(name)
+    for name in target.column_names:
+        cols.setdefault(name, target.column(name))
+    return pa.table(cols)

@@ -16,12 +16,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
-from lakecore.model.merge import MergeClauses
+from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.sql import evaluate
 from lakecore_delta.write.dml import ChangeSet, DmlContext, _drop_rows, tagged
 
 ROW = "__lakecore_row"
-ALIASES = {"source": ("source", "s"), "target": ("target", "t")}
 
 
 def _check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> None:
@@ -34,18 +33,6 @@ def _check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> Non
             "the merge source has several rows with the same key: a target row could match "
             "more than one source row"
         )
-
-
-def _qualified(target: pa.Table, source: pa.Table) -> pa.Table:
-    """One table with both sides' columns under every alias (``t.x``, ``target.x``, ``s.x``)."""
-    cols: dict[str, pa.ChunkedArray] = {}
-    for side, table in (("target", target), ("source", source)):
-        for name in table.column_names:
-            for alias in ALIASES[side]:
-                cols[f"{alias}.{name}"] = table.column(name)
-    for name in target.column_names:
-        cols.setdefault(name, target.column(name))
-    return pa.table(cols)
 
 
 def merge_rows(
@@ -77,7 +64,7 @@ def merge_rows(
         src_rows = source.take(pa.array(s_rows))
         if clauses.matched_condition:
             ok = pc.fill_null(
-                evaluate(clauses.matched_condition, _qualified(before, src_rows)), False
+                evaluate(clauses.matched_condition, qualified_columns(before, src_rows)), False
             )
             keep = ok.to_numpy(zero_copy_only=False)
             t_rows, s_rows = t_rows[keep], s_rows[keep]
@@ -101,7 +88,7 @@ def merge_rows(
     inserts = source.filter(pa.array(~matched_source))
     if clauses.not_matched_condition and inserts.num_rows:
         ok = pc.fill_null(
-            evaluate(clauses.not_matched_condition, _qualified(inserts, inserts)), False
+            evaluate(clauses.not_matched_condition, qualified_columns(inserts, inserts)), False
         )
         inserts = inserts.filter(ok)
     return out, inserts
@@ -117,7 +104,7 @@ def _updated(
                 i = schema.get_field_index(f.name)
                 after = after.set_column(i, f.name, src_rows.column(f.name).cast(f.type))
         return after
-    both = _qualified(before, src_rows)
+    both = qualified_columns(before, src_rows)
     for name, sql in (clauses.matched_update or {}).items():
         f = schema.field(name)
         value = evaluate(sql, both)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
-from lakecore.model.merge import MergeClauses
+from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.sql import evaluate
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.write.changes import ChangeSet, SliceRows, deletes_of, route_rewritten
@@ -25,7 +25,6 @@ from lakecore_hudi.write.rows_in import KEY, conform, keyed, record_keys
 
 _ROW = "__lakecore_source_row"
 _TARGET = "__lakecore_target_row"
-ALIASES = {"source": ("source", "s"), "target": ("target", "t")}
 
 
 def check_merge(on: Sequence[str], clauses: MergeClauses, layout: WriteLayout) -> None:
@@ -41,18 +40,6 @@ def check_merge(on: Sequence[str], clauses: MergeClauses, layout: WriteLayout) -
             raise UnsupportedFeatureError(
                 "hudi-update-record-key", f"cannot update record key column(s) {keys}"
             )
-
-
-def _qualified(target: pa.Table, source: pa.Table) -> pa.Table:
-    """Both sides' columns under every alias (``t.x``, ``target.x``, ``s.x``, ...)."""
-    cols: dict[str, pa.ChunkedArray] = {}
-    for side, table in (("target", target), ("source", source)):
-        for name in table.column_names:
-            for alias in ALIASES[side]:
-                cols[f"{alias}.{name}"] = table.column(name)
-    for name in target.column_names:
-        cols.setdefault(name, target.column(name))
-    return pa.table(cols)
 
 
 def source_keys(source: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
@@ -99,7 +86,9 @@ def plan_merge(
         src = source.take(joined.column(_ROW))
         s_rows = joined.column(_ROW).to_numpy()
         if clauses.matched_condition:
-            ok = pc.fill_null(evaluate(clauses.matched_condition, _qualified(before, src)), False)
+            ok = pc.fill_null(
+                evaluate(clauses.matched_condition, qualified_columns(before, src)), False
+            )
             s_rows = s_rows[ok.to_numpy(zero_copy_only=False)]
             before, src = before.filter(ok), src.filter(ok)
         matched[s_rows] = True
@@ -114,7 +103,7 @@ def plan_merge(
     if clauses.insert_all:
         inserts = source.filter(pa.array(~matched))
         if clauses.not_matched_condition and inserts.num_rows:
-            ok = evaluate(clauses.not_matched_condition, _qualified(inserts, inserts))
+            ok = evaluate(clauses.not_matched_condition, qualified_columns(inserts, inserts))
             inserts = inserts.filter(pc.fill_null(ok, False))
         if inserts.num_rows:
             changes.inserts.append(keyed(conform(inserts, layout.data_schema), layout))
@@ -132,7 +121,7 @@ def _updated(
             f = schema.field(name)
             after = after.set_column(schema.get_field_index(name), f, _cast(src.column(name), f))
         return after
-    both = _qualified(before, src)
+    both = qualified_columns(before, src)
     for name, sql in (clauses.matched_update or {}).items():
         if schema.get_field_index(name) < 0:
             raise SchemaError(f"cannot update unknown column {name!r}")
