@@ -56,3 +56,17 @@ def has_not_null_inside(t: pa.DataType) -> bool:
     else:
         return False
     return any(not f.nullable or has_not_null_inside(f.type) for f in fields)
+
+
+def is_ordered_scalar(t: pa.DataType) -> bool:
+    """Whether ``t`` is a scalar whose values have the min/max order stats and pruning use:
+    integers, floats, decimals, strings, dates and timestamps (not binary, not boolean)."""
+    return bool(
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import PredicateError
+from lakecore.model.schema import is_ordered_scalar
 
 _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
@@ -31,16 +32,10 @@ _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 def supported_type(t: pa.DataType) -> bool:
     """Whether predicates may reference a column of type ``t``."""
     return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
+        is_ordered_scalar(t)
         or pa.types.is_binary(t)
         or pa.types.is_large_binary(t)
         or pa.types.is_boolean(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
     )
 
 

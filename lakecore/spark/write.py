@@ -43,7 +43,7 @@ from lakecore.errors import (
 )
 from lakecore.format import WritableFormat
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
-from lakecore.model.schema import has_not_null_inside
+from lakecore.model.schema import has_not_null_inside, is_ordered_scalar
 from lakecore.planning import read_tasks
 from lakecore.planning.scan import build_tasks
 from lakecore.plugins import load_registry
@@ -240,16 +240,7 @@ def check_schema(spark_schema: st.StructType, table_schema: pa.Schema) -> None:
 
 
 def _partition_type_ok(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-    )
+    return is_ordered_scalar(t) or pa.types.is_boolean(t)
 
 
 def _check_partition_columns(schema: pa.Schema, columns: Sequence[str]) -> None:

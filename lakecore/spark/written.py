@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,10 +30,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from lakecore_delta.write.stats_out import _RAW, _has_min_max, _stat_value
+from lakecore_delta.write.stats_out import _RAW, _stat_value
 
 from lakecore.errors import SchemaError, UnsupportedFeatureError
-from lakecore.model.schema import physical_name
+from lakecore.model.parquet_footer import LeafSummary
+from lakecore.model.parquet_footer import summarize_leaf as summarize_footer_leaf
+from lakecore.model.schema import is_ordered_scalar, physical_name
 from lakecore.storage import FileInfo, Storage
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -199,54 +200,20 @@ def leaf_columns(schema: pa.Schema) -> dict[tuple[str, ...], int]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class LeafSummary:
-    """A leaf column's statistics over all row groups (None: unknown)."""
-
-    null_count: int | None
-    min: Any
-    max: Any
-
-
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
-
-
 PARQUET_JAVA = "parquet-mr"
 """How parquet-java (Spark's Parquet writer) names itself in a footer's ``created_by``."""
 
 
 def summarize_leaf(metadata: pq.FileMetaData, index: int) -> LeafSummary:
-    """Combine leaf ``index``'s statistics of every row group of a footer.
+    """Leaf ``index``'s statistics over every row group, as Delta stats may hold them.
 
     Float bounds are kept only from parquet-java files without a NaN in them (see above).
     """
+    summary = summarize_footer_leaf(metadata, index)
     floating = metadata.schema.column(index).physical_type in ("FLOAT", "DOUBLE")
-    nan_shows = (metadata.created_by or "").startswith(PARQUET_JAVA)
-    nulls: int | None = 0
-    low: Any = None
-    high: Any = None
-    bounds_known = True
-    for g in range(metadata.num_row_groups):
-        column = metadata.row_group(g).column(index)
-        stats = column.statistics
-        if stats is None:
-            return LeafSummary(None, None, None)
-        count = stats.null_count if stats.has_null_count else None
-        nulls = None if nulls is None or count is None else nulls + count
-        if not stats.has_min_max:
-            # Only an all-null row group may lack bounds without making them unknown.
-            bounds_known = bounds_known and count is not None and count == column.num_values
-            continue
-        lo, hi = stats.min, stats.max
-        if _is_nan(lo) or _is_nan(hi) or getattr(stats, "is_max_value_exact", True) is False:
-            bounds_known = False
-            continue
-        low = lo if low is None else min(low, lo)
-        high = hi if high is None else max(high, hi)
-    if not bounds_known or (floating and not nan_shows):
-        low = high = None
-    return LeafSummary(nulls, low, high)
+    if floating and not (metadata.created_by or "").startswith(PARQUET_JAVA):
+        return LeafSummary(summary.null_count, None, None)
+    return summary
 
 
 def _field_stats(
@@ -272,7 +239,7 @@ def _field_stats(
     summary = summarize_leaf(metadata, leaves[path])
     if summary.null_count is not None:
         nulls[name] = summary.null_count
-    if not _has_min_max(t):
+    if not is_ordered_scalar(t):
         return
     lo = _stat_value(summary.min, t, False)
     hi = _stat_value(summary.max, t, True)

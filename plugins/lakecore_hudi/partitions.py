@@ -16,29 +16,36 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.model.schema import is_ordered_scalar
 from lakecore_hudi.table_config import TableConfig
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_CASTABLE = (
-    pa.types.is_integer,
-    pa.types.is_floating,
-    pa.types.is_string,
-    pa.types.is_large_string,
-    pa.types.is_boolean,
-    pa.types.is_date,
-    pa.types.is_decimal,
-)
+
+
+def _castable(t: pa.DataType) -> bool:
+    """Types a partition path's text casts to exactly (timestamps are left out: path text
+    carries no time zone)."""
+    return (is_ordered_scalar(t) and not pa.types.is_timestamp(t)) or pa.types.is_boolean(t)
+
+
+def _keygen(config: TableConfig) -> str:
+    return f"{config.keygen_type or ''} {config.keygen_class or ''}".lower()
+
+
+def formats_timestamps(config: TableConfig) -> bool:
+    """Whether a timestamp-based key generator writes the partition paths (their text is a
+    formatted date, not the column's value)."""
+    return "timestamp" in _keygen(config)
 
 
 def prunable_partition_columns(config: TableConfig, schema: pa.Schema) -> tuple[str, ...]:
     """The partition fields whose values can be read back from partition paths."""
-    keygen = f"{config.keygen_type or ''} {config.keygen_class or ''}".lower()
-    if "timestamp" in keygen or "custom" in keygen:
+    if formats_timestamps(config) or "custom" in _keygen(config):
         return ()
     fields = config.partition_fields
     for name in fields:
         i = schema.get_field_index(name)
-        if i < 0 or not any(check(schema.field(i).type) for check in _CASTABLE):
+        if i < 0 or not _castable(schema.field(i).type):
             return ()
     return fields
 

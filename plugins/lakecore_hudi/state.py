@@ -15,6 +15,7 @@ from lakecore_hudi.base_files import read_base_file
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.merge import MergeSpec
 from lakecore_hudi.options import ReadOptions
+from lakecore_hudi.partitions import formats_timestamps
 from lakecore_hudi.table_config import TableConfig, read_table_config
 from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.instants import Instant
@@ -208,8 +209,7 @@ def _schema(
 def _partition_field_type(f: pa.Field, config: TableConfig) -> pa.Field:
     """Timestamp-based key generators make partition fields strings (Hudi's own readers, and
     its later commits' schemas, type them so), whatever the first commit recorded."""
-    keygen = f"{config.keygen_type or ''} {config.keygen_class or ''}".lower()
-    if "timestamp" in keygen and f.name in config.partition_fields:
+    if formats_timestamps(config) and f.name in config.partition_fields:
         return f.with_type(pa.string())
     return f
 

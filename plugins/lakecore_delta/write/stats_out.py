@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.model.schema import physical_name
+from lakecore.model.schema import is_ordered_scalar, physical_name
 
 STRING_PREFIX_LENGTH = 32
 """Delta's default: string min/max are kept to this many characters."""
@@ -51,18 +51,6 @@ def _stat_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
     return None
 
 
-def _has_min_max(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-    )
-
-
 def _column_stats(
     array: pa.Array,
     field: pa.Field,
@@ -86,7 +74,7 @@ def _column_stats(
         nulls[name] = sub_nulls
         return
     nulls[name] = array.null_count
-    if not _has_min_max(t) or array.null_count == len(array):
+    if not is_ordered_scalar(t) or array.null_count == len(array):
         return
     if pa.types.is_floating(t) and pc.any(pc.is_nan(array)).as_py():
         return
