@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,7 +45,25 @@ def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None) -
         raise CorruptTableError(f"cannot read base file {path}: {exc}") from exc
 
 
-def _read_lance(storage: Storage, path: str, columns: Sequence[str] | None) -> pa.Table:
+def read_base_schema(storage: Storage, path: str) -> pa.Schema:
+    """The Arrow schema of a base file, from its footer/metadata only (no data read).
+
+    Raises as ``read_base_file`` does.
+    """
+    fmt = base_file_format(path)
+    try:
+        if fmt == "LANCE":
+            schema: pa.Schema = _lance_reader(storage, path).metadata().schema
+            return schema.remove_metadata()
+        with storage.open_input(path) as f:
+            return pq.read_schema(f).remove_metadata()
+    except (FileNotFoundError, UnsupportedFeatureError):
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"cannot read base file {path}: {exc}") from exc
+
+
+def _lance_reader(storage: Storage, path: str) -> Any:
     try:
         from lance.file import LanceFileReader
     except ImportError as exc:  # pragma: no cover - the lance extra is installed in tests
@@ -53,7 +72,11 @@ def _read_lance(storage: Storage, path: str, columns: Sequence[str] | None) -> p
         ) from exc
     raw = getattr(storage, "storage_options", None) or {}
     options = {k: str(v) for k, v in raw.items()} or None
-    reader = LanceFileReader(storage.resolve(path), storage_options=options)
+    return LanceFileReader(storage.resolve(path), storage_options=options)
+
+
+def _read_lance(storage: Storage, path: str, columns: Sequence[str] | None) -> pa.Table:
+    reader = _lance_reader(storage, path)
     table: pa.Table = reader.read_all().to_table()
     if columns is not None:
         table = table.select([c for c in columns if c in table.column_names])

@@ -30,12 +30,9 @@ def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
     if read_optimized:
         slices = tuple(s for s in slices if s.base_file is not None)
     paths = [s.path for s in slices]
-    # The size of the file at ``path``: a log-only slice's first log file (never null).
-    sizes = [(s.base_file or s.log_files[0]).size for s in slices]
-    mtimes = [
-        (s.base_file or s.log_files[0]).modification_time if (s.base_file or s.log_files) else None
-        for s in slices
-    ]
+    # Size and time of the file at ``path`` (a log-only slice's first log file).
+    sizes = [s.file.size for s in slices]
+    mtimes = [s.file.modification_time for s in slices]
     logs = [[] if read_optimized else [f.path for f in s.log_files] for s in slices]
     counts, stats = _statistics(storage, state, slices, read_optimized)
     columns: dict[str, pa.Array] = {

@@ -13,37 +13,42 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import UnsupportedFeatureError
+from lakecore.model import expressions as ex
 from lakecore.storage import Storage
 from lakecore_hudi.keys import COMMIT_TIME
-from lakecore_hudi.options import ReadOptions
-from lakecore_hudi.source import HudiSnapshotSource
-from lakecore_hudi.state import load_state
+from lakecore_hudi.state import instant_epoch_ms
 
 
 def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
     """Rows written by the completed instants ``start..end`` (inclusive; latest by default).
 
+    The commit-time range is a scan predicate, so the planner skips file slices whose
+    ``_hoodie_commit_time`` statistics lie outside it.
+
     Raises ``VersionNotFoundError`` for an ``end`` that is not a completed write and
     ``UnsupportedFeatureError`` for tables written without meta fields.
     """
-    state = load_state(storage, end, None, ReadOptions())
-    if state.table_schema.get_field_index(COMMIT_TIME) < 0:
+    from lakecore_hudi.format import HudiFormat
+
+    snapshot = HudiFormat().load_snapshot(storage, version=end)
+    if snapshot.schema.get_field_index(COMMIT_TIME) < 0:
         raise UnsupportedFeatureError(
             "no-meta-fields", "incremental reads need _hoodie_commit_time (populated meta fields)"
         )
-    source = HudiSnapshotSource(storage, state)
-    rows = pa.Table.from_batches(list(source.read(source.files(), None)), schema=state.schema)
-    times = rows.column(COMMIT_TIME)
-    keep = pc.and_(pc.greater_equal(times, start), pc.less_equal(times, state.version))
-    changed = rows.filter(keep)
+    upto = str(snapshot.version)
+    changed = snapshot.scan(where=ex.col(COMMIT_TIME).between(start, upto)).to_arrow()
     instants = changed.column(COMMIT_TIME)
     changed = changed.append_column("_change_type", pa.array(["upsert"] * changed.num_rows))
     changed = changed.append_column("_commit_version", instants)
-    stamps = pa.array([_epoch(t) for t in instants.to_pylist()], pa.timestamp("ms", tz="UTC"))
-    return changed.append_column("_commit_timestamp", stamps)
+    return changed.append_column("_commit_timestamp", _epochs(instants))
 
 
-def _epoch(instant: str | None) -> int | None:
-    from lakecore_hudi.state import instant_epoch_ms
-
-    return None if instant is None else instant_epoch_ms(instant)
+def _epochs(instants: pa.ChunkedArray) -> pa.Array:
+    """Instant texts -> UTC timestamps (converted once per distinct instant)."""
+    distinct = pc.unique(instants)
+    stamps = pa.array(
+        [instant_epoch_ms(t) if t is not None else None for t in distinct.to_pylist()],
+        pa.int64(),
+    )
+    at = pc.index_in(instants, value_set=distinct)
+    return stamps.take(at).cast(pa.timestamp("ms", tz="UTC"))

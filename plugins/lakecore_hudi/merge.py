@@ -208,13 +208,15 @@ def _apply_deletes(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Ta
 
 
 def _delete_ordering(values: pa.Array, spec: MergeSpec, state: pa.Table) -> pa.Array | None:
-    """Delete ordering values typed like the state's, or None when ordering does not decide."""
+    """Delete ordering values typed like the state's, or None when ordering does not decide.
+
+    A value that does not cast to the ordering column's type counts as absent, which makes
+    the delete a hard one (Hudi's rule for deletes without an ordering value).
+    """
     if not spec.orders:
         return None
     target = state.schema.field(_ORD).type
     try:
-        if pa.types.is_string(values.type) and not pa.types.is_string(target):
-            return values.cast(target)
         return values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return pa.nulls(len(values), target)

@@ -11,6 +11,7 @@ from lakecore.storage import Storage
 from lakecore_hudi.base_files import read_base_file
 from lakecore_hudi.conform import conform
 from lakecore_hudi.merge import MergeSpec, merge_slice
+from lakecore_hudi.names import is_log_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +48,7 @@ class SliceReader:
 
     def _base(self, path: str | None, columns: Sequence[str]) -> pa.Table:
         schema = pa.schema([self.table_schema.field(c) for c in columns])
-        if path is None or self.storage_is_log(path):
+        if path is None or is_log_file(path):
             return schema.empty_table()
         raw = read_base_file(self.storage, path, columns)
         return conform(raw, schema)
-
-    @staticmethod
-    def storage_is_log(path: str) -> bool:
-        """Whether ``path`` names a log file (log-only slices have no base file)."""
-        name = path.rsplit("/", 1)[-1]
-        return name.startswith(".") and ".log." in name

@@ -16,6 +16,7 @@ from lakecore.planning.tasks import ScanContext, ScanTask
 from lakecore.storage import Storage, open_storage
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.merge import MergeSpec
+from lakecore_hudi.names import is_log_file
 from lakecore_hudi.partitions import prunable_partition_columns
 from lakecore_hudi.reader import SliceReader
 from lakecore_hudi.state import HudiState
@@ -79,7 +80,7 @@ def read_tasks(
     out_schema = pa.schema([context.schema.field(c) for c in names])
     root = storage.root.rstrip("/") + "/"
     for task in tasks:
-        base = None if SliceReader.storage_is_log(task.path) else _relative(task.path, root)
+        base = None if is_log_file(task.path) else _relative(task.path, root)
         logs = [_relative(p, root) for p in task.log_files]
         rows = reader.read(base, logs, names)
         for batch in rows.to_batches():

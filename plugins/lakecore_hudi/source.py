@@ -11,6 +11,7 @@ from lakecore.errors import SchemaError
 from lakecore.planning.tasks import ScanContext
 from lakecore.storage import Storage
 from lakecore_hudi.file_index import build_file_index
+from lakecore_hudi.names import is_log_file
 from lakecore_hudi.reader import SliceReader
 from lakecore_hudi.scan import scan_context
 from lakecore_hudi.state import HudiState
@@ -55,7 +56,7 @@ class HudiSnapshotSource:
         paths = files.column("path").to_pylist()
         logs = files.column("log_files").to_pylist()
         for path, log_files in zip(paths, logs, strict=True):
-            base = None if SliceReader.storage_is_log(path) else path
+            base = None if is_log_file(path) else path
             rows = reader.read(base, log_files or [], names)
             for batch in rows.to_batches():
                 if batch.num_rows:

@@ -11,7 +11,7 @@ import pyarrow as pa
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.storage import Storage
 from lakecore_hudi.avro_schema import avro_to_arrow
-from lakecore_hudi.base_files import read_base_file
+from lakecore_hudi.base_files import read_base_schema
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.merge import MergeSpec
 from lakecore_hudi.options import ReadOptions
@@ -221,5 +221,5 @@ def _without_meta(schema: pa.Schema) -> pa.Schema:
 def _base_file_schema(storage: Storage, slices: tuple[FileSlice, ...]) -> pa.Schema | None:
     for s in slices:
         if s.base_file is not None:
-            return _without_meta(read_base_file(storage, s.base_file.path, None).schema)
+            return _without_meta(read_base_schema(storage, s.base_file.path))
     return None

@@ -79,11 +79,14 @@ class FileSlice:
     log_names: tuple[LogFile, ...]
 
     @property
+    def file(self) -> FileInfo:
+        """The slice's representative file: its base file, else its first log file."""
+        return self.base_file if self.base_file is not None else self.log_files[0]
+
+    @property
     def path(self) -> str:
-        """The slice's representative path: its base file, else its first log file."""
-        if self.base_file is not None:
-            return self.base_file.path
-        return self.log_files[0].path
+        """The path of ``file``."""
+        return self.file.path
 
 
 def split_path(path: str) -> tuple[str, str]:

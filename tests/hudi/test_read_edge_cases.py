@@ -71,3 +71,22 @@ def test_history_lists_archived_instants_after_the_active_ones(tmp_path: Path) -
     assert [(e.version, e.operation) for e in archived] == [("002", "clean"), ("001", "commit")]
     assert entries[-len(archived) :] == archived
     assert len(lakecore.open(storage.root).history(limit=1)) == 1
+
+
+def test_schema_from_a_base_file_footer_matches_the_commit_schema() -> None:
+    """The last resort (no commit schema, no create schema) reads a base file's footer only."""
+    from lakecore_hudi.options import ReadOptions
+    from lakecore_hudi.state import _base_file_schema, load_state
+
+    from lakecore.storage import open_storage
+
+    checked = 0
+    for name in ("cow_v6_nonpartitioned", "mor_avro_v9_lance_nonhivestyle"):
+        storage = open_storage(str(CORPUS / "hudi" / name))
+        state = load_state(storage, None, None, ReadOptions())
+        found = _base_file_schema(storage, state.slices)
+        assert found is not None
+        data_columns = [f.name for f in state.table_schema if not f.name.startswith("_hoodie_")]
+        assert found.names == data_columns
+        checked += 1
+    assert checked == 2

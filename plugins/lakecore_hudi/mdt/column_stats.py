@@ -233,7 +233,7 @@ def typed_array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     try:
         return _exact(pa.array(values), t)
     except _CAST_ERRORS:
-        pass
+        pass  # some value does not fit: convert one by one, nulling only those
     out = []
     for value in values:
         try:
