@@ -9,6 +9,7 @@ these are only used to write.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 #: HoodieCommitMetadata: completed and inflight commit / deltacommit (v8+).
@@ -203,195 +204,23 @@ COMMIT_METADATA: dict[str, Any] = {
     ],
 }
 
-#: HoodieReplaceCommitMetadata: completed replacecommit (v8+).
+#: HoodieReplaceCommitMetadata: completed replacecommit (v8+). The commit metadata's fields
+#: (the same HoodieWriteStat record), plus the file groups each partition's replaced ones.
 REPLACE_COMMIT_METADATA: dict[str, Any] = {
     "type": "record",
     "name": "HoodieReplaceCommitMetadata",
     "namespace": "org.apache.hudi.avro.model",
     "fields": [
-        {
-            "name": "partitionToWriteStats",
-            "type": [
-                "null",
-                {
-                    "type": "map",
-                    "values": {
-                        "type": "array",
-                        "items": {
-                            "type": "record",
-                            "name": "HoodieWriteStat",
-                            "fields": [
-                                {
-                                    "name": "fileId",
-                                    "type": ["null", {"type": "string"}],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "path",
-                                    "type": ["null", {"type": "string"}],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "prevCommit",
-                                    "type": ["null", {"type": "string"}],
-                                    "default": None,
-                                },
-                                {"name": "numWrites", "type": ["null", "long"], "default": None},
-                                {"name": "numDeletes", "type": ["null", "long"], "default": None},
-                                {
-                                    "name": "numUpdateWrites",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalWriteBytes",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalWriteErrors",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "partitionPath",
-                                    "type": ["null", {"type": "string"}],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalLogRecords",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalLogFiles",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalUpdatedRecordsCompacted",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {"name": "numInserts", "type": ["null", "long"], "default": None},
-                                {
-                                    "name": "totalLogBlocks",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalCorruptLogBlock",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalRollbackBlocks",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "fileSizeInBytes",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {"name": "logVersion", "type": ["null", "int"], "default": None},
-                                {"name": "logOffset", "type": ["null", "long"], "default": None},
-                                {
-                                    "name": "baseFile",
-                                    "type": ["null", {"type": "string"}],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "logFiles",
-                                    "type": [
-                                        "null",
-                                        {
-                                            "type": "array",
-                                            "items": {"type": "string"},
-                                            "default": None,
-                                        },
-                                    ],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "cdcStats",
-                                    "type": [
-                                        "null",
-                                        {"type": "map", "values": "long", "default": None},
-                                    ],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "prevBaseFile",
-                                    "type": ["null", {"type": "string"}],
-                                    "default": None,
-                                },
-                                {"name": "minEventTime", "type": ["null", "long"], "default": None},
-                                {"name": "maxEventTime", "type": ["null", "long"], "default": None},
-                                {
-                                    "name": "runtimeStats",
-                                    "type": [
-                                        "null",
-                                        {
-                                            "type": "record",
-                                            "name": "HoodieRuntimeStats",
-                                            "fields": [
-                                                {
-                                                    "name": "totalScanTime",
-                                                    "type": ["null", "long"],
-                                                    "default": None,
-                                                },
-                                                {
-                                                    "name": "totalCreateTime",
-                                                    "type": ["null", "long"],
-                                                    "default": None,
-                                                },
-                                                {
-                                                    "name": "totalUpsertTime",
-                                                    "type": ["null", "long"],
-                                                    "default": None,
-                                                },
-                                            ],
-                                        },
-                                    ],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalLogFilesCompacted",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalLogReadTimeMs",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "totalLogSizeCompacted",
-                                    "type": ["null", "long"],
-                                    "default": None,
-                                },
-                                {
-                                    "name": "tempPath",
-                                    "type": ["null", {"type": "string"}],
-                                    "default": None,
-                                },
-                                {"name": "numUpdates", "type": ["null", "long"], "default": None},
-                            ],
-                        },
-                    },
-                },
-            ],
-            "default": None,
-        },
-        {"name": "compacted", "type": ["null", "boolean"], "default": None},
-        {
-            "name": "extraMetadata",
-            "type": ["null", {"type": "map", "values": {"type": "string"}}],
-            "default": None,
-        },
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "operationType", "type": ["null", {"type": "string"}], "default": None},
+        *(
+            copy.deepcopy(f)
+            if f["name"] != "extraMetadata"
+            else {
+                "name": "extraMetadata",
+                "type": ["null", {"type": "map", "values": {"type": "string"}}],
+                "default": None,
+            }
+            for f in COMMIT_METADATA["fields"]
+        ),
         {
             "name": "partitionToReplaceFileIds",
             "type": [
