@@ -15,6 +15,7 @@ Their rows must be equal (digest without the ``_hoodie_*`` columns) or the run f
     python benchmarks/hudi.py                # full: 200,000 rows, 40 upserts, 4 deletes
     python benchmarks/hudi.py --quick        # smoke: 20,000 rows, 10 upserts, 2 deletes
     python benchmarks/hudi.py --write-docs   # also update docs/performance.md
+    python benchmarks/hudi.py --profile      # also: where one lakecore read spends its time
 
 Results go to benchmarks/results/hudi[.quick].json.
 """
@@ -126,6 +127,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         digests = {name: digest(t) for name, t in outputs.items()}
         if len(set(digests.values())) != 1:
             raise SystemExit(f"readers disagree: {digests}")
+        profile = profile_read(path) if args.profile else None
         times: dict[str, list[float]] = {name: [] for name in READERS}
         for _ in range(args.repeat):
             for name, reader in READERS.items():
@@ -142,7 +144,33 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "median_seconds": median,
         "runs": times,
         "ratio_lakecore_vs_hudi_rs": median["lakecore"] / median["hudi-rs"],
+        "profile_share": profile,
     }
+
+
+PROFILED = {
+    "Avro log decoding (fastavro + to Arrow)": "decode_data_block",
+    "merge by record key": "merge_slice",
+    "base files (Parquet)": "read_base_file",
+    "timeline, listing, slices": "load_state",
+}
+
+
+def profile_read(path: str) -> dict[str, float]:
+    """Share of one lakecore read's time spent in each stage (cProfile cumulative times)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.runcall(read_lakecore, path)
+    stats = pstats.Stats(profiler)
+    by_name: dict[str, float] = {}
+    total = 0.0
+    for (_, _, name), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        by_name[name] = max(by_name.get(name, 0.0), cumulative)
+        if name == "read_lakecore":
+            total = cumulative
+    return {stage: by_name.get(fn, 0.0) / total for stage, fn in PROFILED.items()}
 
 
 def docs_section(result: dict[str, Any]) -> str:
@@ -164,6 +192,11 @@ def docs_section(result: dict[str, Any]) -> str:
             END,
         ]
     )
+
+
+def profile_lines(result: dict[str, Any]) -> str:
+    shares = result.get("profile_share") or {}
+    return "\n".join(f"  {stage}: {share:.0%}" for stage, share in shares.items())
 
 
 def write_docs(result: dict[str, Any]) -> None:
@@ -188,6 +221,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="profile one lakecore read")
     args = parser.parse_args()
     if args.quick:
         args.rows, args.upserts, args.update_rows, args.deletes, args.repeat = (
@@ -202,6 +236,9 @@ def main() -> None:
     name = "hudi.quick.json" if args.quick else "hudi.json"
     (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
     print(docs_section(result))
+    if args.profile:
+        print("share of one lakecore read (cProfile, cumulative):")
+        print(profile_lines(result))
     if args.write_docs:
         write_docs(result)
 
