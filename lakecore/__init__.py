@@ -13,14 +13,17 @@ from lakecore.errors import (
     CommitConflictError,
     CommitError,
     CommitStateUnknownError,
+    CommitStorageError,
     ConstraintViolationError,
     CorruptTableError,
     FormatDetectionError,
+    InvalidArgumentError,
     LakecoreError,
     MigrationError,
     PluginNotInstalledError,
     PredicateError,
     SchemaError,
+    StorageError,
     TableExistsError,
     TableNotFoundError,
     UnknownFormatError,
@@ -42,6 +45,7 @@ def open(
     format: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     options: Mapping[str, str] | None = None,
+    storage: Storage | None = None,
 ) -> Table:
     """Open the table at ``uri``, detecting its format unless ``format`` is given.
 
@@ -51,6 +55,9 @@ def open(
         storage_options: passed to the filesystem (e.g. S3 ``endpoint_url``, ``key``).
         options: the format's reading options (Hudi: ``read_optimized``, ``drop_meta_fields``;
             see docs/formats). A format raises ``ValueError`` for options it does not know.
+        storage: a ready ``Storage`` rooted at the table to read and write through, instead of
+            one opened from ``uri`` and ``storage_options`` (which must then be None), e.g. a
+            wrapper that caches, meters or injects faults (``lakecore.testing.faults``).
 
     Raises:
         TableNotFoundError: nothing is at ``uri``.
@@ -67,7 +74,7 @@ def open(
         1000
     """
     registry = load_registry()
-    storage = open_storage(uri, storage_options)
+    storage = _storage_for(uri, storage_options, storage)
     if format is not None:
         fmt = registry.get(format)
         if not fmt.detect(storage):
@@ -86,8 +93,11 @@ def create(
     partition_by: Sequence[str] = (),
     properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    storage: Storage | None = None,
 ) -> Table:
     """Create an empty table of ``format`` at ``uri`` and return it.
+
+    ``storage`` is a ready ``Storage`` to create and write the table through (see ``open``).
 
     Raises:
         TableExistsError: a table (of any format lakecore knows) is already there.
@@ -105,7 +115,7 @@ def create(
     fmt = registry.get(format)
     if not isinstance(fmt, WritableFormat):
         raise UnsupportedFeatureError("write", f"lakecore cannot write {format} tables yet")
-    storage = open_storage(uri, storage_options)
+    storage = _storage_for(uri, storage_options, storage)
     existing = [f.name for f in registry.formats() if f.detect(storage)]
     if existing:
         raise TableExistsError(f"{storage.root} already holds a {existing[0]} table")
@@ -116,15 +126,30 @@ def create(
     return Table(uri, storage, fmt)
 
 
+def _storage_for(
+    uri: str, storage_options: Mapping[str, Any] | None, storage: Storage | None
+) -> Storage:
+    """The Storage a table at ``uri`` is accessed through: ``storage`` when given, else opened."""
+    if storage is None:
+        return open_storage(uri, storage_options)
+    if storage_options is not None:
+        raise InvalidArgumentError("pass storage_options or storage, not both")
+    if not isinstance(storage, Storage):
+        raise InvalidArgumentError(f"storage must implement lakecore.Storage, not {storage!r}")
+    return storage
+
+
 __all__ = [
     "AmbiguousFormatError",
     "CommitConflictError",
     "CommitError",
     "CommitStateUnknownError",
+    "CommitStorageError",
     "ConstraintViolationError",
     "CorruptTableError",
     "FormatDetectionError",
     "HistoryEntry",
+    "InvalidArgumentError",
     "LakecoreError",
     "MigrationError",
     "PluginNotInstalledError",
@@ -132,6 +157,7 @@ __all__ = [
     "SchemaError",
     "Snapshot",
     "Storage",
+    "StorageError",
     "Table",
     "TableExistsError",
     "TableNotFoundError",

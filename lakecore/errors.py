@@ -80,6 +80,18 @@ class CommitStateUnknownError(CommitError):
     """Raised when it cannot be known whether a commit landed (e.g. a timeout mid-write)."""
 
 
+class StorageError(LakecoreError, OSError):
+    """Raised when the storage fails (I/O error, timeout, access denied); names the operation."""
+
+
+class CommitStorageError(CommitError, StorageError):
+    """Raised when the storage fails during a write before its commit was tried: nothing landed."""
+
+
+class InvalidArgumentError(LakecoreError, ValueError):
+    """Raised, before any work, for an argument outside what an operation accepts."""
+
+
 class PluginNotInstalledError(LakecoreError):
     """Raised when a format is asked for whose plugin is not installed or is disabled."""
 
@@ -102,14 +114,17 @@ __all__ = [
     "CommitConflictError",
     "CommitError",
     "CommitStateUnknownError",
+    "CommitStorageError",
     "ConstraintViolationError",
     "CorruptTableError",
     "FormatDetectionError",
+    "InvalidArgumentError",
     "LakecoreError",
     "MigrationError",
     "PluginNotInstalledError",
     "PredicateError",
     "SchemaError",
+    "StorageError",
     "TableExistsError",
     "TableNotFoundError",
     "UnknownFormatError",
