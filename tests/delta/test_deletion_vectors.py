@@ -139,13 +139,20 @@ def test_invalid_descriptor_is_corrupt(fields: tuple[Any, ...], message: str) ->
         DeletionVectorDescriptor(*fields)
 
 
-@pytest.mark.parametrize("encoded", ["short", "ab" + "~" * 20, "#####" * 4])
+@pytest.mark.parametrize("encoded", ["short", "ab" + "~" * 20])
 def test_bad_uuid_path_is_corrupt(encoded: str) -> None:
     descriptor = DeletionVectorDescriptor("u", encoded, 1, 34, 1)
     with pytest.raises(CorruptTableError, match="UUID"):
         descriptor.absolute_path("/t")
     with pytest.raises(CorruptTableError, match="UUID"):
         load_deletion_vector(descriptor, MemoryReader({}))
+
+
+def test_uuid_groups_above_32_bits_wrap_like_delta_spark() -> None:
+    # '#####' is 85**5 - 1; Delta's Base85Codec keeps the low 32 bits (0x08780EC4) per group.
+    descriptor = DeletionVectorDescriptor("u", "#####" * 4, 1, 34, 1)
+    word = ((85**5 - 1) % 2**32).to_bytes(4, "big")
+    assert descriptor.relative_path == f"deletion_vector_{uuid.UUID(bytes=word * 4)}.bin"
 
 
 # --- RoaringBitmapArray bytes --------------------------------------------------------------
