@@ -2,7 +2,7 @@
 
 Handles column mapping (physical names or field ids, nested too), columns missing from older
 files (nulls), case-insensitive names of pre-mapping Spark tables, and type changes the table
-allows (type widening, timestamp units, INT96).
+allows (type widening; timestamp units and INT96 as ``lakecore.model.parquet_read`` reads them).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import SchemaError
+from lakecore.model.parquet_read import cast_column
 from lakecore.model.schema import field_id, physical_name
 
 PARQUET_FIELD_ID = b"PARQUET:field_id"
@@ -50,9 +51,7 @@ def conform(array: pa.Array, source: pa.Field, target: pa.Field, by_id: bool) ->
             values = conform(array.values, array.type.value_field, t.value_field, by_id)
             out = pa.ListArray.from_arrays(array.offsets, values, mask=array.is_null())
             return out.cast(t) if out.type != t else out
-        if array.type == t:
-            return array
-        return array.cast(t)
+        return cast_column(array, t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise SchemaError(
             f"column {target.name!r}: file type {array.type} does not convert to {t}: {exc}"

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
+from lakecore.model.parquet_read import open_parquet
 from lakecore.storage import Storage
 from lakecore_delta.conform import conform, find_source
 from lakecore_delta.deletion_vectors import (
@@ -120,7 +120,7 @@ class FileReader:
     def _read_parquet(self, path: str, fields: Sequence[pa.Field]) -> pa.Table:
         try:
             with self._storage.open_input(path) as f:
-                pf = pq.ParquetFile(f)
+                pf = open_parquet(f)
                 file_fields = list(pf.schema_arrow)
                 wanted = sorted(
                     {i for f in fields if (i := find_source(file_fields, f, self._by_id)) >= 0}

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from lakecore.model.parquet_read import open_parquet
 from lakecore.storage import Storage
 
 BASE_FORMATS = {"parquet": "PARQUET", "lance": "LANCE"}
@@ -35,7 +36,7 @@ def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None) -
         if fmt == "LANCE":
             return _read_lance(storage, path, columns)
         with storage.open_input(path) as f:
-            pf = pq.ParquetFile(f)
+            pf = open_parquet(f)
             names = pf.schema_arrow.names
             wanted = None if columns is None else [c for c in columns if c in names]
             return pf.read(columns=wanted)

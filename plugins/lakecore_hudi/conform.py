@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from lakecore.model.parquet_read import cast_column
+
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Return ``table`` with ``schema``'s columns (missing ones null, extra ones dropped).
 
     Columns are cast where their type differs (e.g. an older base file's ``int`` read as the
-    table's ``long``); a cast that loses data raises ``pyarrow.ArrowInvalid``.
+    table's ``long``); finer timestamps are truncated to the table's unit (see
+    ``lakecore.model.parquet_read``); any other cast that loses data raises
+    ``pyarrow.ArrowInvalid``.
     """
     arrays = []
     for field in schema:
         if field.name in table.column_names:
             column = table.column(field.name)
-            arrays.append(column if column.type == field.type else column.cast(field.type))
+            arrays.append(cast_column(column, field.type))
         else:
             arrays.append(pa.chunked_array([pa.nulls(table.num_rows, field.type)]))
     return pa.Table.from_arrays(arrays, schema=schema)
