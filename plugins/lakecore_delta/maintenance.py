@@ -13,6 +13,7 @@ from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
+from lakecore.storage.paths import contained_path, is_absolute
 from lakecore_delta import history as delta_history
 from lakecore_delta.deletion_vectors import DeletionVectorDescriptor
 from lakecore_delta.log.commits import parse_actions, read_all
@@ -59,15 +60,15 @@ def _referenced(storage: Storage, snapshot: Snapshot, cutoff_ms: int) -> set[str
             for kind in ("add", "remove", "cdc"):
                 body = action.get(kind)
                 if isinstance(body, dict) and body.get("path"):
-                    keep.add(_decode(body["path"], storage))
+                    keep.add(_decode(body["path"], storage, f.path))
                     dv = body.get("deletionVector")
                     if dv:
                         keep.update(_dv_paths([dv]))
     return keep
 
 
-def _decode(path: str, storage: Storage) -> str:
-    return str(decode_paths(pa.array([path], pa.string()), storage.root)[0].as_py())
+def _decode(path: str, storage: Storage, source: str) -> str:
+    return str(decode_paths(pa.array([path], pa.string()), storage.root, source)[0].as_py())
 
 
 def _state_files(adds: pa.Table) -> set[str]:
@@ -97,7 +98,12 @@ def vacuum(
     """Delete files no version within the retention period needs; returns them (sorted).
 
     Only files older than the retention are candidates; ``_delta_log`` and other ``_``/``.``
-    directories are never touched. With ``dry_run`` nothing is deleted.
+    directories are never touched. With ``dry_run`` nothing is deleted. Candidates come from
+    listing the table root, never from paths in the log, so nothing outside the root (absolute
+    references, ``..`` escapes, targets of symlinked directories) is ever deleted.
+
+    Raises:
+        CorruptTableError: a log path escapes the table root (the log is damaged or crafted).
     """
     configured = state_of(snapshot).configuration.get("delta.deletedFileRetentionDuration")
     if enforce_retention and retention_hours < DEFAULT_RETENTION_HOURS:
@@ -111,12 +117,25 @@ def vacuum(
     doomed = [
         f.path
         for f in storage.list_all()
-        if not _hidden(f.path) and f.path not in keep and f.modification_time < cutoff
+        if _inside(f.path, storage)
+        and not _hidden(f.path)
+        and f.path not in keep
+        and f.modification_time < cutoff
     ]
     if not dry_run:
         for path in doomed:
             storage.delete(path)
     return sorted(doomed)
+
+
+def _inside(path: str, storage: Storage) -> bool:
+    """Whether a listed ``path`` is a plain table-relative path (the only kind vacuum deletes)."""
+    if is_absolute(path):
+        return False
+    try:
+        return contained_path(path, storage.root, source=f"listing of {storage.root}") == path
+    except CorruptTableError:
+        return False
 
 
 def _hidden(path: str) -> bool:

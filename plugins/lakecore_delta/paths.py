@@ -8,75 +8,65 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.storage.paths import contained_path, is_absolute
+from lakecore_delta.log.files import LOG_DIR
 
-def decode_paths(paths: pa.Array | pa.ChunkedArray, root: str) -> pa.Array:
+
+def decode_paths(
+    paths: pa.Array | pa.ChunkedArray, root: str, source: str | None = None
+) -> pa.Array:
     """Return log paths decoded (no ``%`` escapes), relative to ``root`` when inside it.
 
     Delta stores paths as URIs: relative ones are URL-encoded and resolved against the root;
     absolute ones (``file:/...``, ``s3://...``) are kept absolute unless they point inside
-    the table. Only the paths that need it go through Python, so the common case stays
-    vectorised.
+    the table (the protocol allows them as references to read; nothing deletes them). Dot
+    segments are resolved. Only the paths that need it go through Python, so the common case
+    stays vectorised. ``source`` names the log file the paths come from (for errors; default:
+    the table's log).
+
+    Raises:
+        CorruptTableError: a relative path escapes the root (``../x``, ``a/../../x``,
+            ``%2E%2E/x``) or names no file; names the offending path.
     """
     if isinstance(paths, pa.ChunkedArray):
         paths = paths.combine_chunks()
     paths = paths.cast(pa.string())
     if not _may_need_decoding(paths):
         return paths
-    needs = pc.or_(
-        pc.match_substring(paths, "%"),
-        pc.or_(pc.match_substring(paths, ":"), pc.starts_with(paths, "/")),
-    )
+    needs = pc.starts_with(paths, "/")
+    for marker in ("%", ":", "./", "/.", "//"):
+        needs = pc.or_(needs, pc.match_substring(paths, marker))
+    needs = pc.or_(needs, pc.is_in(paths, pa.array(["", ".", ".."], pa.string())))
     needs = pc.fill_null(needs, False)
     if not pc.any(needs).as_py():
         return paths
+    where = source or f"{root.rstrip('/')}/{LOG_DIR}"
     # Only the flagged paths go through Python; Arrow splices them back in place.
-    fixed = pa.array([_decode_one(p, root) for p in paths.filter(needs).to_pylist()], pa.string())
+    fixed = pa.array(
+        [_decode_one(p, root, where) for p in paths.filter(needs).to_pylist()], pa.string()
+    )
     return pc.replace_with_mask(paths, needs, fixed)
 
 
 def _may_need_decoding(paths: pa.Array) -> bool:
-    """False when no path holds ``%`` or ``:`` or starts with ``/`` (one scan of the bytes)."""
+    """False when no path holds ``%``, ``:``, a dot or empty segment, or starts with ``/``.
+
+    One scan of the bytes; dot segments (``..``) are looked for so that escapes are refused.
+    """
     if len(paths) == 0:
         return False
     offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
     lo, hi = int(offsets[paths.offset]), int(offsets[paths.offset + len(paths)])
     data = paths.buffers()[2]
     raw = data.slice(lo, hi - lo).to_pybytes() if data is not None else b""
-    return b"%" in raw or b":" in raw or bool(pc.any(pc.starts_with(paths, "/")).as_py())
+    if any(marker in raw for marker in (b"%", b":", b"./", b"/.", b"//")):
+        return True
+    lengths = pc.utf8_length(paths)
+    tiny = pc.fill_null(pc.less_equal(lengths, 2), False)
+    return bool(pc.any(pc.or_(pc.starts_with(paths, "/"), tiny)).as_py())
 
 
-def _decode_one(path: str, root: str) -> str:
-    if "://" in path or path.startswith(("file:", "/")):
-        absolute = _absolute(path)
-        prefix = _same_scheme(root.rstrip("/") + "/")
-        normalized = _same_scheme(absolute)
-        if normalized.startswith(prefix):
-            return normalized[len(prefix) :]
-        return absolute
-    return unquote(path)
-
-
-_S3_ALIASES = ("s3a://", "s3n://")
-
-
-def _same_scheme(uri: str) -> str:
-    """``uri`` with Hadoop's S3 scheme aliases (``s3a://``, ``s3n://``) spelled ``s3://``.
-
-    Spark writes ``s3a://bucket/table/...`` into the log of a table others open as
-    ``s3://bucket/table``: both name the same object.
-    """
-    for alias in _S3_ALIASES:
-        if uri.startswith(alias):
-            return "s3://" + uri[len(alias) :]
-    return uri
-
-
-def _absolute(path: str) -> str:
-    if path.startswith("file:"):
-        rest = path[len("file:") :]
-        if rest.startswith("//"):
-            rest = rest[2:]
-            if not rest.startswith("/"):
-                rest = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
-        return unquote(rest)
-    return unquote(path)
+def _decode_one(path: str, root: str, source: str) -> str:
+    if is_absolute(path):
+        return contained_path(unquote(path), root, source=source, allow_outside=True)
+    return contained_path(unquote(path), root, source=source)

@@ -111,7 +111,9 @@ def load_state(
         by_completion = config.table_version >= 8
         slices = tuple(latest_slices(files, visible, by_completion))
         latest = instant == writes[-1]
-        check_written_files(metas.items(), files, slices, visible, by_completion, latest)
+        check_written_files(
+            metas.items(), files, slices, visible, by_completion, latest, storage.root
+        )
     schema = _schema(storage, upto, metas, slices, config)
     return HudiState(config, timeline, instant, visible, slices, schema, options)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from lakecore.errors import CorruptTableError, VersionNotFoundError
+from lakecore.storage.paths import contained_path
 from lakecore_hudi.names import BaseFile, parse_base_file_name, parse_log_file_name
 from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.view import FileSlice, SliceFile, Visible, in_latest_slice, split_path
@@ -26,16 +27,18 @@ def check_written_files(
     visible: Visible,
     completion_slicing: bool,
     latest: bool,
+    root: str = "",
 ) -> None:
     """Raise when a file that the snapshot needs and a visible write made is not listed.
 
     ``written`` holds (instant, commit metadata) of the snapshot's visible writes, ``files``
     the listing, ``slices`` the view built from it; ``latest`` says whether the snapshot is
-    the table's latest completed write.
+    the table's latest completed write; ``root`` the table root (for messages).
 
     Raises:
         CorruptTableError: a file is missing from the latest snapshot (deleted or lost);
-            names the file and the instant that wrote it.
+            names the file and the instant that wrote it. Also for a written path that
+            escapes the table root.
         VersionNotFoundError: time travel to an instant whose files were cleaned since (the
             file group has a newer base file, or is gone entirely).
     """
@@ -52,7 +55,11 @@ def check_written_files(
         for stat in meta.write_stats():
             if not stat.path or "://" in stat.path:
                 continue
-            path = stat.path.lstrip("/")
+            # Hudi writes paths relative to the base path (some writers with a leading "/");
+            # one that escapes it is damage, never a file to look for.
+            path = contained_path(
+                stat.path.lstrip("/"), root, source=f"commit metadata of instant {instant}"
+            )
             base, log = parse_base_file_name(path), parse_log_file_name(path)
             name = base or log
             if name is None or (split_path(path)[0], name.file_id) in visible.replaced:

@@ -575,6 +575,10 @@ class RollbackPlan:
     requests: tuple[RollbackRequest, ...] = ()
 
 
+def _is_instant_time(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def parse_rollback_plan(data: bytes, path: str) -> RollbackPlan:
     """Decode a requested rollback plan; empty content gives an empty plan.
 
@@ -586,6 +590,12 @@ def parse_rollback_plan(data: bytes, path: str) -> RollbackPlan:
         return RollbackPlan()
     try:
         target = raw.get("instantToRollback")
+        if target and not _is_instant_time(str(target["commitTime"])):
+            # The instant time names files (its heartbeat, its timeline files): a crafted one
+            # such as "../../x" would reach outside the table.
+            raise CorruptTableError(
+                f"{path}: rollback plan targets {target['commitTime']!r}, not an instant time"
+            )
         return RollbackPlan(
             instant_to_rollback=(str(target["commitTime"]), str(target["action"]))
             if target

@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 
 from lakecore.storage import Storage
+from lakecore.storage.paths import contained_path
 from lakecore_hudi.names import LogFile
 from lakecore_hudi.state import REPLACE_ACTIONS, HudiState, commit_metadata
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -56,7 +57,12 @@ def clean(storage: Storage, state: HudiState, retain_commits: int) -> list[str]:
     earliest = _cap_at_pending(timeline, writes[-retain_commits])
     if earliest is None:
         return []
-    doomed = files_to_clean(storage, timeline, earliest)
+    # The files come from listing the table, never from metadata paths; checking them again
+    # keeps "a clean deletes only inside the table" true whatever the listing returns.
+    doomed = [
+        contained_path(p, storage.root, source=f"listing of {storage.root}")
+        for p in files_to_clean(storage, timeline, earliest)
+    ]
     if not doomed:
         return []
     by_partition: dict[str, list[str]] = defaultdict(list)

@@ -27,6 +27,7 @@ from collections import defaultdict
 
 from lakecore.errors import CommitConflictError, CorruptTableError
 from lakecore.storage import Storage
+from lakecore.storage.paths import contained_path
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
 from lakecore_hudi.table_config import META_DIR, TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -158,7 +159,13 @@ def failed_files(
             meta = parse_commit_metadata(timeline.read_details(storage, i), i.file_name)
         except (FileNotFoundError, CorruptTableError):
             continue
-        paths.update(s.path for s in meta.write_stats() if s.path)
+        # Escaping paths raise: a rollback must never delete outside the table.
+        source = timeline.path_of(i)
+        paths.update(
+            contained_path(s.path, storage.root, source=source)
+            for s in meta.write_stats()
+            if s.path
+        )
     by_name = config.table_version >= 8
     for info in storage.list_all(""):
         if info.path.startswith(META_DIR + "/"):
@@ -191,6 +198,13 @@ def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan)
     """Run (or resume) rollback ``ts`` of ``plan``; a concurrent finisher is not an error."""
     if plan.instant_to_rollback is None:
         return
+    # Every path of the plan is checked before anything is deleted: a plan naming a file
+    # outside the table (crafted or damaged) raises CorruptTableError and deletes nothing.
+    contained = {
+        path: contained_path(path, storage.root, source=f"rollback plan of instant {ts}")
+        for request in plan.requests
+        for path in request.files_to_delete
+    }
     started = time.time()
     with contextlib.suppress(CommitConflictError):  # resuming: the inflight file exists
         write_inflight(storage, config, ROLLBACK, ts)
@@ -198,7 +212,7 @@ def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan)
     deleted = 0
     for request in plan.requests:
         for path in request.files_to_delete:
-            storage.delete(path)
+            storage.delete(contained[path])
             deleted += 1
         logs = {p: 0 for p in request.files_to_delete if parse_log_file_name(p) is not None}
         old = parts.get(request.partition_path)
