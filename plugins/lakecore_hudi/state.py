@@ -18,8 +18,12 @@ from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.partitions import formats_timestamps
 from lakecore_hudi.table_config import TableConfig, read_table_config
 from lakecore_hudi.timeline.active import Timeline, load_timeline
-from lakecore_hudi.timeline.instants import Instant
-from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
+from lakecore_hudi.timeline.instants import COMPLETED, REQUESTED, Instant
+from lakecore_hudi.timeline.metadata import (
+    CommitMetadata,
+    parse_clustering_plan,
+    parse_commit_metadata,
+)
 from lakecore_hudi.view import FileSlice, Visible, data_files, latest_slices
 from lakecore_hudi.written_files import check_written_files
 
@@ -163,9 +167,59 @@ def instant_epoch_ms(timestamp: str) -> int | None:
 
 
 def commit_metadata(storage: Storage, timeline: Timeline, instant: Instant) -> CommitMetadata:
-    """Parse the commit metadata of a completed write instant."""
+    """Parse the commit metadata of a completed write instant.
+
+    A completed ``replacecommit`` must say which file groups it replaced, or rows it replaced
+    come back. Hudi's writers always write ``partitionToReplaceFileIds`` (an empty map when
+    nothing was replaced, e.g. an overwrite of an empty table). Java's reader takes empty
+    content or a missing key as "nothing replaced" and fails on a null map; hudi-rs refuses
+    empty content. lakecore refuses all three, and an empty map when the instant's requested
+    or inflight plan names replaced file groups (a clustering plan always does).
+
+    Raises:
+        CorruptTableError: undecodable metadata, or a completed replacecommit that does not
+            say what it replaced (empty content, no or null ``partitionToReplaceFileIds``, or
+            none of the file groups its plan replaces); names the file.
+    """
     data = timeline.read_details(storage, instant)
-    return parse_commit_metadata(data, timeline.path_of(instant))
+    path = timeline.path_of(instant)
+    meta = parse_commit_metadata(data, path)
+    if instant.action not in REPLACE_ACTIONS or meta.partition_to_replace_file_ids:
+        return meta
+    if not meta.replace:  # empty content, or the key missing or null
+        what = "is empty" if not data.strip() else "has no partitionToReplaceFileIds"
+        raise CorruptTableError(
+            f"{path}: the completed replacecommit {what}; it must list the file groups it "
+            "replaced (reading it as 'nothing replaced' would bring replaced rows back)"
+        )
+    planned = sorted(_planned_replacements(storage, timeline, instant))
+    if planned:
+        raise CorruptTableError(
+            f"{path}: the completed replacecommit names no replaced file group, but its plan "
+            f"replaces {len(planned)} (e.g. {planned[0][1]} in partition {planned[0][0]!r}); "
+            "its metadata is damaged"
+        )
+    return meta
+
+
+def _planned_replacements(
+    storage: Storage, timeline: Timeline, instant: Instant
+) -> set[tuple[str, str]]:
+    """File groups the requested / inflight files of ``instant`` say it replaces."""
+    out: set[tuple[str, str]] = set()
+    for pending in timeline.instants:
+        if pending.timestamp != instant.timestamp or pending.state == COMPLETED:
+            continue
+        try:
+            data = timeline.read_details(storage, pending)
+        except FileNotFoundError:
+            continue  # archived or cleaned up: nothing to compare with
+        path = timeline.path_of(pending)
+        if pending.state == REQUESTED:
+            out.update(parse_clustering_plan(data, path).file_groups())
+        else:
+            out.update(parse_commit_metadata(data, path).replaced_file_ids())
+    return out
 
 
 def _replaced(
