@@ -1,9 +1,15 @@
 """Action reconciliation: checkpoint adds + later commit actions -> the live files of a version.
 
-Per the protocol, a logical file is identified by (path, deletion vector unique id) and the
-newest add or remove of that key wins. This is done with Arrow and numpy over all actions at
-once: dictionary-encode the keys of the reversed action list, take each key's first
-occurrence (= its newest action), keep the ones that are adds.
+Per the protocol, a logical file is identified by (path, deletion vector unique id): a remove
+cancels the add of its exact key. The protocol also allows at most one live add per path (a
+commit that adds a path with a new DV must remove the old (path, DV) key), so the newest add
+of a path replaces every older add of that path. The second rule gives the same files as the
+first on every valid log, and keeps them right where a log compaction file (or checkpoint)
+has dropped the expired tombstone of the old key (Delta Kernel's compaction writer drops
+tombstones older than the retention period): the file is not read twice, once without its DV.
+
+This is done with Arrow and numpy over all actions at once: an add is live when it is the
+last add of its path and no remove of its exact key comes after it.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -85,27 +92,55 @@ def reconcile(
         pc.struct_field(add, "deletionVector"),
         pc.struct_field(remove, "deletionVector"),
     )
-    commit_keys = file_keys(decode_paths(paths.filter(file_rows), root), dvs.filter(file_rows))
+    commit_paths = decode_paths(paths.filter(file_rows), root)
+    commit_keys = file_keys(commit_paths, dvs.filter(file_rows))
     new_adds = new_adds.set_column(0, "path", decode_paths(new_adds.column("path"), root))
-    cp_keys = file_keys(cp.column("path").combine_chunks(), cp.column("deletionVector"))
-    return _last_wins(cp, new_adds, cp_keys, commit_keys, is_add)
-
-
-def _last_wins(
-    cp: pa.Table, new_adds: pa.Table, cp_keys: pa.Array, commit_keys: pa.Array, is_add: Any
-) -> pa.Table:
+    cp_paths = _one_array(cp.column("path"))
+    cp_keys = file_keys(cp_paths, cp.column("deletionVector"))
+    live = _live_rows(
+        pa.concat_arrays([cp_paths.cast(pa.string()), commit_paths]),
+        pa.concat_arrays([cp_keys, commit_keys]),
+        np.concatenate([np.ones(cp.num_rows, dtype=bool), is_add]),
+    )
     n_cp = cp.num_rows
-    keys = pa.concat_arrays([cp_keys, commit_keys])
-    total = len(keys)
-    codes = pc.dictionary_encode(keys[::-1]).indices.to_numpy(zero_copy_only=False)
-    _, first = np.unique(codes, return_index=True)
-    last = np.sort(total - 1 - first)
-    all_is_add = np.concatenate([np.ones(n_cp, dtype=bool), is_add])
-    last = last[all_is_add[last]]
     add_rank = np.cumsum(is_add) - 1
-    rows = np.where(last < n_cp, last, n_cp + add_rank[np.maximum(last - n_cp, 0)])
+    rows = np.where(live < n_cp, live, n_cp + add_rank[np.maximum(live - n_cp, 0)])
     common = pa.schema([cp.schema.field(name) for name in new_adds.column_names])
     combined = pa.concat_tables([cp, new_adds.cast(common)], promote_options="default")
     if len(rows) == combined.num_rows:  # nothing superseded: rows is 0..n-1 (sorted, unique)
         return combined
     return combined.take(pa.array(rows, pa.int64()))
+
+
+def _live_rows(paths: pa.Array, keys: pa.Array, is_add: npt.NDArray[np.bool_]) -> Any:
+    """Indexes (ascending) of the live adds among actions in log order.
+
+    An add is live when it is the last add of its path and no remove of its exact key
+    (path + DV id) comes after it.
+    """
+    rows = np.arange(len(keys), dtype=np.int64)
+    add_rows, remove_rows = rows[is_add], rows[~is_add]
+    path_codes = _codes(paths)
+    last_adds = np.sort(_last_of_each(path_codes[add_rows], add_rows))
+    if not len(remove_rows):
+        return last_adds
+    key_codes = _codes(keys)
+    last_remove = np.full(int(key_codes.max()) + 1, -1, dtype=np.int64)
+    removed_codes = key_codes[remove_rows]
+    last_remove[np.unique(removed_codes)] = _last_of_each(removed_codes, remove_rows)
+    return last_adds[last_remove[key_codes[last_adds]] < last_adds]
+
+
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+
+
+def _codes(values: pa.Array) -> npt.NDArray[np.int64]:
+    indices = pc.dictionary_encode(values).indices
+    return np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _last_of_each(codes: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> Any:
+    """For each distinct code (in ``np.unique`` order), the last of ``rows`` (ascending) with it."""
+    _, first_from_end = np.unique(codes[::-1], return_index=True)
+    return rows[len(rows) - 1 - first_from_end]
