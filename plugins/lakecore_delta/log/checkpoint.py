@@ -247,24 +247,24 @@ def _read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Tab
 
 
 def _first_struct(table: pa.Table, name: str) -> dict[str, Any] | None:
+    """The first non-null ``name`` action of ``table`` as the log's JSON would hold it.
+
+    Parquet maps (``configuration``, ``format.options``) become objects by their Arrow type,
+    so an empty map is ``{}`` (never ``[]``, which other readers refuse); absent optional
+    fields (nulls) are left out, as the JSON log leaves them out. Raises
+    ``CorruptTableError`` for a map with duplicate keys.
+    """
     if name not in table.column_names:
         return None
     col = table.column(name)
-    rows = col.filter(pc.is_valid(col)).to_pylist()
-    return _maps_to_dicts(rows[0]) if rows else None
-
-
-def _maps_to_dicts(value: Any) -> Any:
-    """Parquet maps come back as lists of (key, value) pairs; the log's JSON has objects."""
-    if isinstance(value, dict):
-        return {k: _maps_to_dicts(v) for k, v in value.items()}
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(p, tuple) and len(p) == 2 for p in value)
-    ):
-        return {k: _maps_to_dicts(v) for k, v in value}
-    return value
+    col = col.filter(pc.is_valid(col))
+    if not len(col):
+        return None
+    try:
+        row = col.slice(0, 1).to_pylist(maps_as_pydicts="strict")[0]
+    except ValueError as exc:
+        raise CorruptTableError(f"checkpoint {name} action is malformed: {exc}") from exc
+    return {k: v for k, v in row.items() if v is not None}
 
 
 def _txns(table: pa.Table) -> dict[str, int]:
