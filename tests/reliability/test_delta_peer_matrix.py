@@ -60,13 +60,18 @@ def rows(ids: list[int], p: str | None = None) -> pa.Table:
 
 
 def build(root: Path, flavor: str, layout: str) -> None:
-    """Versions 0-3: create, two appends (two partitions each), a delete; then the layout."""
+    """Versions 0-3: create, two appends (partitions a, b, null and one needing escapes), a
+    delete; then the layout."""
     properties = dict(FLAVORS[flavor])
     if layout == "interval-checkpoint":
         properties["delta.checkpointInterval"] = "3"
     table = lakecore.create(str(root), SCHEMA, partition_by=["p"], properties=properties)
     table.append(rows([0, 1, 2, 3]))
-    table.append(rows([4, 5, 6, 7]))
+    odd = pa.table(
+        {"id": [8, 9], "name": ["n8", "n9"], "v": [4.0, 4.5], "p": [None, "x y=%/z"]},
+        schema=SCHEMA,
+    )
+    table.append(pa.concat_tables([rows([4, 5, 6, 7]), odd]))
     table.delete("id = 1")
     if layout == "classic-checkpoint":
         assert table.checkpoint() == 3
