@@ -4,17 +4,22 @@ Each state is a new file; earlier state files stay (Hudi keeps all three). Every
 ``put_if_absent``, so two writers can never both create the same state file.
 
 Layout 2 completion: the completed file name carries a completion time that is generated at
-completion and must exceed every completion time on the timeline. Because two writers could
-complete the same instant under *different* completion times, ``complete`` lists the timeline
-again after its write; if another completed file for the instant exists, the one with the
-smaller completion time wins and the loser deletes its file and raises CommitConflictError.
+completion and must exceed every instant and completion time on the timeline (writers generate
+it under the table lock, so completion times grow in completion order). Because two writers
+could complete the same instant under *different* completion times, ``complete`` lists the
+timeline again after its write; if another completed file for the instant exists, the one with
+the smaller completion time wins and the loser deletes its file and raises CommitConflictError.
+
+A completion whose write fails with a storage error may still have landed (the reply was lost):
+``complete`` reads the file back and returns normally if it holds this completion's content,
+and raises ``CommitStateUnknownError`` if that cannot be decided; never a raw ``OSError``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
-from lakecore.errors import CommitConflictError
+from lakecore.errors import CommitConflictError, CommitStateUnknownError
 from lakecore.storage import Storage
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import format_instant_time, load_timeline
@@ -103,24 +108,36 @@ def complete(
 
     ``action`` may be the pending action (``compaction``, ``clustering``): the file takes the
     completed action name. Layout 1: ``<ts>.<action>``. Layout 2: ``<ts>_<completion>.<action>``
-    with a completion time greater than ``ts`` and every completion time on the timeline.
+    with a completion time greater than every instant and completion time on the timeline.
 
     Raises:
         CommitConflictError: the instant is already completed, or another writer completed it
             concurrently (see the module docstring for how the winner is decided).
+        CommitStateUnknownError: the write failed and whether it landed cannot be told.
+        OSError: listing the timeline failed before anything was written.
     """
     layout = config.timeline_layout_version
     if layout < 2:
-        return _create(storage, config, make_instant(ts, action, COMPLETED, layout), content)
+        return _create_completed(
+            storage, config, make_instant(ts, action, COMPLETED, layout), content
+        )
     timeline = load_timeline(storage, config)
     if _completed_files(timeline.instants, ts):
         raise CommitConflictError(
             f"instant {ts} is already completed on {config.timeline_dir}", winning_version=ts
         )
-    floor = max(filter(None, [ts, timeline.max_completion_time()]))
+    stamps = [ts, timeline.max_completion_time(), *(i.timestamp for i in timeline.instants)]
+    floor = max(s for s in stamps if s)
     instant = make_instant(ts, action, COMPLETED, layout, new_instant_time(floor))
-    _create(storage, config, instant, content)
-    rivals = _completed_files(load_timeline(storage, config).instants, ts)
+    _create_completed(storage, config, instant, content)
+    try:
+        rivals = _completed_files(load_timeline(storage, config).instants, ts)
+    except OSError:
+        # Ours landed; rivals only exist where writers skip the table lock. A failed check
+        # must not turn this completion into a failure.
+        return instant
+    if not rivals:
+        return instant
     winner = min(rivals, key=lambda i: i.completion_time or "")
     if winner.file_name != instant.file_name:
         storage.delete(f"{config.timeline_dir}/{instant.file_name}")
@@ -129,6 +146,60 @@ def complete(
             winning_version=ts,
         )
     return instant
+
+
+def _create_completed(
+    storage: Storage, config: TableConfig, instant: Instant, content: bytes
+) -> Instant:
+    """``_create`` of a completed file, resolving a write whose outcome is unknown.
+
+    A write that failed may have landed before its reply was lost, and a write that found the
+    file present may be this very write landing (a client retrying a conditional PUT); either
+    way the file is read back and counts as ours when it holds ``content``. A failed write
+    whose file is absent is tried once more.
+
+    Raises:
+        CommitConflictError: another writer's completed file is there.
+        CommitStateUnknownError: the write failed and whether it landed cannot be told.
+    """
+    path = f"{config.timeline_dir}/{instant.file_name}"
+    fault: OSError | None = None
+    held: bool | None = None
+    for _ in range(2):
+        try:
+            storage.put_if_absent(path, content)
+            return instant
+        except FileExistsError:
+            if _holds(storage, path, content) is True:
+                return instant
+            raise CommitConflictError(
+                f"instant {instant.timestamp} ({instant.action}) is already completed: {path} "
+                "exists; another writer completed this instant",
+                winning_version=instant.timestamp,
+            ) from None
+        except OSError as exc:
+            fault = exc
+        held = _holds(storage, path, content)
+        if held is True:
+            return instant
+        if held is None:
+            break  # cannot even read: the outcome stays unknown
+    raise CommitStateUnknownError(
+        f"completing instant {instant.timestamp} failed ({type(fault).__name__}: {fault}) and "
+        f"{path} {'is not there' if held is False else 'could not be read back'}; the write "
+        "may still land: read the table's history before running the operation again (a "
+        "pending instant is rolled back by a later writer once its heartbeat expires)"
+    ) from fault
+
+
+def _holds(storage: Storage, path: str, content: bytes) -> bool | None:
+    """Whether ``path`` holds ``content``: False if it is absent or differs, None if unknown."""
+    try:
+        return storage.read(path) == content
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
 
 
 def _completed_files(instants: tuple[Instant, ...], ts: str) -> list[Instant]:

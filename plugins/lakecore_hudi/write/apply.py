@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.errors import CommitConflictError
 from lakecore.storage import Storage
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.names import (
@@ -236,7 +237,15 @@ def _append_log(
         # Log records name their file group, not a file (as Hudi's append handle does).
         records = _new(job.rows, job, layout, instant, job.file_id)
     data = log_content(records, job.deletes, instant, layout)
-    storage.put_if_absent(job.path, data)
+    try:
+        storage.put_if_absent(job.path, data)
+    except FileExistsError:
+        # Table version 6 names a log file by its slice and the next free version: a
+        # concurrent writer to the same file group took that name first.
+        raise CommitConflictError(
+            f"{job.path} was written by a concurrent writer to file group {job.file_id}; "
+            f"instant {instant} is rolled back, run the operation again"
+        ) from None
     log = parse_log_file_name(job.name)
     updated = records.num_rows if records is not None else 0
     deleted = job.deletes.num_rows if job.deletes is not None else 0

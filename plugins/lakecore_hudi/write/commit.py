@@ -7,26 +7,48 @@ changes (updates, deletes from, replaces or compacts); writes to different file 
 succeed. A conflicting instant is rolled back at once and ``CommitConflictError`` names the
 winner.
 
-Order of checks (see ``heartbeat`` for why): refresh the heartbeat; make sure no rollback took
-the instant (its writer looked dead); check conflicts; complete; drop the heartbeat.
+"Check, then complete" is atomic with respect to other writers: both steps run under the
+table lock (``lock``), with the timeline listed again under it. So of two writers changing
+one file group exactly one completes, and the other sees the winner when it checks. The
+isolation this gives is Hudi's optimistic concurrency control: serializable for writes that
+read what they change (upserts, updates, deletes, merges: every row they change lies in a
+file group they touch); inserts of new keys go to new file groups and never conflict, so two
+writers inserting the same new key both succeed (as in Hudi, the key then lives twice).
+
+Order of steps (see ``heartbeat`` for why): refresh the heartbeat; take the lock; make sure no
+rollback took the instant (its writer looked dead); check conflicts; complete; release the
+lock; drop the heartbeat. Releasing the lock and dropping the heartbeat never raise: a
+completed commit is never reported as failed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
 
-from lakecore.errors import CommitConflictError, CorruptTableError, UnsupportedFeatureError
+from lakecore.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitStorageError,
+    CorruptTableError,
+    LakecoreError,
+    UnsupportedFeatureError,
+)
 from lakecore.model.actions import Action, FormatPayload
 from lakecore.storage import Storage
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
-from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
 from lakecore_hudi.timeline.lifecycle import complete
 from lakecore_hudi.timeline.metadata import encode_commit_metadata, parse_commit_metadata
 from lakecore_hudi.write import heartbeat
+from lakecore_hudi.write.lock import TableLock, acquire
 from lakecore_hudi.write.planned import PlannedInstant, file_groups_of
 from lakecore_hudi.write.rollback import rollback_instant, rolled_back
+
+log = logging.getLogger(__name__)
 
 
 def commit_actions(storage: Storage, base: HudiState, actions: Sequence[Action]) -> str:
@@ -45,8 +67,7 @@ def commit_actions(storage: Storage, base: HudiState, actions: Sequence[Action])
         else:
             others.append(a)
     if others:
-        for p in planned:
-            abort(storage, base.config, p)
+        _abort_all(storage, base.config, planned)
         name = type(others[0]).__name__
         raise UnsupportedFeatureError(
             f"hudi-action-{name}", f"lakecore cannot commit {name} to a Hudi table"
@@ -69,20 +90,106 @@ def commit_planned(storage: Storage, base: HudiState, planned: Sequence[PlannedI
     if not planned:
         raise ValueError("nothing to commit")
     _check_disjoint(storage, config, planned)
-    for p in planned:
-        heartbeat.beat(storage, p.timestamp)
     try:
+        lock = _prepare(storage, config, planned)
+        try:
+            with _nothing_committed(planned):
+                _check_all(storage, base, planned, lock)
+        except Exception:
+            lock.release()
+            _abort_all(storage, config, planned)
+            raise
+        try:
+            _complete_all(storage, config, planned)
+        finally:
+            lock.release()
+    finally:
         for p in planned:
-            _check(storage, config, base, p, {q.timestamp for q in planned})
-    except CommitConflictError:
-        for p in planned:
-            abort(storage, config, p)
-        raise
-    for p in planned:
-        content = encode_commit_metadata(p.metadata, config.table_version)
-        complete(storage, config, p.action, p.timestamp, content)
-        heartbeat.stop(storage, p.timestamp)
+            heartbeat.stop(storage, p.timestamp)
     return planned[-1].timestamp
+
+
+def _prepare(storage: Storage, config: TableConfig, planned: Sequence[PlannedInstant]) -> TableLock:
+    """Beat the instants' heartbeats and take the table lock; on failure roll them back."""
+    try:
+        with _nothing_committed(planned):
+            for p in planned:
+                heartbeat.beat(storage, p.timestamp)
+            return acquire(storage, config)
+    except Exception:
+        _abort_all(storage, config, planned)
+        raise
+
+
+@contextlib.contextmanager
+def _nothing_committed(planned: Sequence[PlannedInstant]) -> Iterator[None]:
+    """Turn a storage fault in the block (which completes nothing) into CommitStorageError."""
+    try:
+        yield
+    except LakecoreError:
+        raise
+    except OSError as exc:
+        raise CommitStorageError(
+            f"committing instant {planned[-1].timestamp} failed before completing it: the "
+            f"storage raised {type(exc).__name__}: {exc}; nothing was committed"
+        ) from exc
+
+
+def _check_all(
+    storage: Storage, base: HudiState, planned: Sequence[PlannedInstant], lock: TableLock
+) -> None:
+    """Check every instant for conflicts on a fresh listing; the caller holds ``lock``.
+
+    Raises:
+        CommitConflictError: see ``commit_planned``.
+        OSError: the storage failed.
+    """
+    timeline = load_timeline(storage, base.config)
+    ours = {q.timestamp for q in planned}
+    for p in planned:
+        _check(storage, timeline, base, p, ours)
+    if not lock.still_held():
+        # Held past the lock's expiry (a stalled process) and broken by another writer:
+        # completing now could interleave with that writer's commit.
+        raise CommitConflictError(
+            f"the table lock expired while instant {planned[-1].timestamp} was being checked "
+            "(another writer broke it); nothing was committed, run the operation again"
+        )
+
+
+def _complete_all(storage: Storage, config: TableConfig, planned: Sequence[PlannedInstant]) -> None:
+    """Complete the checked instants in order; the caller holds the table lock.
+
+    Raises:
+        CommitStateUnknownError: a completion failed and may have landed.
+        CommitError: the storage failed before an instant's completion was written (the
+            instants not completed yet are rolled back; earlier ones stay completed).
+    """
+    for n, p in enumerate(planned):
+        content = encode_commit_metadata(p.metadata, config.table_version)
+        try:
+            complete(storage, config, p.action, p.timestamp, content)
+        except LakecoreError:
+            raise
+        except OSError as exc:  # listing before the write: this instant did not land
+            _abort_all(storage, config, planned[n:])
+            done = [q.timestamp for q in planned[:n]]
+            cls = CommitStorageError if not done else CommitError
+            raise cls(
+                f"completing instant {p.timestamp} failed: the storage raised "
+                f"{type(exc).__name__}: {exc}; "
+                + (f"instants {done} were committed" if done else "nothing was committed")
+            ) from exc
+
+
+def _abort_all(storage: Storage, config: TableConfig, planned: Sequence[PlannedInstant]) -> None:
+    """Roll back ``planned`` after a failed commit; a failure here is logged, not raised
+    (the commit's own error is what the caller must see; a later writer finishes the job)."""
+    for p in planned:
+        try:
+            abort(storage, config, p)
+        except Exception as exc:  # keep the commit's error
+            log.warning("could not roll back instant %s: %s", p.timestamp, exc)
 
 
 def _check_disjoint(
@@ -91,8 +198,7 @@ def _check_disjoint(
     seen: set[tuple[str, str]] = set()
     for p in planned:
         if seen & p.touched or (len(planned) > 1 and p.exclusive):
-            for q in planned:
-                abort(storage, config, q)
+            _abort_all(storage, config, planned)
             raise UnsupportedFeatureError(
                 "hudi-overlapping-operations",
                 "the operations of this transaction change the same Hudi file groups; "
@@ -102,18 +208,17 @@ def _check_disjoint(
 
 
 def abort(storage: Storage, config: TableConfig, p: PlannedInstant) -> None:
-    """Roll back planned instant ``p`` (unless another writer already did)."""
-    if not rolled_back(storage, config, p.timestamp):
-        instant = make_instant(p.timestamp, p.action, INFLIGHT, config.timeline_layout_version)
-        rollback_instant(storage, config, instant)
+    """Roll back planned instant ``p`` (under the table lock; a rollback another writer
+    started is finished instead, and an instant already gone is left alone)."""
+    instant = make_instant(p.timestamp, p.action, INFLIGHT, config.timeline_layout_version)
+    rollback_instant(storage, config, instant)
 
 
 def _check(
-    storage: Storage, config: TableConfig, base: HudiState, p: PlannedInstant, ours: set[str]
+    storage: Storage, timeline: Timeline, base: HudiState, p: PlannedInstant, ours: set[str]
 ) -> None:
-    timeline = load_timeline(storage, config)
     pending = {i.timestamp for i in timeline.pending()}
-    if p.timestamp not in pending or rolled_back(storage, config, p.timestamp):
+    if p.timestamp not in pending or rolled_back(storage, timeline, p.timestamp):
         raise CommitConflictError(
             f"instant {p.timestamp} was rolled back by another writer, which took its writer "
             "for dead (its heartbeat expired); run the operation again",

@@ -10,6 +10,7 @@ records keep their commit times (as Hudi's compactor does) and point at the new 
 from __future__ import annotations
 
 import io
+import logging
 from typing import Any
 
 import fastavro
@@ -21,6 +22,7 @@ from lakecore_hudi.timeline.instants import COMPACTION, INFLIGHT, make_instant
 from lakecore_hudi.timeline.lifecycle import write_inflight
 from lakecore_hudi.timeline.metadata import CommitMetadata, WriteStat
 from lakecore_hudi.view import FileSlice
+from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.changes import SliceRows
 from lakecore_hudi.write.commit import commit_planned
 from lakecore_hudi.write.files_out import carried_over, join_path, write_base_file
@@ -29,6 +31,7 @@ from lakecore_hudi.write.planned import PlannedInstant, start_instant
 from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instant
 
 _NS = "org.apache.hudi.avro.model"
+log = logging.getLogger(__name__)
 
 
 def _opt(avro: Any) -> list[Any]:
@@ -165,12 +168,15 @@ def compact(storage: Storage, state: HudiState) -> str | None:
     plan = encode_compaction_plan([state.slices[i] for i in targets])
     ts = start_instant(storage, config, COMPACTION, plan)
     try:
-        write_inflight(storage, config, COMPACTION, ts)
-        stats = [_compact_slice(storage, rows, i, n, layout, ts) for n, i in enumerate(targets)]
+        with heartbeat.kept_alive(storage, config, ts):  # see HudiWriter._write_files
+            write_inflight(storage, config, COMPACTION, ts)
+            stats = [_compact_slice(storage, rows, i, n, layout, ts) for n, i in enumerate(targets)]
     except BaseException:
-        rollback_instant(
-            storage, config, make_instant(ts, COMPACTION, INFLIGHT, config.timeline_layout_version)
-        )
+        instant = make_instant(ts, COMPACTION, INFLIGHT, config.timeline_layout_version)
+        try:
+            rollback_instant(storage, config, instant)
+        except Exception as exc:  # the compaction's own error is reported
+            log.warning("could not roll back compaction %s: %s", ts, exc)
         raise
     by_partition: dict[str, list[WriteStat]] = {}
     for stat in stats:

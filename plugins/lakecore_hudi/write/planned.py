@@ -17,6 +17,7 @@ from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.timeline.lifecycle import new_instant_time, write_requested
 from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.write.heartbeat import beat
+from lakecore_hudi.write.lock import table_lock
 
 FileGroup = tuple[str, str]
 """(partition path, file id)."""
@@ -58,11 +59,34 @@ def start_instant(
     requested: bytes = b"",
     heartbeat: bool = True,
 ) -> str:
-    """Pick a new instant time after every instant on the timeline and write its requested file.
+    """Take the table lock and claim a new instant (see ``claim_instant``).
+
+    Raises:
+        CommitConflictError: the lock stayed held, or no free instant time was found.
+    """
+    with table_lock(storage, config):
+        return claim_instant(storage, config, action, requested, heartbeat)
+
+
+def claim_instant(
+    storage: Storage,
+    config: TableConfig,
+    action: str,
+    requested: bytes = b"",
+    heartbeat: bool = True,
+) -> str:
+    """Pick a new instant time and write its requested file; the caller holds the table lock.
+
+    Instant times are unique across every action of the timeline: the time picked is greater
+    than every instant (any action, any state) and completion time on the timeline, and it is
+    claimed with ``put_if_absent`` of the requested file. The requested file names its action,
+    so the claim alone would not keep a ``rollback`` and a ``commit`` apart; the lock does
+    (every lakecore writer picks times under it), and a writer that does not take the lock is
+    caught by listing again after the claim: if another instant file has the same time, the
+    claim is withdrawn and a later time picked.
 
     With ``heartbeat`` the instant's heartbeat starts before the requested file appears, so no
-    other writer ever sees it pending without one. Instant times taken concurrently by another
-    writer are skipped.
+    other writer ever sees it pending without one.
 
     Raises:
         CommitConflictError: no free instant time after many attempts.
@@ -78,8 +102,12 @@ def start_instant(
         if heartbeat:
             beat(storage, ts)
         try:
-            write_requested(storage, config, action, ts, requested)
+            mine = write_requested(storage, config, action, ts, requested)
         except CommitConflictError:
             continue  # another writer took this instant time: pick a later one
+        again = load_timeline(storage, config)
+        if any(i.timestamp == ts and i.file_name != mine.file_name for i in again.instants):
+            storage.delete(again.path_of(mine))  # a writer without the lock took it too
+            continue
         return ts
     raise CommitConflictError(f"could not start a {action}: other writers keep taking instants")

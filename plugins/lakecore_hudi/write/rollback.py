@@ -15,8 +15,14 @@ instants back the way Hudi does:
 
 A rollback found pending (its writer died midway) is resumed from its plan: every step is
 idempotent. An instant counts as failed only once its heartbeat expired (``heartbeat``), so a
-concurrent live writer's instant is left alone; and before deleting anything the rollback
-re-checks that the instant did not complete in the meantime.
+concurrent live writer's instant is left alone.
+
+Rollbacks run under the table lock (``lock``), as commits complete under it: the decision
+(the target is still pending, and - for another writer's instant - its heartbeat expired) and
+the deletions cannot interleave with the target's completion. The decision is re-checked
+right before anything is deleted; a rollback whose target turned out to be completed (or
+alive) is withdrawn. A writer's commit, in turn, refuses to complete an instant that any
+rollback targets (``rolled_back``).
 """
 
 from __future__ import annotations
@@ -56,7 +62,8 @@ from lakecore_hudi.timeline.metadata import (
 )
 from lakecore_hudi.view import split_path
 from lakecore_hudi.write import heartbeat
-from lakecore_hudi.write.planned import start_instant
+from lakecore_hudi.write.lock import table_lock
+from lakecore_hudi.write.planned import claim_instant
 
 #: Pending actions a writer may roll back (clustering, indexing and the like are left alone).
 ROLLBACK_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION})
@@ -65,8 +72,29 @@ ROLLBACK_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION})
 def rollback_failed_writes(storage: Storage, config: TableConfig) -> list[str]:
     """Resume pending rollbacks, then roll back every pending write whose heartbeat expired.
 
-    Returns the timestamps rolled back.
+    Looks without the lock first (most writes find nothing to roll back); if there is work,
+    takes the table lock and decides again under it. Returns the timestamps rolled back.
     """
+    if not _has_work(storage, config, load_timeline(storage, config)):
+        return []
+    with table_lock(storage, config):
+        return _rollback_failed_locked(storage, config)
+
+
+def _has_work(storage: Storage, config: TableConfig, timeline: Timeline) -> bool:
+    for instant in timeline.pending():
+        if instant.action == ROLLBACK:
+            return True
+        if (
+            instant.action in ROLLBACK_ACTIONS
+            and heartbeat.is_expired(storage, config, instant.timestamp)
+            and not _is_clustering(storage, timeline, instant)
+        ):
+            return True
+    return False
+
+
+def _rollback_failed_locked(storage: Storage, config: TableConfig) -> list[str]:
     timeline = load_timeline(storage, config)
     targeted: set[str] = set()
     for instant in timeline.pending():
@@ -75,18 +103,14 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> list[str]:
             if plan.instant_to_rollback is None:
                 continue
             targeted.add(plan.instant_to_rollback[0])
-            if _completed(storage, config, plan.instant_to_rollback[0]):
-                _withdraw(storage, timeline, instant.timestamp)
-            else:
-                _execute(storage, config, instant.timestamp, plan)
+            _execute(storage, config, instant.timestamp, plan)
     done = []
     for instant in timeline.pending():
         if instant.action not in ROLLBACK_ACTIONS or instant.timestamp in targeted:
             continue
         if _is_clustering(storage, timeline, instant):
             continue
-        if heartbeat.is_expired(storage, config, instant.timestamp):
-            rollback_instant(storage, config, instant)
+        if _rollback_locked(storage, config, instant, only_if_expired=True) is not None:
             done.append(instant.timestamp)
     return done
 
@@ -120,19 +144,51 @@ def _plan_of(storage: Storage, timeline: Timeline, instant: Instant) -> Rollback
         return RollbackPlan()
 
 
-def rollback_instant(storage: Storage, config: TableConfig, target: Instant) -> str | None:
-    """Roll back the pending instant ``target``; returns the rollback's timestamp, or None when
-    ``target`` completed meanwhile (nothing is deleted then)."""
+def rollback_instant(
+    storage: Storage, config: TableConfig, target: Instant, only_if_expired: bool = False
+) -> str | None:
+    """Roll back the pending instant ``target`` under the table lock.
+
+    A writer aborting its own instant passes ``only_if_expired=False``; rolling back another
+    writer's instant must pass True, so that it happens only while that writer's heartbeat is
+    expired. Returns the rollback's timestamp, or None when there is nothing to roll back:
+    ``target`` completed, is gone, or (``only_if_expired``) its writer is alive.
+
+    Raises:
+        CommitConflictError: the table lock stayed held by another writer.
+        CorruptTableError: the failed instant names files outside the table.
+    """
+    with table_lock(storage, config):
+        return _rollback_locked(storage, config, target, only_if_expired)
+
+
+def _rollback_locked(
+    storage: Storage, config: TableConfig, target: Instant, only_if_expired: bool
+) -> str | None:
     timeline = load_timeline(storage, config)
+    states = {i.state for i in timeline.instants if i.timestamp == target.timestamp}
+    if not states or COMPLETED in states:
+        return None
+    pending = _pending_rollback_of(storage, timeline, target.timestamp)
+    if pending is not None:  # a rollback of it died midway: finish that one
+        return pending[0] if _execute(storage, config, *pending) else None
+    if only_if_expired and not heartbeat.is_expired(storage, config, target.timestamp):
+        return None
     files = failed_files(storage, config, timeline, target)
     plan = RollbackPlan((target.timestamp, target.action), _requests(storage, files))
-    ts = start_instant(storage, config, ROLLBACK, encode_rollback_plan(plan), heartbeat=False)
-    if _completed(storage, config, target.timestamp):
-        # The writer was alive after all and won; withdraw the plan.
-        _withdraw(storage, load_timeline(storage, config), ts)
-        return None
-    _execute(storage, config, ts, plan)
-    return ts
+    ts = claim_instant(storage, config, ROLLBACK, encode_rollback_plan(plan), heartbeat=False)
+    return ts if _execute(storage, config, ts, plan, only_if_expired) else None
+
+
+def _pending_rollback_of(
+    storage: Storage, timeline: Timeline, timestamp: str
+) -> tuple[str, RollbackPlan] | None:
+    for instant in timeline.pending():
+        if instant.action == ROLLBACK:
+            plan = _plan_of(storage, timeline, instant)
+            if plan.instant_to_rollback and plan.instant_to_rollback[0] == timestamp:
+                return instant.timestamp, plan
+    return None
 
 
 def _withdraw(storage: Storage, timeline: Timeline, ts: str) -> None:
@@ -140,11 +196,6 @@ def _withdraw(storage: Storage, timeline: Timeline, ts: str) -> None:
     for i in timeline.instants:
         if i.timestamp == ts and i.action == ROLLBACK:
             storage.delete(timeline.path_of(i))
-
-
-def _completed(storage: Storage, config: TableConfig, timestamp: str) -> bool:
-    timeline = load_timeline(storage, config)
-    return any(i.timestamp == timestamp and i.state == COMPLETED for i in timeline.instants)
 
 
 def failed_files(
@@ -194,10 +245,21 @@ def _requests(storage: Storage, paths: list[str]) -> tuple[RollbackRequest, ...]
     )
 
 
-def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan) -> None:
-    """Run (or resume) rollback ``ts`` of ``plan``; a concurrent finisher is not an error."""
+def _execute(
+    storage: Storage,
+    config: TableConfig,
+    ts: str,
+    plan: RollbackPlan,
+    only_if_expired: bool = False,
+) -> bool:
+    """Run (or resume) rollback ``ts`` of ``plan``; the caller holds the table lock.
+
+    Right before deleting anything, the target's state is read again: if it completed (or,
+    with ``only_if_expired``, its heartbeat is fresh again) the rollback is withdrawn and
+    nothing is deleted. Returns whether the rollback ran.
+    """
     if plan.instant_to_rollback is None:
-        return
+        return False
     # Every path of the plan is checked before anything is deleted: a plan naming a file
     # outside the table (crafted or damaged) raises CorruptTableError and deletes nothing.
     contained = {
@@ -205,6 +267,12 @@ def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan)
         for request in plan.requests
         for path in request.files_to_delete
     }
+    target_ts, target_action = plan.instant_to_rollback
+    timeline = load_timeline(storage, config)
+    completed = any(i.timestamp == target_ts and i.is_completed for i in timeline.instants)
+    if completed or (only_if_expired and not heartbeat.is_expired(storage, config, target_ts)):
+        _withdraw(storage, timeline, ts)  # the writer was alive after all
+        return False
     started = time.time()
     with contextlib.suppress(CommitConflictError):  # resuming: the inflight file exists
         write_inflight(storage, config, ROLLBACK, ts)
@@ -225,7 +293,6 @@ def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan)
                 **logs,
             },
         )
-    target_ts, target_action = plan.instant_to_rollback
     meta = RollbackMetadata(
         start_rollback_time=ts,
         time_taken_ms=int((time.time() - started) * 1000),
@@ -241,11 +308,11 @@ def _execute(storage: Storage, config: TableConfig, ts: str, plan: RollbackPlan)
         if i.timestamp == target_ts and i.state != COMPLETED:
             storage.delete(timeline.path_of(i))
     heartbeat.stop(storage, target_ts)
+    return True
 
 
-def rolled_back(storage: Storage, config: TableConfig, timestamp: str) -> bool:
-    """Whether any rollback on the timeline (in any state) targets instant ``timestamp``."""
-    timeline = load_timeline(storage, config)
+def rolled_back(storage: Storage, timeline: Timeline, timestamp: str) -> bool:
+    """Whether any rollback on ``timeline`` (in any state) targets instant ``timestamp``."""
     for i in timeline.instants:
         if i.action == ROLLBACK and i.state == REQUESTED and i.timestamp > timestamp:
             plan = _plan_of(storage, timeline, i)

@@ -12,6 +12,7 @@ row) ``replacecommit``s that list the replaced file groups.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -38,6 +39,7 @@ from lakecore_hudi.timeline.metadata import (
     encode_commit_metadata,
     encode_requested_replace,
 )
+from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.apply import FileJob, plan_jobs, planned_stat, run_job
 from lakecore_hudi.write.changes import ChangeSet, SliceRows, plan_upsert
 from lakecore_hudi.write.dml import check_assignments, plan_delete, plan_overwrite, plan_update
@@ -48,6 +50,7 @@ from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instan
 from lakecore_hudi.write.rows_in import conform, dedupe, keyed
 
 FORMAT = "hudi"
+log = logging.getLogger(__name__)
 
 
 def state_of(snapshot: Snapshot) -> HudiState:
@@ -218,16 +221,29 @@ class HudiWriter:
         storage, config, layout = self._storage, self._config, self._layout
         slices = self._rows.slices
         try:
-            jobs = plan_jobs(storage, changes, slices, layout, ts)
-            planned = [planned_stat(j, slices, layout, ts) for j in jobs]
-            workload = CommitMetadata(_by_partition(planned), operation)
-            content = encode_commit_metadata(workload, config.table_version)
-            write_inflight(storage, config, action, ts, content)
-            return jobs, [run_job(storage, self._rows, job, layout, ts) for job in jobs]
+            # However long the files take, the heartbeat stays fresh: no other writer may
+            # take this instant for failed and roll it back while it is being written.
+            with heartbeat.kept_alive(storage, config, ts):
+                jobs = plan_jobs(storage, changes, slices, layout, ts)
+                planned = [planned_stat(j, slices, layout, ts) for j in jobs]
+                workload = CommitMetadata(_by_partition(planned), operation)
+                content = encode_commit_metadata(workload, config.table_version)
+                write_inflight(storage, config, action, ts, content)
+                return jobs, [run_job(storage, self._rows, job, layout, ts) for job in jobs]
         except BaseException:
-            layout_version = config.timeline_layout_version
-            rollback_instant(storage, config, make_instant(ts, action, INFLIGHT, layout_version))
+            self._rollback_quietly(ts, action)
             raise
+
+    def _rollback_quietly(self, ts: str, action: str) -> None:
+        """Roll back this writer's instant after a failure while writing its files; a failed
+        rollback is logged (the write's own error is the one to report; a later writer
+        rolls the instant back once its heartbeat expires)."""
+        config = self._config
+        instant = make_instant(ts, action, INFLIGHT, config.timeline_layout_version)
+        try:
+            rollback_instant(self._storage, config, instant)
+        except Exception as exc:  # keep the original error
+            log.warning("could not roll back instant %s: %s", ts, exc)
 
 
 def _by_partition(stats: list[WriteStat]) -> dict[str, tuple[WriteStat, ...]]:
