@@ -28,6 +28,7 @@ from lakecore_delta.log.segment import (
     list_log,
     read_last_checkpoint_hint,
 )
+from lakecore_delta.log.validate import check_action
 from lakecore_delta.protocol import ensure_readable
 from lakecore_delta.schema import parse_schema_string
 
@@ -88,8 +89,15 @@ def load_state(
     """
     files = list_for(storage, version)
     skipped: list[int] = []
+    unusable: CorruptTableError | None = None
     while True:
-        segment = build_segment(files, version, skipped)
+        try:
+            segment = build_segment(files, version, skipped)
+        except CorruptTableError as exc:
+            if unusable is None:
+                raise
+            # Say why the checkpoint could not be used: that is what needs repairing.
+            raise CorruptTableError(f"{exc}; the checkpoint: {unusable}") from unusable
         if previous is not None and _can_continue(previous, segment):
             return _continue(storage, previous, segment)
         try:
@@ -100,6 +108,7 @@ def load_state(
                 raise
             log.warning("checkpoint %s is unusable (%s); trying an older one", cp.version, exc)
             skipped.append(cp.version)
+            unusable = exc
             if len(files) and files[0].version > 0:
                 files = list_log(storage, 0)
 
@@ -159,8 +168,13 @@ def _load_segment(storage: Storage, segment: LogSegment) -> DeltaState:
     cp_actions: CheckpointActions | None = None
     if segment.checkpoint is not None:
         cp_actions = read_checkpoint_actions(storage, segment.checkpoint)
-        protocol = protocol or cp_actions.protocol
-        metadata = metadata or cp_actions.metadata
+        source = segment.checkpoint.files[0].path
+        if protocol is None and cp_actions.protocol is not None:
+            check_action("protocol", cp_actions.protocol, source)
+            protocol = cp_actions.protocol
+        if metadata is None and cp_actions.metadata is not None:
+            check_action("metaData", cp_actions.metadata, source)
+            metadata = cp_actions.metadata
     where = f"the log up to version {segment.version}"
     if protocol is None:
         raise CorruptTableError(f"{where} has no protocol action")

@@ -10,8 +10,11 @@ MAP = pa.map_(pa.string(), pa.string())
 
 
 def _add_struct(paths: list[str | None], pvs: list[list[tuple[str, str | None]]]) -> pa.StructArray:
+    # Rows without a path are other actions: their add struct is null, as checkpoints write it.
     return pa.StructArray.from_arrays(
-        [pa.array(paths, pa.string()), pa.array(pvs, MAP)], names=["path", "partitionValues"]
+        [pa.array(paths, pa.string()), pa.array(pvs, MAP)],
+        names=["path", "partitionValues"],
+        mask=pa.array([p is None for p in paths]),
     )
 
 

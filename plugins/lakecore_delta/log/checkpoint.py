@@ -19,6 +19,7 @@ from lakecore_delta.log.commits import find_last_action, parse_actions, parse_fi
 from lakecore_delta.log.files import SIDECAR_DIR, LogFileKind
 from lakecore_delta.log.schemas import DV_TYPE, partition_values_type
 from lakecore_delta.log.segment import Checkpoint
+from lakecore_delta.log.validate import file_action_problem
 
 _ADD_CHILDREN = ("path", "partitionValues", "size", "modificationTime", "stats", "deletionVector")
 
@@ -126,6 +127,9 @@ def _empty_adds(physical_partition_columns: Sequence[str]) -> pa.Table:
 def _adds_of(table: pa.Table, path: str, physical_partition_columns: Sequence[str]) -> pa.Table:
     if "add" not in table.column_names:
         return _empty_adds(physical_partition_columns)
+    problem = file_action_problem(table)  # an add without a path would be skipped below
+    if problem is not None:
+        raise CorruptTableError(f"{path}: checkpoint holds {problem}")
     # Chunk by chunk, slicing around the few non-add rows: no copy of the (large) stats text.
     pieces = [
         _adds_of_chunk(run, path, physical_partition_columns)

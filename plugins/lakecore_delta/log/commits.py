@@ -6,7 +6,7 @@ import io
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NoReturn
 
 import pyarrow as pa
 import pyarrow.json as pj
@@ -15,6 +15,7 @@ from lakecore.errors import CorruptTableError
 from lakecore.storage import Storage
 from lakecore_delta.log.files import LogFile
 from lakecore_delta.log.schemas import file_action_json_schema
+from lakecore_delta.log.validate import check_action, check_file_actions
 
 _REMOTE_READERS = 16
 
@@ -50,9 +51,8 @@ def find_last_action(
                 action = _parse_line(_line_at(chunk, pos), f)
                 if isinstance(action, dict) and key in action:
                     value = action[key]
-                    if not isinstance(value, dict):
-                        raise CorruptTableError(f"{f.path}: the {key} action is not an object")
-                    return value
+                    check_action(key, value, f.path)
+                    return value  # type: ignore[no-any-return]
             line_start = chunk.rfind(b"\n", 0, pos)
             if line_start < 0:
                 break
@@ -93,21 +93,33 @@ def parse_file_actions(
 ) -> pa.Table:
     """Parse the add/remove/cdc/txn actions of commits into one Arrow table, in log order.
 
-    Raises ``CorruptTableError`` naming the first commit that is not valid JSON lines.
+    Raises ``CorruptTableError`` naming the first commit that is not valid JSON lines, or
+    that holds a malformed action (see ``lakecore_delta.log.validate``).
     """
     schema = file_action_json_schema(physical_partition_columns)
     if not chunks:
         return schema.empty_table()
     data = b"\n".join(chunks)
     try:
-        return _read_json(data, schema)
+        actions = _read_json(data, schema)
     except (pa.ArrowInvalid, ValueError) as exc:
-        for chunk, f in zip(chunks, files, strict=True):
-            try:
-                _read_json(chunk, schema)
-            except (pa.ArrowInvalid, ValueError) as inner:
-                raise CorruptTableError(f"{f.path}: not valid Delta JSON: {inner}") from inner
-        raise CorruptTableError(f"commits {files[0].path}..{files[-1].path}: {exc}") from exc
+        _raise_for_json(chunks, files, schema, exc)
+    check_file_actions(
+        actions, chunks, [f.path for f in files], lambda chunk, _: _read_json(chunk, schema)
+    )
+    return actions
+
+
+def _raise_for_json(
+    chunks: Sequence[bytes], files: Sequence[LogFile], schema: pa.Schema, exc: Exception
+) -> NoReturn:
+    """Raise ``CorruptTableError`` naming the commit whose JSON ``exc`` came from."""
+    for chunk, f in zip(chunks, files, strict=True):
+        try:
+            _read_json(chunk, schema)
+        except (pa.ArrowInvalid, ValueError) as inner:
+            raise CorruptTableError(f"{f.path}: not valid Delta JSON: {inner}") from inner
+    raise CorruptTableError(f"commits {files[0].path}..{files[-1].path}: {exc}") from exc
 
 
 _BLOCK_SIZE = 8 << 20
