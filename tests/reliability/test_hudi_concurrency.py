@@ -74,8 +74,8 @@ WORKER = textwrap.dedent(
             ],
             schema=schema,
         )
-        tx.stage(*table._format_writer(tx.snapshot).upsert(data))
         try:
+            tx.stage(*table._format_writer(tx.snapshot).upsert(data))
             version = tx.commit()
         except CommitConflictError:
             conflicts += 1
@@ -228,7 +228,7 @@ CASES = [("COPY_ON_WRITE", "8"), ("MERGE_ON_READ", "8"), ("MERGE_ON_READ", "6")]
 def test_writers_race_on_one_file_group_locally(
     tmp_path: Path, table_type: str, version: str
 ) -> None:
-    acked, conflicts = race(str(tmp_path / "t"), {}, tmp_path, table_type, version, 4, 3)
+    acked, conflicts = race(str(tmp_path / "t"), {}, tmp_path, table_type, version, 3, 3)
     print(f"{table_type} v{version} local: {acked} acknowledged, {conflicts} conflicts")
 
 
@@ -237,7 +237,7 @@ def test_writers_race_on_one_file_group_locally(
 def test_writers_race_on_one_file_group_on_s3(
     s3_uri: str, s3_storage_options: dict[str, Any], tmp_path: Path, table_type: str, version: str
 ) -> None:
-    acked, conflicts = race(s3_uri, s3_storage_options, tmp_path, table_type, version, 4, 2)
+    acked, conflicts = race(s3_uri, s3_storage_options, tmp_path, table_type, version, 3, 2)
     print(f"{table_type} v{version} s3: {acked} acknowledged, {conflicts} conflicts")
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.errors import CommitConflictError
 from lakecore.storage import Storage
 from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.reader import SliceReader
@@ -69,6 +70,7 @@ class SliceRows:
 
     def __init__(self, storage: Storage, state: HudiState) -> None:
         self.state = state
+        self._storage = storage
         self.slices: tuple[FileSlice, ...] = state.slices
         self._reader = SliceReader(
             storage, state.table_schema, state.merge_spec, state.is_valid_instant, False
@@ -81,7 +83,18 @@ class SliceRows:
             s = self.slices[index]
             base = s.base_file.path if s.base_file is not None else None
             logs = [f.path for f in s.log_files]
-            self._cache[index] = self._reader.read(base, logs, self.state.table_schema.names)
+            try:
+                self._cache[index] = self._reader.read(base, logs, self.state.table_schema.names)
+            except FileNotFoundError as exc:
+                gone = [p for p in logs if not self._storage.exists(p)]
+                if not gone:
+                    raise
+                # Table version 6 names a log file after its slice, not its instant: a failed
+                # concurrent writer's log was listed, then deleted by its rollback.
+                raise CommitConflictError(
+                    f"log file {gone[0]} of file group {s.file_id} vanished while it was read "
+                    "(a concurrent writer's rollback removed it); run the operation again"
+                ) from exc
         return self._cache[index]
 
     def columns(self, index: int, names: Sequence[str]) -> pa.Table:
