@@ -23,6 +23,7 @@ from lakecore_delta.write import commit as delta_commit
 from lakecore_delta.write.checkpoint_out import maybe_checkpoint
 from lakecore_delta.write.create import create_table
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE
+from lakecore_delta.write.properties import validate_properties
 from lakecore_delta.write.writer import DeltaWriter, state_of
 
 if TYPE_CHECKING:
@@ -130,6 +131,9 @@ class DeltaFormat:
         info: CommitInfo,
         version: int | str,
     ) -> CommitOutcome:
+        for action in actions:
+            if isinstance(action, SetProperties):
+                validate_properties(action.properties)  # before the commit file is written
         outcome = delta_commit.commit(storage, state_of(base), actions, info, _as_version(version))
         if isinstance(outcome, Committed):
             # The base configuration decides, unless this commit changed properties.

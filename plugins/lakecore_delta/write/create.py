@@ -18,6 +18,7 @@ from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.schema import CM_ID, CM_PHYSICAL, DELTA_METADATA, delta_metadata, schema_string
 from lakecore_delta.write.features import protocol_for, required_features
 from lakecore_delta.write.log_out import commit_info_line, encode_lines, now_ms
+from lakecore_delta.write.properties import validate_properties
 
 MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
 
@@ -71,10 +72,16 @@ def initial_commit(
     partition_by: Sequence[str],
     properties: Mapping[str, str],
 ) -> bytes:
-    """The bytes of commit 0 for a new table."""
+    """The bytes of commit 0 for a new table.
+
+    Raises ``InvalidArgumentError`` for a property value Delta would refuse
+    (``validate_properties``).
+    """
     configuration = {k: str(v) for k, v in properties.items()}
-    if configuration.get(COLUMN_MAPPING_MODE, "none") not in ("none", "name", "id"):
-        raise SchemaError(f"unknown {COLUMN_MAPPING_MODE} {configuration[COLUMN_MAPPING_MODE]!r}")
+    validate_properties(configuration)
+    if COLUMN_MAPPING_MODE in configuration:
+        # Delta reads the mode in any case; lakecore's readers compare it in lower case.
+        configuration[COLUMN_MAPPING_MODE] = configuration[COLUMN_MAPPING_MODE].lower()
     if configuration.get(COLUMN_MAPPING_MODE, "none") != "none":
         schema, max_id = with_column_mapping(schema)
         configuration[MAX_COLUMN_ID] = str(max_id)

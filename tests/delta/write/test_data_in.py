@@ -229,19 +229,19 @@ def test_create_where_a_table_exists(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "partition_by,properties",
+    "partition_by,properties,error",
     [
-        (["missing"], {}),
-        (["s"], {}),  # a struct cannot be a partition column
-        ([], {"delta.columnMapping.mode": "bogus"}),
+        (["missing"], {}, lakecore.SchemaError),
+        (["s"], {}, lakecore.SchemaError),  # a struct cannot be a partition column
+        ([], {"delta.columnMapping.mode": "bogus"}, lakecore.InvalidArgumentError),
     ],
     ids=["unknown column", "nested column", "bad column mapping mode"],
 )
 def test_create_with_bad_arguments(
-    tmp_path: Path, partition_by: list[str], properties: dict[str, str]
+    tmp_path: Path, partition_by: list[str], properties: dict[str, str], error: type
 ) -> None:
     path = tmp_path / "t"
-    with pytest.raises(lakecore.SchemaError):
+    with pytest.raises(error):
         lakecore.create(str(path), SCHEMA, partition_by=partition_by, properties=properties)
     assert not (path / LOG).exists() or commit_versions(path) == []
 
