@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.errors import (
+    ConstraintViolationError,
+    SchemaError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
 from lakecore.format import (
     FormatWriter,
     MaintainableFormat,
@@ -36,20 +41,26 @@ TimestampLike = int | float | str | dt.datetime | dt.date
 def to_epoch_ms(value: TimestampLike) -> int:
     """Convert a timestamp (epoch ms, ISO-8601 text, datetime, date) to epoch milliseconds.
 
-    Naive datetimes and texts without an offset are taken as UTC. Raises ``ValueError`` on text
-    that is not ISO-8601.
+    Naive datetimes and texts without an offset are taken as UTC. Raises
+    ``VersionNotFoundError`` (a ``ValueError``) for text that is not ISO-8601, a number that is
+    not finite, or a value of another type: no version can be found for it.
     """
-    if isinstance(value, bool):
-        raise TypeError("a timestamp must not be a bool")
-    if isinstance(value, int | float):
-        return int(value)
-    if isinstance(value, str):
-        value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        value = dt.datetime(value.year, value.month, value.day)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return int(value.timestamp() * 1000)
+    if isinstance(value, bool) or not isinstance(value, int | float | str | dt.date):
+        raise VersionNotFoundError(
+            f"a timestamp must be epoch ms, ISO-8601 text, a datetime or a date, not {value!r}"
+        )
+    try:
+        if isinstance(value, int | float):
+            return int(value)
+        if isinstance(value, str):
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        if not isinstance(value, dt.datetime):
+            value = dt.datetime(value.year, value.month, value.day)
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    except (ValueError, OverflowError) as exc:
+        raise VersionNotFoundError(f"not a usable timestamp {value!r}: {exc}") from None
 
 
 class Table:

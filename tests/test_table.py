@@ -56,9 +56,9 @@ def test_to_epoch_ms_accepts_the_documented_forms() -> None:
     assert to_epoch_ms("2024-06-01T02:00:00+02:00") == expected
     assert to_epoch_ms(dt.datetime(2024, 6, 1)) == expected  # naive = UTC
     assert to_epoch_ms(dt.date(2024, 6, 1)) == expected
-    with pytest.raises(ValueError):
+    with pytest.raises(lakecore.VersionNotFoundError):
         to_epoch_ms("yesterday")
-    with pytest.raises(TypeError):
+    with pytest.raises(lakecore.VersionNotFoundError):
         to_epoch_ms(True)
 
 

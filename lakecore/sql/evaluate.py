@@ -122,7 +122,13 @@ class _Evaluator:
         text = node.this
         if any(c in text for c in ".eE"):
             return pa.scalar(Decimal(text)) if "e" not in text.lower() else pa.scalar(float(text))
-        return pa.scalar(int(text), pa.int64())
+        value = int(text)
+        if -(2**63) <= value < 2**63:
+            return pa.scalar(value, pa.int64())
+        # Spark types an integer literal beyond BIGINT as DECIMAL(38, 0).
+        if len(text.lstrip("+-")) > 38:
+            raise PredicateError(f"integer literal {text} has more than 38 digits")
+        return pa.scalar(Decimal(text), pa.decimal128(38, 0))
 
     def _boolean(self, node: exp.Boolean) -> Value:
         return pa.scalar(bool(node.this), pa.bool_())
@@ -230,11 +236,16 @@ def _cast_type(dtype: exp.DataType) -> pa.DataType:
 
 
 def _typed_literal(text: str, target: pa.DataType) -> pa.Scalar:
-    if pa.types.is_date(target):
-        return pa.scalar(dt.date.fromisoformat(text.strip()), target)
-    if pa.types.is_timestamp(target):
-        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-        if target.tz is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return pa.scalar(value, target)
+    """``DATE '...'`` / ``TIMESTAMP '...'`` text as a scalar; ``PredicateError`` if it is not
+    ISO-8601 (or out of range)."""
+    try:
+        if pa.types.is_date(target):
+            return pa.scalar(dt.date.fromisoformat(text.strip()), target)
+        if pa.types.is_timestamp(target):
+            value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+            if target.tz is not None and value.tzinfo is None:
+                value = value.replace(tzinfo=dt.timezone.utc)
+            return pa.scalar(value, target)
+    except (ValueError, OverflowError, pa.ArrowInvalid) as exc:
+        raise PredicateError(f"{text!r} is not a valid {target} literal: {exc}") from None
     return pa.scalar(text, pa.string())

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
+from lakecore.model.data_input import cast_lossless
 from lakecore.model.schema import has_not_null_inside
 
 
@@ -13,8 +14,10 @@ def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
     """Return ``data`` with exactly the table's columns, types and nullability checked.
 
     Missing nullable columns become nulls. Raises ``SchemaError`` for unknown or duplicate
-    columns or types that do not convert safely, ``ConstraintViolationError`` for nulls in NOT
-    NULL columns (top level, inside structs, list elements and map values).
+    columns and for values that do not convert losslessly (``is_lossless_cast``: text never
+    becomes a number, a boolean never an integer, an integer that overflows is refused),
+    ``ConstraintViolationError`` for nulls in NOT NULL columns (top level, inside structs,
+    list elements and map values).
 
     The result's types are the table's with every field nullable: Arrow (and Parquet) would
     refuse a NOT NULL child holding the placeholder nulls under a null parent; the checks here
@@ -39,13 +42,7 @@ def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
                 )
             columns.append(pa.nulls(data.num_rows, target))
             continue
-        column = data.column(f.name)
-        try:
-            column = column.cast(target, safe=True) if column.type != target else column
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise SchemaError(
-                f"column {f.name!r}: {column.type} does not convert to {f.type}: {exc}"
-            ) from exc
+        column = cast_lossless(data.column(f.name), target, f.name)
         for chunk in column.chunks:
             _check_not_null(chunk, f, f.name)
         columns.append(column)

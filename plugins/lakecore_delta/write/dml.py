@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddChangeFiles, DeleteRows, RemoveFiles
+from lakecore.model.data_input import cast_assigned
 from lakecore.sql import evaluate, evaluate_predicate
 from lakecore.storage import Storage
 from lakecore_delta.deletion_vectors import (
@@ -172,7 +173,11 @@ def update_rows(
 def apply_assignments(
     rows: pa.Table, assignments: Mapping[str, str], schema: pa.Schema
 ) -> pa.Table:
-    """``rows`` with each assigned column replaced by its SQL expression's value."""
+    """``rows`` with each assigned column replaced by its SQL expression's value.
+
+    Raises ``SchemaError`` when a value does not go into its column (``cast_assigned``: a
+    text into a number column, an integer that overflows).
+    """
     out = rows
     for name, sql in assignments.items():
         f = schema.field(name)
@@ -181,7 +186,8 @@ def apply_assignments(
             value = pa.array(
                 [value.as_py()] * rows.num_rows, f.type if value.type == pa.null() else value.type
             )
-        out = out.set_column(schema.get_field_index(name), f.name, value.cast(f.type))
+        value = cast_assigned(value, f.type, name, sql)
+        out = out.set_column(schema.get_field_index(name), f.name, value)
     return out
 
 

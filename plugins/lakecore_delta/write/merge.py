@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
+from lakecore.model.data_input import cast_assigned, cast_lossless
 from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.sql import evaluate
 from lakecore_delta.write.dml import ChangeSet, DmlContext, _drop_rows, tagged
@@ -102,13 +103,17 @@ def _updated(
         for f in schema:
             if src_rows.schema.get_field_index(f.name) >= 0:
                 i = schema.get_field_index(f.name)
-                after = after.set_column(i, f.name, src_rows.column(f.name).cast(f.type))
+                value = cast_lossless(src_rows.column(f.name), f.type, f.name)
+                after = after.set_column(i, f.name, value)
         return after
     both = qualified_columns(before, src_rows)
     for name, sql in (clauses.matched_update or {}).items():
         f = schema.field(name)
         value = evaluate(sql, both)
         if isinstance(value, pa.Scalar):
-            value = pa.array([value.as_py()] * before.num_rows, f.type)
-        after = after.set_column(schema.get_field_index(name), f.name, value.cast(f.type))
+            value = pa.array(
+                [value.as_py()] * before.num_rows, f.type if value.type == pa.null() else value.type
+            )
+        value = cast_assigned(value, f.type, name, sql)
+        after = after.set_column(schema.get_field_index(name), f.name, value)
     return after

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
-from lakecore.model.data_input import to_arrow_table
+from lakecore.model.data_input import cast_assigned, cast_lossless, to_arrow_table
 from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
 from lakecore.sql import evaluate, evaluate_predicate
@@ -24,10 +24,11 @@ from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import DeltaState
 from lakecore_delta.write.constraints import check_rows, fill_generated, table_constraints
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout, write_data_files
-from lakecore_delta.write.data_in import conform_to_schema
+from lakecore_delta.write.data_in import conform_to_schema, relaxed_type
 from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
 from lakecore_delta.write.features import ensure_writable
 from lakecore_delta.write.merge import merge_rows
+from lakecore_delta.write.properties import parse_size_bytes
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
 
 TARGET_FILE_SIZE = "delta.targetFileSize"
@@ -60,6 +61,29 @@ def _predicate_param(where: str | None) -> dict[str, str]:
     return {"predicate": json.dumps([where] if where else [])}
 
 
+def _check_assignment(schema: pa.Schema, name: str, sql: str) -> None:
+    """Type-check ``SET name = sql`` before any file is read (a literal's value too).
+
+    Raises ``PredicateError`` for SQL that does not parse and ``SchemaError`` for a result
+    that does not go into the column (``cast_assigned``).
+    """
+    value = evaluate(sql, schema.empty_table())
+    if isinstance(value, pa.Scalar):
+        value = pa.array([value.as_py()], value.type)
+    cast_assigned(value, schema.field(name).type, name, sql)
+
+
+def _typed_source(source: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The merge source with the table's columns in the table's types (lossless casts only,
+    so keys join and ``'42'`` never becomes 42); its other columns are kept for the SQL."""
+    for i, name in enumerate(source.column_names):
+        j = schema.get_field_index(name)
+        if j >= 0:
+            target = relaxed_type(schema.field(j).type)
+            source = source.set_column(i, name, cast_lossless(source.column(i), target, name))
+    return source
+
+
 class DeltaWriter:
     """Writes data files for one snapshot and returns the actions that publish them."""
 
@@ -83,7 +107,9 @@ class DeltaWriter:
             schema=self._state.schema,
             partition_columns=self._state.partition_columns,
             column_mapping_mode=conf.get(COLUMN_MAPPING_MODE, "none"),
-            target_file_size=int(conf.get(TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE)),
+            target_file_size=parse_size_bytes(
+                conf.get(TARGET_FILE_SIZE, str(DEFAULT_TARGET_FILE_SIZE)), TARGET_FILE_SIZE
+            ),
         )
 
     def _conformed(self, data: Any) -> pa.Table:
@@ -171,9 +197,8 @@ class DeltaWriter:
         unknown = [c for c in set if self._state.schema.get_field_index(c) < 0]
         if unknown:
             raise SchemaError(f"cannot update unknown column(s) {unknown}")
-        empty = self._state.schema.empty_table()
-        for sql in set.values():
-            evaluate(sql, empty)
+        for name, sql in set.items():
+            _check_assignment(self._state.schema, name, sql)
         changes = update_rows(self._dml(), self._snapshot.files(), set, where)
         info = CommitInfo(
             "UPDATE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
@@ -185,7 +210,7 @@ class DeltaWriter:
     ) -> tuple[list[Action], CommitInfo]:
         if clauses.matched_update_all or clauses.matched_update or clauses.matched_delete:
             self._ensure_not_append_only()
-        src = to_arrow_table(source)
+        src = _typed_source(to_arrow_table(source), self._state.schema)
         for sql in (clauses.matched_condition, clauses.not_matched_condition):
             if sql:
                 parse(sql)

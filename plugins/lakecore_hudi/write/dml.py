@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.model.data_input import cast_assigned
 from lakecore.sql import evaluate, evaluate_predicate
 from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.write.changes import (
@@ -98,10 +99,7 @@ def assigned(records: pa.Table, assignments: Mapping[str, str], layout: WriteLay
         value = evaluate(sql, records)
         if isinstance(value, pa.Scalar):
             value = pa.array([value.as_py()] * records.num_rows, value.type)
-        try:
-            value = value.cast(f.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise SchemaError(f"SET {name} = {sql}: result does not fit {f.type}: {exc}") from None
+        value = cast_assigned(value, f.type, name, sql)
         data = data.set_column(layout.data_schema.get_field_index(name), f, value)
     return data
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.model.data_input import cast_assigned, cast_lossless
 from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.sql import evaluate
 from lakecore_hudi.keys import RECORD_KEY
@@ -129,14 +130,11 @@ def _updated(
         value = evaluate(sql, both)
         if isinstance(value, pa.Scalar):
             value = pa.array([value.as_py()] * before.num_rows, value.type)
-        after = after.set_column(schema.get_field_index(name), f, _cast(value, f))
+        value = cast_assigned(value, f.type, name, sql)
+        after = after.set_column(schema.get_field_index(name), f, value)
     return after
 
 
 def _cast(values: pa.ChunkedArray | pa.Array, f: pa.Field) -> pa.ChunkedArray | pa.Array:
-    try:
-        return values if values.type == f.type else values.cast(f.type)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise SchemaError(
-            f"column {f.name!r}: {values.type} does not convert to {f.type}: {exc}"
-        ) from None
+    """Source values into the table's column, as an append takes them (lossless only)."""
+    return cast_lossless(values, f.type, f.name)

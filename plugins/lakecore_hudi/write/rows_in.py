@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
+from lakecore.model.data_input import cast_lossless
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.partitions import DEFAULT_PARTITION
 from lakecore_hudi.write.layout import WriteLayout
@@ -31,7 +32,8 @@ def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
     nullable columns become null.
 
     Raises:
-        SchemaError: duplicate or unknown columns, or a type that does not convert safely.
+        SchemaError: duplicate or unknown columns, or values that do not convert losslessly
+            (``is_lossless_cast``: no text to numbers, no booleans to integers, no overflow).
         ConstraintViolationError: a NOT NULL column is missing or holds nulls.
     """
     data = data.drop_columns([c for c in data.column_names if c in META_FIELDS])
@@ -49,14 +51,7 @@ def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
                 raise ConstraintViolationError(f"NOT NULL column {field.name!r} is missing")
             columns.append(pa.chunked_array([pa.nulls(data.num_rows, field.type)]))
             continue
-        column = data.column(field.name)
-        if column.type != field.type:
-            try:
-                column = column.cast(field.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-                raise SchemaError(
-                    f"column {field.name!r}: {column.type} does not convert to {field.type}: {exc}"
-                ) from None
+        column = cast_lossless(data.column(field.name), field.type, field.name)
         if not field.nullable and column.null_count:
             raise ConstraintViolationError(
                 f"NOT NULL column {field.name!r} has {column.null_count} null value(s)"
