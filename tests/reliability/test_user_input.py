@@ -191,14 +191,35 @@ def test_delta_append_takes_lossless_nested_casts(tmp_path: Path) -> None:
     ]
 
 
-def test_merge_source_follows_the_append_rule(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", "delta")
-    source = pa.table({"id": [1, 9], "n": ["42", "43"]})
+BAD_MERGES: list[tuple[str, pa.Table, dict[str, str] | None]] = [
+    ("source text into int", pa.table({"id": [1, 9], "n": ["42", "43"]}), None),
+    ("source bool into int", pa.table({"id": [1, 9], "n": [True, False]}), None),
+    ("SET text into int", pa.table({"id": [1], "n": pa.array([5], pa.int32())}), {"n": "'abc'"}),
+    ("SET unknown column", pa.table({"id": [1], "n": pa.array([5], pa.int32())}), {"nope": "1"}),
+    (
+        "SET result overflows int",
+        pa.table({"id": [1], "n": pa.array([5], pa.int32())}),
+        {"n": "source.n * 1000000000"},
+    ),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(
+    "source,assignments", [c[1:] for c in BAD_MERGES], ids=[c[0] for c in BAD_MERGES]
+)
+def test_merge_refuses_values_of_the_wrong_type(
+    tmp_path: Path, fmt: str, source: pa.Table, assignments: dict[str, str] | None
+) -> None:
+    table = make_table(tmp_path / "t", fmt)
 
     def merge() -> None:
-        table.merge(
-            source, on="id"
-        ).when_matched_update_all().when_not_matched_insert_all().execute()
+        builder = table.merge(source, on="id")
+        if assignments is None:
+            builder = builder.when_matched_update_all()
+        else:
+            builder = builder.when_matched_update(assignments)
+        builder.when_not_matched_insert_all().execute()
 
     assert_refused(table, lakecore.SchemaError, merge)
 
@@ -390,6 +411,7 @@ def test_case_lists_ran() -> None:
         len(LOSSY),
         len(LOSSLESS),
         len(NESTED_LOSSY),
+        len(BAD_MERGES),
         len(BAD_UPDATES),
         len(GOOD_UPDATES),
         len(BAD_PROPERTIES),
@@ -397,4 +419,4 @@ def test_case_lists_ran() -> None:
         len(BAD_TIMESTAMPS),
         len(BAD_PREDICATES),
     )
-    assert sizes == (19, 13, 4, 16, 7, 21, 12, 9, 7)
+    assert sizes == (19, 13, 4, 5, 16, 7, 21, 12, 9, 7)

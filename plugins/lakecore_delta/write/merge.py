@@ -73,15 +73,16 @@ def merge_rows(
         matched_source[s_rows] = True
         if len(t_rows) == 0:
             continue
+        # The new values first: a value that does not fit raises before a DV file is written.
+        after = None if clauses.matched_delete else _updated(before, src_rows, schema, clauses)
         gone = np.zeros(n, dtype=bool)
         gone[t_rows] = True
         _drop_rows(ctx, out, row, table, live, gone)
         out.rows_changed += len(t_rows)
-        if clauses.matched_delete:
+        if after is None:
             if ctx.cdf:
                 out.changes.append(tagged(before, "delete"))
             continue
-        after = _updated(before, src_rows, schema, clauses)
         out.new_rows.append(after)
         if ctx.cdf:
             out.changes.append(tagged(before, "update_preimage"))

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
 from lakecore.model.data_input import cast_assigned, cast_lossless, to_arrow_table
-from lakecore.model.merge import MergeClauses
+from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.snapshot import Snapshot
 from lakecore.sql import evaluate, evaluate_predicate
 from lakecore.sql.evaluate import parse
@@ -61,13 +61,16 @@ def _predicate_param(where: str | None) -> dict[str, str]:
     return {"predicate": json.dumps([where] if where else [])}
 
 
-def _check_assignment(schema: pa.Schema, name: str, sql: str) -> None:
-    """Type-check ``SET name = sql`` before any file is read (a literal's value too).
+def _check_assignment(columns: pa.Table, schema: pa.Schema, name: str, sql: str) -> None:
+    """Type-check ``SET name = sql`` over the (empty) ``columns`` the SQL may name, before any
+    file is read; a literal's value is checked too.
 
-    Raises ``PredicateError`` for SQL that does not parse and ``SchemaError`` for a result
-    that does not go into the column (``cast_assigned``).
+    Raises ``PredicateError`` for SQL that does not parse and ``SchemaError`` for an unknown
+    column or a result that does not go into the column (``cast_assigned``).
     """
-    value = evaluate(sql, schema.empty_table())
+    if schema.get_field_index(name) < 0:
+        raise SchemaError(f"cannot update unknown column {name!r}; the table has {schema.names}")
+    value = evaluate(sql, columns)
     if isinstance(value, pa.Scalar):
         value = pa.array([value.as_py()], value.type)
     cast_assigned(value, schema.field(name).type, name, sql)
@@ -198,7 +201,7 @@ class DeltaWriter:
         if unknown:
             raise SchemaError(f"cannot update unknown column(s) {unknown}")
         for name, sql in set.items():
-            _check_assignment(self._state.schema, name, sql)
+            _check_assignment(self._state.schema.empty_table(), self._state.schema, name, sql)
         changes = update_rows(self._dml(), self._snapshot.files(), set, where)
         info = CommitInfo(
             "UPDATE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
@@ -214,6 +217,9 @@ class DeltaWriter:
         for sql in (clauses.matched_condition, clauses.not_matched_condition):
             if sql:
                 parse(sql)
+        both = qualified_columns(self._state.schema.empty_table(), src.slice(0, 0))
+        for name, sql in (clauses.matched_update or {}).items():
+            _check_assignment(both, self._state.schema, name, sql)
         changes, inserts = merge_rows(self._dml(), self._snapshot.files(), src, on, clauses)
         if clauses.insert_all and inserts.num_rows:
             table = self._conformed(inserts)
