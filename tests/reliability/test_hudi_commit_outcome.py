@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lakecore_hudi.timeline import lifecycle
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.write import lock as lock_module
 from lakecore_hudi.write.heartbeat import HEARTBEAT_DIR
@@ -27,7 +28,7 @@ from lakecore_hudi.write.lock import LOCK_PATH
 from lakecore_hudi.write.writer import state_of
 
 import lakecore
-from lakecore.errors import CommitConflictError, CommitStateUnknownError
+from lakecore.errors import CommitConflictError, CommitStateUnknownError, CommitStorageError
 from lakecore.storage import FsspecStorage
 from tests.hudi.write.helpers import assert_reads, create, model_of, rows
 
@@ -222,3 +223,29 @@ def test_a_lock_that_never_expires_is_never_broken(
     assert (root / LOCK_PATH).exists()  # not ours to delete
     assert_reads(root, model)
     assert _pending(root) == ()
+
+
+def test_a_fault_before_the_completion_is_written_rolls_back_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Layout 2 lists the timeline before writing the completion; if that fails nothing
+    landed: ``CommitStorageError``, the instant rolled back without waiting on the lock."""
+    root, model = _table(tmp_path)
+    real = lifecycle.load_timeline
+    calls: list[int] = []
+
+    def load(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise TimeoutError("injected: listing the timeline timed out")
+        return real(*args)
+
+    monkeypatch.setattr(lifecycle, "load_timeline", load)
+    started = time.monotonic()
+    with pytest.raises(CommitStorageError):
+        lakecore.open(str(root)).upsert(rows((1, "b", 2, "x")))
+    assert time.monotonic() - started < 20
+    assert calls
+    assert not (root / LOCK_PATH).exists()
+    assert _pending(root) == ()
+    assert_reads(root, model)

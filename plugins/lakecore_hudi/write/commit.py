@@ -100,7 +100,7 @@ def commit_planned(storage: Storage, base: HudiState, planned: Sequence[PlannedI
             _abort_all(storage, config, planned)
             raise
         try:
-            _complete_all(storage, config, planned)
+            _complete_all(storage, config, planned, lock)
         finally:
             lock.release()
     finally:
@@ -157,8 +157,10 @@ def _check_all(
         )
 
 
-def _complete_all(storage: Storage, config: TableConfig, planned: Sequence[PlannedInstant]) -> None:
-    """Complete the checked instants in order; the caller holds the table lock.
+def _complete_all(
+    storage: Storage, config: TableConfig, planned: Sequence[PlannedInstant], lock: TableLock
+) -> None:
+    """Complete the checked instants in order; the caller holds ``lock``.
 
     Raises:
         CommitStateUnknownError: a completion failed and may have landed.
@@ -172,6 +174,7 @@ def _complete_all(storage: Storage, config: TableConfig, planned: Sequence[Plann
         except LakecoreError:
             raise
         except OSError as exc:  # listing before the write: this instant did not land
+            lock.release()  # the rollbacks take the lock themselves
             _abort_all(storage, config, planned[n:])
             done = [q.timestamp for q in planned[:n]]
             cls = CommitStorageError if not done else CommitError
