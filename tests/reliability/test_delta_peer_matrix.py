@@ -32,7 +32,13 @@ from ..delta.write.helpers import LOG, canonical, delta_rs_rows
 deltalake = pytest.importorskip("deltalake", reason="the peer matrix needs deltalake")
 
 SCHEMA = pa.schema(
-    [("id", pa.int64()), ("name", pa.string()), ("v", pa.float64()), ("p", pa.string())]
+    [
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("v", pa.float64()),
+        ("f", pa.float32()),
+        ("p", pa.string()),
+    ]
 )
 FLAVORS: dict[str, dict[str, str]] = {
     "plain": {"lakecore.owner": "peer-matrix"},
@@ -54,6 +60,7 @@ def rows(ids: list[int], p: str | None = None) -> pa.Table:
             "id": pa.array(ids, pa.int64()),
             "name": [f"n{i}" for i in ids],
             "v": pa.array([i / 2 for i in ids], pa.float64()),
+            "f": pa.array([i / 4 for i in ids], pa.float32()),
             "p": [p or ("a" if i % 2 else "b") for i in ids],
         }
     )
@@ -68,7 +75,13 @@ def build(root: Path, flavor: str, layout: str) -> None:
     table = lakecore.create(str(root), SCHEMA, partition_by=["p"], properties=properties)
     table.append(rows([0, 1, 2, 3]))
     odd = pa.table(
-        {"id": [8, 9], "name": ["n8", "n9"], "v": [4.0, 4.5], "p": [None, "x y=%/z"]},
+        {
+            "id": [8, 9],
+            "name": ["n8", "n9"],
+            "v": [4.0, 4.5],
+            "f": [2.0, 2.25],
+            "p": [None, "x y=%/z"],
+        },
         schema=SCHEMA,
     )
     table.append(pa.concat_tables([rows([4, 5, 6, 7]), odd]))
@@ -115,6 +128,12 @@ def _drop_column(t: lakecore.Table) -> None:
         s.drop_column("v")
 
 
+def _widen_type(t: lakecore.Table) -> None:
+    with t.update_schema() as s:
+        s.widen_type("f", pa.float64())
+    t.append(rows([90]).set_column(3, "f", pa.array([0.1], pa.float64())))
+
+
 def _drop_constraint(t: lakecore.Table) -> None:
     t.add_constraint("id_positive", "id >= 0")
     t.drop_constraint("id_positive")
@@ -153,6 +172,7 @@ OPS: dict[str, Op] = {
     ),
     "add-column": _add_column,
     "add-column-then-append": _add_column_and_append,
+    "widen-type-then-append": _widen_type,
     "add-constraint": lambda t: t.add_constraint("id_positive", "id >= 0"),
     "drop-constraint": _drop_constraint,
     "app-transaction": _app_transaction,
@@ -165,6 +185,8 @@ OPS: dict[str, Op] = {
 MAPPED_OPS: dict[str, Op] = {"rename-column": _rename_column, "drop-column": _drop_column}
 """Operations that need column mapping (features flavor only)."""
 NO_NEW_VERSION = {"create", "checkpoint"}
+UNREADABLE_BY_DELTA_RS = {"typeWidening"}
+"""Reader features deltalake 1.6 refuses to read rows of (its log and metadata it reads)."""
 
 
 def _cases() -> list[Any]:
@@ -172,7 +194,14 @@ def _cases() -> list[Any]:
     for flavor in FLAVORS:
         ops = {**OPS, **(MAPPED_OPS if flavor == "features" else {})}
         for layout in LAYOUTS:
-            out += [pytest.param(flavor, layout, op, id=f"{flavor}-{layout}-{op}") for op in ops]
+            # Kept out of the default run (time): the feature flavor on the interval layout;
+            # the plain flavor covers that layout, the other layouts the feature flavor.
+            slow = flavor == "features" and layout == "interval-checkpoint"
+            marks = [pytest.mark.slow] if slow else []
+            out += [
+                pytest.param(flavor, layout, op, marks=marks, id=f"{flavor}-{layout}-{op}")
+                for op in ops
+            ]
     return out
 
 
@@ -185,7 +214,9 @@ def assert_delta_rs_agrees(root: Path) -> None:
     state = state_of(snap)
     dt = deltalake.DeltaTable(str(root))
     assert dt.version() == snap.version
-    assert delta_rs_rows(root) == canonical(snap.to_arrow())
+    unreadable = UNREADABLE_BY_DELTA_RS & set(dt.protocol().reader_features or ())
+    if not unreadable:  # else delta-rs opens the log (checked below) but reads no rows
+        assert delta_rs_rows(root) == canonical(snap.to_arrow())
     meta = dt.metadata()
     assert meta.id == state.metadata["id"]
     assert list(meta.partition_columns) == list(snap.partition_columns)
@@ -225,4 +256,5 @@ def test_delta_rs_reads_what_lakecore_wrote(
 def test_matrix_size() -> None:
     """Every operation on every layout and flavor is a case (STYLE 9)."""
     per_layout = {"plain": len(OPS), "features": len(OPS) + len(MAPPED_OPS)}
-    assert len(CASES) == len(LAYOUTS) * sum(per_layout.values()) == 4 * (23 + 25) == 192
+    assert len(CASES) == len(LAYOUTS) * sum(per_layout.values()) == 4 * (24 + 26) == 200
+    assert sum(1 for c in CASES if c.marks) == 26  # the slow part; 174 run by default
