@@ -146,6 +146,19 @@ def test_append_takes_a_lossless_cast(
     assert row[column] == expected
 
 
+WRITES = [("delta", "overwrite"), ("hudi", "overwrite"), ("hudi", "upsert")]
+
+
+@pytest.mark.parametrize("fmt,verb", WRITES, ids=[f"{f}-{v}" for f, v in WRITES])
+@pytest.mark.parametrize("values", [pa.array(["42"]), pa.array([True])], ids=["text", "bool"])
+def test_every_write_verb_refuses_a_value_changing_cast(
+    tmp_path: Path, fmt: str, verb: str, values: pa.Array
+) -> None:
+    table = make_table(tmp_path / "t", fmt)
+    data = pa.table({"id": [1], "n": values})
+    assert_refused(table, lakecore.SchemaError, lambda: getattr(table, verb)(data))
+
+
 NESTED = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -410,6 +423,7 @@ def test_case_lists_ran() -> None:
     sizes = (
         len(LOSSY),
         len(LOSSLESS),
+        len(WRITES),
         len(NESTED_LOSSY),
         len(BAD_MERGES),
         len(BAD_UPDATES),
@@ -419,4 +433,4 @@ def test_case_lists_ran() -> None:
         len(BAD_TIMESTAMPS),
         len(BAD_PREDICATES),
     )
-    assert sizes == (19, 13, 4, 5, 16, 7, 21, 12, 9, 7)
+    assert sizes == (19, 13, 3, 4, 5, 16, 7, 21, 12, 9, 7)
