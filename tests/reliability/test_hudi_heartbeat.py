@@ -69,11 +69,11 @@ def test_a_writer_slower_than_the_heartbeat_expiry_is_not_rolled_back(
 ) -> None:
     root = tmp_path / "t"
     table = create(root)
-    # Expiry 1 s: the slow writer below writes for several expiries.
+    # Expiry 1.6 s: the slow writer below writes for several expiries.
     set_properties(
         root,
         {
-            "hoodie.client.heartbeat.interval_in_ms": "500",
+            "hoodie.client.heartbeat.interval_in_ms": "800",
             "hoodie.client.heartbeat.tolerable.misses": "2",
         },
     )
@@ -103,7 +103,7 @@ def test_a_writer_slower_than_the_heartbeat_expiry_is_not_rolled_back(
         assert writing.wait(30)
         other = lakecore.open(str(root))
         for i in range(2):  # each write first rolls back the writes it takes for failed
-            time.sleep(1.3)
+            time.sleep(1.9)
             other.append(rows((10 + i, "o", 1, "y")))
             model = with_row(model, (10 + i, "o", 1, "y"))
     finally:
@@ -123,18 +123,18 @@ def test_heartbeats_beat_in_the_background_and_stop_with_the_block(tmp_path: Pat
     set_properties(
         root,
         {
-            "hoodie.client.heartbeat.interval_in_ms": "60",
-            "hoodie.client.heartbeat.tolerable.misses": "3",
+            "hoodie.client.heartbeat.interval_in_ms": "100",
+            "hoodie.client.heartbeat.tolerable.misses": "5",
         },
     )
     config = state_of(table.snapshot()).config
-    assert heartbeat.refresh_period_s(config) == pytest.approx(0.06)
+    assert heartbeat.refresh_period_s(config) == pytest.approx(0.1)
     storage = table.storage
     heartbeat.beat(storage, "20250101000000000")
     age_heartbeat(root, "20250101000000000")
     assert heartbeat.is_expired(storage, config, "20250101000000000")
     with heartbeat.kept_alive(storage, config, "20250101000000000"):
-        time.sleep(0.5)
+        time.sleep(0.6)
         assert not heartbeat.is_expired(storage, config, "20250101000000000")
     assert not [t for t in threading.enumerate() if t.name.startswith("hudi-heartbeat-")]
     heartbeat.stop(storage, "20250101000000000")
@@ -181,6 +181,10 @@ def test_a_rollback_racing_the_commit_of_its_target_never_deletes_acknowledged_d
         # B has decided A is dead; now A's writer wakes up and commits.
         writer_a.start()
         a_checked.wait(1.5)  # (with the lock A cannot check now: B holds the lock)
+        beat = root / heartbeat_path(a.timestamp)
+        deadline = time.monotonic() + 10
+        while time.time() - beat.stat().st_mtime > 60 and time.monotonic() < deadline:
+            time.sleep(0.01)  # A's writer beats first thing when it commits
         return real_failed_files(*args, **kwargs)
 
     def execute(*args: Any, **kwargs: Any) -> Any:
