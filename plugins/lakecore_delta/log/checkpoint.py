@@ -264,11 +264,31 @@ def _first_struct(table: pa.Table, name: str) -> dict[str, Any] | None:
     col = col.filter(pc.is_valid(col))
     if not len(col):
         return None
-    try:
-        row = col.slice(0, 1).to_pylist(maps_as_pydicts="strict")[0]
-    except ValueError as exc:
-        raise CorruptTableError(f"checkpoint {name} action is malformed: {exc}") from exc
+    # By type, not by the Python value: an empty map and an empty list look the same.
+    # (pyarrow's maps_as_pydicts would do this, but only from pyarrow 20.)
+    row = _as_json(col.slice(0, 1).to_pylist()[0], col.type, name)
     return {k: v for k, v in row.items() if v is not None}
+
+
+def _as_json(value: Any, t: pa.DataType, where: str) -> Any:
+    """``value`` (from ``to_pylist`` of type ``t``) with every map as a dict, recursively."""
+    if value is None:
+        return None
+    if pa.types.is_map(t):
+        out: dict[Any, Any] = {}
+        for key, item in value:
+            if key in out:
+                raise CorruptTableError(f"checkpoint {where} has the map key {key!r} twice")
+            out[key] = _as_json(item, t.item_type, where)
+        return out
+    if pa.types.is_struct(t):
+        return {
+            t.field(i).name: _as_json(value.get(t.field(i).name), t.field(i).type, where)
+            for i in range(t.num_fields)
+        }
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return [_as_json(v, t.value_type, where) for v in value]
+    return value
 
 
 def _txns(table: pa.Table) -> dict[str, int]:
