@@ -39,9 +39,11 @@ WORKER = textwrap.dedent(
     import pyarrow as pa
     import lakecore
     from lakecore.errors import CommitConflictError
+    from lakecore.model.merge import MergeClauses
 
-    uri, options, worker, rounds, barrier = sys.argv[1:6]
+    uri, options, worker, rounds, barrier, mixed = sys.argv[1:7]
     worker, rounds = int(worker), int(rounds)
+    ops = ["upsert", "merge", "update", "delete"] if mixed == "mixed" else ["upsert"]
     options = json.loads(options) or None
     schema = pa.schema([
         pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()),
@@ -74,20 +76,34 @@ WORKER = textwrap.dedent(
             ],
             schema=schema,
         )
+        op = ops[(worker + r) % len(ops)]
         try:
-            tx.stage(*table._format_writer(tx.snapshot).upsert(data))
+            writer = table._format_writer(tx.snapshot)
+            if op == "upsert":
+                staged = writer.upsert(data)
+            elif op == "merge":
+                clauses = MergeClauses(matched_update_all=True, insert_all=True)
+                staged = writer.merge(data, ["id"], clauses)
+            elif op == "update":  # the counter only, in SQL
+                staged = writer.update({"ts": "ts + 1", "name": f"'{name}'"}, "id = 0")
+            else:  # its own row only
+                staged = writer.delete(f"id = {1 + worker}")
+            tx.stage(*staged)
             version = tx.commit()
         except CommitConflictError:
             conflicts += 1
             continue
-        acks.append({"version": version, "seen": seen, "worker": worker, "name": name})
+        acks.append(
+            {"version": version, "seen": seen, "worker": worker, "round": r, "op": op,
+             "name": name}
+        )
     print(json.dumps({"acks": acks, "conflicts": conflicts, "read_retries": read_retries}))
     """
 )
 
 
 def run_writers(
-    uri: str, options: dict[str, Any], barrier: Path, writers: int, rounds: int
+    uri: str, options: dict[str, Any], barrier: Path, writers: int, rounds: int, mixed: bool
 ) -> list[dict[str, Any]]:
     """Start the writer processes, release them together, return each one's report."""
     procs = [
@@ -101,6 +117,7 @@ def run_writers(
                 str(w),
                 str(rounds),
                 str(barrier),
+                "mixed" if mixed else "upserts",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -165,9 +182,12 @@ def race(
     version: str,
     writers: int,
     rounds: int,
+    mixed: bool = False,
 ) -> tuple[int, int]:
     """Race ``writers`` processes for ``rounds`` rounds each and check the outcome.
 
+    ``mixed``: the rounds cycle through upsert, MERGE, an SQL update of the counter alone and
+    a delete of the writer's own row (which leaves the counter alone).
     Returns (acknowledged rounds, conflicts).
     """
     properties = {
@@ -179,32 +199,45 @@ def race(
     table = lakecore.create(uri, SCHEMA, "hudi", ["city"], properties, storage_options=options)
     initial = [_row(0, "start", 0)] + [_row(1 + w, "start", 0) for w in range(writers)]
     table.append(pa.Table.from_pylist(initial, schema=SCHEMA))  # one file group
-    reports = run_writers(uri, options, tmp_path / "barrier", writers, rounds)
-    acks = sorted((a for r in reports for a in r["acks"]), key=lambda a: int(a["seen"]))
+    reports = run_writers(uri, options, tmp_path / "barrier", writers, rounds, mixed)
+    acks = [a for r in reports for a in r["acks"]]
+    counted = sorted((a for a in acks if a["op"] != "delete"), key=lambda a: int(a["seen"]))
     conflicts = sum(int(r["conflicts"]) for r in reports)
     if version != "6":  # only version 6 log names hide their instant (see WORKER)
         assert sum(int(r["read_retries"]) for r in reports) == 0
     assert len(acks) + conflicts == writers * rounds
-    assert acks, "no writer ever committed"
-    # Serializable: the acknowledged rounds read the counters 0, 1, 2, ... each exactly once.
-    assert [a["seen"] for a in acks] == list(range(len(acks))), "an acknowledged update was lost"
+    assert counted, "no writer ever committed"
+    # Serializable: the acknowledged rounds that count read the counters 0, 1, 2, ... each
+    # exactly once (a lost update shows up as a counter read twice).
+    seen = [a["seen"] for a in counted]
+    assert seen == list(range(len(counted))), "an acknowledged update was lost"
 
-    # The final table is the acknowledged rounds applied in that (serial) order.
+    # The final table is the acknowledged rounds applied in that (serial) order; a writer's
+    # own row is only ever changed by that writer, in its round order.
     model = {r["id"]: r for r in initial}
-    for a in acks:
-        model[0] = _row(0, a["name"], a["seen"] + 1)
-        model[1 + a["worker"]] = _row(1 + a["worker"], a["name"], a["seen"] + 1)
+    if counted:
+        model[0] = _row(0, counted[-1]["name"], counted[-1]["seen"] + 1)
+    for a in sorted(acks, key=lambda a: (int(a["worker"]), int(a["round"]))):
+        key = 1 + int(a["worker"])
+        if a["op"] in ("upsert", "merge"):
+            model[key] = _row(key, a["name"], a["seen"] + 1)
+        elif a["op"] == "delete":
+            model.pop(key, None)
     want = _sorted(list(model.values()))
     reread = lakecore.open(uri, storage_options=options)
     assert _data(reread.to_arrow()) == want
     assert _data(hudi_rs_read(uri, options)) == want
 
-    # Every acknowledged instant is a completed write, in the counter order; nothing pending.
+    # Every acknowledged instant is a completed write, those that count in the counter order
+    # (the serial order is the commit order); nothing else completed, nothing is pending.
     storage = open_storage(uri, options)
     config = state_of(reread.snapshot()).config
     timeline = load_timeline(storage, config)
     writes = [i.timestamp for i in timeline.completed_write_instants()]
-    assert writes[1:] == [str(a["version"]) for a in acks]
+    assert sorted(writes[1:]) == sorted(str(a["version"]) for a in acks)
+    assert [w for w in writes if w in {str(a["version"]) for a in counted}] == [
+        str(a["version"]) for a in counted
+    ]
     assert timeline.pending() == ()
     # No orphan: every data file belongs to a completed write instant.
     completed = set(writes)
@@ -228,8 +261,8 @@ CASES = [("COPY_ON_WRITE", "8"), ("MERGE_ON_READ", "8"), ("MERGE_ON_READ", "6")]
 def test_writers_race_on_one_file_group_locally(
     tmp_path: Path, table_type: str, version: str
 ) -> None:
-    acked, conflicts = race(str(tmp_path / "t"), {}, tmp_path, table_type, version, 3, 3)
-    print(f"{table_type} v{version} local: {acked} acknowledged, {conflicts} conflicts")
+    acked, conflicts = race(str(tmp_path / "t"), {}, tmp_path, table_type, version, 3, 4, True)
+    print(f"{table_type} v{version} local 3x4 mixed: {acked} acknowledged, {conflicts} conflicts")
 
 
 @pytest.mark.s3
@@ -237,18 +270,28 @@ def test_writers_race_on_one_file_group_locally(
 def test_writers_race_on_one_file_group_on_s3(
     s3_uri: str, s3_storage_options: dict[str, Any], tmp_path: Path, table_type: str, version: str
 ) -> None:
-    acked, conflicts = race(s3_uri, s3_storage_options, tmp_path, table_type, version, 3, 2)
-    print(f"{table_type} v{version} s3: {acked} acknowledged, {conflicts} conflicts")
+    acked, conflicts = race(s3_uri, s3_storage_options, tmp_path, table_type, version, 3, 2, True)
+    print(f"{table_type} v{version} s3 3x2 mixed: {acked} acknowledged, {conflicts} conflicts")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("attempt", range(5))
 @pytest.mark.parametrize(("table_type", "version"), CASES)
-def test_eight_writers_race_many_rounds(
+def test_eight_upserting_writers_race_many_rounds(
     tmp_path: Path, table_type: str, version: str, attempt: int
 ) -> None:
     acked, conflicts = race(str(tmp_path / "t"), {}, tmp_path, table_type, version, 8, 10)
-    print(f"{table_type} v{version} 8x10: {acked} acknowledged, {conflicts} conflicts")
+    print(f"{table_type} v{version} 8x10 upserts: {acked} acknowledged, {conflicts} conflicts")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attempt", range(5))
+@pytest.mark.parametrize(("table_type", "version"), CASES)
+def test_eight_mixed_writers_race_many_rounds(
+    tmp_path: Path, table_type: str, version: str, attempt: int
+) -> None:
+    acked, conflicts = race(str(tmp_path / "t"), {}, tmp_path, table_type, version, 8, 10, True)
+    print(f"{table_type} v{version} 8x10 mixed: {acked} acknowledged, {conflicts} conflicts")
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
