@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.detect import detect_format
+from lakecore.detect import check_format, detect_format
 from lakecore.errors import (
     AmbiguousFormatError,
     CommitConflictError,
@@ -64,6 +64,9 @@ def open(
         UnknownFormatError: no installed format recognises it.
         AmbiguousFormatError: several formats recognise it (the error lists them).
         PluginNotInstalledError: ``format`` names a plugin that is missing or disabled.
+        UnsupportedFeatureError: the URI's scheme is unknown, or its filesystem package is
+            not installed.
+        StorageError: the storage cannot be reached or read (names the location).
 
     Example:
         >>> import lakecore
@@ -77,10 +80,7 @@ def open(
     storage = _storage_for(uri, storage_options, storage)
     if format is not None:
         fmt = registry.get(format)
-        if not fmt.detect(storage):
-            if not storage.list_dir(""):
-                raise TableNotFoundError(f"no table at {storage.root}")
-            raise TableNotFoundError(f"{storage.root} does not hold a {format} table")
+        check_format(storage, fmt)
     else:
         fmt = detect_format(storage, registry)
     return Table(uri, storage, fmt, options)

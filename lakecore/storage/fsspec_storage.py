@@ -18,6 +18,7 @@ import fsspec
 from fsspec.asyn import sync
 from fsspec.core import url_to_fs
 
+from lakecore.errors import LakecoreError, StorageError, UnsupportedFeatureError
 from lakecore.storage.base import FileInfo
 
 # fsspec's memory filesystem is one process-wide store, so its conditional put needs one lock
@@ -46,6 +47,53 @@ def _file_uri_to_path(uri: str) -> str:
         if not rest.startswith("/"):  # file://host/path: the host part is ignored locally
             rest = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
     return unquote(rest)
+
+
+def filesystem_for(uri: str, options: Mapping[str, Any]) -> tuple[Any, str]:
+    """Return (fsspec filesystem, path in it) for a URI with a scheme.
+
+    Raises:
+        UnsupportedFeatureError: the scheme is unknown to fsspec, or its filesystem package
+            is not installed (the message gives fsspec's install hint); names the URI.
+        StorageError: the filesystem cannot be set up (bad options, a missing native
+            library); names the URI.
+    """
+    scheme = uri.split("://", 1)[0]
+    try:
+        return cast(tuple[Any, str], url_to_fs(uri, **_options_for(uri, options)))
+    except ImportError as exc:
+        raise UnsupportedFeatureError(f"{scheme}:// storage", f"cannot open {uri}: {exc}") from exc
+    except ValueError as exc:
+        if "protocol not known" in str(exc).lower():
+            raise UnsupportedFeatureError(
+                f"{scheme}:// storage",
+                f"cannot open {uri}: unknown URI scheme {scheme!r}; lakecore opens local paths, "
+                "file://, memory://, s3:// and the other fsspec filesystems whose package is "
+                "installed",
+            ) from exc
+        raise StorageError(f"cannot open {uri}: {exc}") from exc
+    except LakecoreError:
+        raise
+    except Exception as exc:  # backends raise their own types (OSError, botocore errors ...)
+        raise StorageError(f"cannot open {uri}: {type(exc).__name__}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def backend_faults(what: str) -> Iterator[None]:
+    """Re-raise a remote filesystem's own exception types as ``OSError``.
+
+    The Storage contract is that storage faults are ``OSError``s, which callers classify
+    (a commit's state unknown, a typed ``StorageError``); s3fs lets botocore's errors (an
+    unreachable endpoint: ``EndpointConnectionError``) and bucket-name ``ValueError``s through
+    untranslated. ``OSError``s (``FileNotFoundError``, ``FileExistsError`` ...) pass unchanged.
+    """
+    try:
+        yield
+    except OSError:
+        raise
+    except Exception as exc:
+        kind = ConnectionError if "Connect" in type(exc).__name__ else OSError
+        raise kind(f"{what} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _mtime_ms(info: Mapping[str, Any]) -> int:
@@ -85,8 +133,8 @@ class FsspecStorage:
     def _filesystem_for(self, uri: str) -> tuple[Any, str]:
         if "://" not in uri:
             return fsspec.filesystem("file"), uri
-        fs, path = url_to_fs(uri, **_options_for(uri, self._options))
-        return fs, cast(str, path).rstrip("/")
+        fs, path = filesystem_for(uri, self._options)
+        return fs, path.rstrip("/")
 
     @property
     def root(self) -> str:
@@ -120,8 +168,7 @@ class FsspecStorage:
             protocol = full.split("://", 1)[0]
             with self._other_lock:
                 if protocol not in self._other:
-                    options = _options_for(full, self._options)
-                    self._other[protocol] = url_to_fs(full, **options)[0]
+                    self._other[protocol] = filesystem_for(full, self._options)[0]
             fs = self._other[protocol]
             return fs, fs._strip_protocol(full)
         return self._fs, self._fs._strip_protocol(full)
@@ -144,11 +191,12 @@ class FsspecStorage:
         fs_path = fs_path.rstrip("/")
         try:
             # refresh: s3fs caches listings, and a stale listing hides other writers' commits.
-            entries = (
-                fs.ls(fs_path, detail=True, refresh=True)
-                if _is_s3(fs)
-                else fs.ls(fs_path, detail=True)
-            )
+            with backend_faults(f"listing {fs_path}"):
+                entries = (
+                    fs.ls(fs_path, detail=True, refresh=True)
+                    if _is_s3(fs)
+                    else fs.ls(fs_path, detail=True)
+                )
         except (FileNotFoundError, NotADirectoryError):
             return []
         out = [
@@ -199,7 +247,8 @@ class FsspecStorage:
             out.sort(key=lambda f: f.path)
             return out
         try:
-            found = fs.find(fs_path.rstrip("/"), detail=True)
+            with backend_faults(f"listing {fs_path}"):
+                found = fs.find(fs_path.rstrip("/"), detail=True)
         except FileNotFoundError:
             return []
         out = [
@@ -251,10 +300,11 @@ class FsspecStorage:
                     f.seek(start)
                 return f.read() if end is None else f.read(end - (start or 0))
         try:
-            if _is_s3(fs) and start is None and end is None:
-                # One GET: s3fs would first HEAD the object to decide on a chunked download.
-                return cast(bytes, fs.cat_file(fs_path, max_concurrency=1))
-            return cast(bytes, fs.cat_file(fs_path, start=start, end=end))
+            with backend_faults(f"reading {fs_path}"):
+                if _is_s3(fs) and start is None and end is None:
+                    # One GET: s3fs would first HEAD the object to decide on a chunked download.
+                    return cast(bytes, fs.cat_file(fs_path, max_concurrency=1))
+                return cast(bytes, fs.cat_file(fs_path, start=start, end=end))
         except OSError as exc:
             # S3 answers a range that starts past the end with 416: the file is there, the
             # range is empty.
@@ -266,7 +316,8 @@ class FsspecStorage:
         fs, fs_path = self._locate(path)
         if self._is_os(fs):
             return open(fs_path, "rb")
-        return cast(BinaryIO, fs.open(fs_path, "rb"))
+        with backend_faults(f"opening {fs_path}"):
+            return cast(BinaryIO, fs.open(fs_path, "rb"))
 
     def head(self, path: str) -> FileInfo:
         fs, fs_path = self._locate(path)
@@ -277,7 +328,8 @@ class FsspecStorage:
             return FileInfo(self._relative(fs_path), st.st_size, st.st_mtime_ns // 1_000_000)
         # refresh: s3fs answers info() from a cached parent listing when it has one, which
         # reports a file written since by another process as missing.
-        info = fs.info(fs_path, refresh=True) if _is_s3(fs) else fs.info(fs_path)
+        with backend_faults(f"looking up {fs_path}"):
+            info = fs.info(fs_path, refresh=True) if _is_s3(fs) else fs.info(fs_path)
         if info.get("type") != "file":
             raise FileNotFoundError(fs_path)
         return FileInfo(self._relative(fs_path), int(info.get("size") or 0), _mtime_ms(info))
@@ -301,29 +353,32 @@ class FsspecStorage:
                 _unlink_quietly(tmp)
                 raise
             return
-        fs.pipe_file(fs_path, data)
+        with backend_faults(f"writing {fs_path}"):
+            fs.pipe_file(fs_path, data)
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         fs, fs_path = self._locate(path)
         if self._is_os(fs):
             _put_if_absent_local(fs_path, data)
-        elif _is_s3(fs):
-            _put_if_absent_s3(fs, fs_path, data)
-        elif _protocols(fs) & {"memory"}:
-            # fsspec's memory store has no atomic create: serialise every writer in the process.
-            with _MEMORY_LOCK:
-                if fs.exists(fs_path):
-                    raise FileExistsError(fs_path)
-                fs.pipe_file(fs_path, data)
-        else:
-            _put_if_absent_exclusive(fs, fs_path, data)
+            return
+        with backend_faults(f"writing {fs_path}"):
+            if _is_s3(fs):
+                _put_if_absent_s3(fs, fs_path, data)
+            elif _protocols(fs) & {"memory"}:
+                # fsspec's memory store has no atomic create: serialise every writer.
+                with _MEMORY_LOCK:
+                    if fs.exists(fs_path):
+                        raise FileExistsError(fs_path)
+                    fs.pipe_file(fs_path, data)
+            else:
+                _put_if_absent_exclusive(fs, fs_path, data)
 
     def delete(self, path: str) -> None:
         fs, fs_path = self._locate(path)
         if self._is_os(fs):
             _unlink_quietly(fs_path)
             return
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError), backend_faults(f"deleting {fs_path}"):
             fs.rm_file(fs_path)
 
 

@@ -37,6 +37,7 @@ from pyroaring import BitMap
 
 from lakecore.errors import CorruptTableError
 from lakecore.storage import Storage
+from lakecore.storage.paths import contained_path
 from lakecore_delta.z85 import z85_decode, z85_encode
 
 __all__ = [
@@ -109,6 +110,16 @@ class DeletionVectorDescriptor:
     cardinality: int
 
     def __post_init__(self) -> None:
+        if not isinstance(self.path_or_inline_dv, str):
+            raise CorruptTableError(
+                f"deletion vector has pathOrInlineDv {self.path_or_inline_dv!r}, not a string"
+            )
+        for name in ("size_in_bytes", "cardinality", "offset"):
+            value = getattr(self, name)
+            if value is None and name == "offset":
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise CorruptTableError(f"deletion vector has {name}={value!r}, not a number")
         if self.storage_type not in STORAGE_TYPES:
             raise CorruptTableError(
                 f"deletion vector has unknown storageType {self.storage_type!r} "
@@ -137,7 +148,8 @@ class DeletionVectorDescriptor:
         ``None`` for ``'i'`` and ``'p'``.
 
         Raises:
-            CorruptTableError: if ``pathOrInlineDv`` does not end in a Z85-encoded UUID.
+            CorruptTableError: if ``pathOrInlineDv`` does not end in a Z85-encoded UUID, or
+                its prefix leads outside the table (``../``).
         """
         if self.storage_type != "u":
             return None
@@ -155,7 +167,11 @@ class DeletionVectorDescriptor:
                 f"deletion vector {self.unique_id}: bad Z85 UUID {uuid_text!r}: {exc}"
             ) from exc
         name = f"deletion_vector_{file_uuid}.bin"
-        return f"{prefix}/{name}" if prefix else name
+        # The prefix comes from the log: "../.." in it must not reach outside the table.
+        joined = f"{prefix}/{name}" if prefix else name
+        return contained_path(
+            joined, "(the table root)", source=f"deletion vector {self.unique_id}"
+        )
 
     def absolute_path(self, table_root: str) -> str | None:
         """The DV file's location: ``'u'`` joined to ``table_root``, ``'p'`` as written.

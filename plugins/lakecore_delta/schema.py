@@ -41,16 +41,35 @@ VARIANT_TYPE = pa.struct(
 
 
 def parse_schema_string(schema_string: str | None) -> pa.Schema:
-    """Parse a Delta ``schemaString``; raises ``SchemaError`` if it is not valid Delta JSON."""
+    """Parse a Delta ``schemaString``.
+
+    Raises:
+        SchemaError: it is not JSON, not a struct type, or malformed (a field that is not an
+            object or lacks ``name``/``type``, fields that are not a list, a decimal Arrow
+            cannot hold, a name that is not a string ...).
+        UnsupportedFeatureError: it uses a data type lakecore does not read.
+    """
     if schema_string is None:
         raise SchemaError("the table metadata has no schemaString")
     try:
         obj = json.loads(schema_string)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, TypeError, RecursionError) as exc:
         raise SchemaError(f"schemaString is not JSON: {exc}") from exc
     if not isinstance(obj, dict) or obj.get("type") != "struct":
         raise SchemaError("schemaString must be a JSON struct type")
-    return pa.schema([to_arrow_field(f) for f in obj.get("fields", [])])
+    try:
+        return pa.schema([to_arrow_field(f) for f in _fields(obj)])
+    except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+        raise SchemaError(f"schemaString is malformed: {type(exc).__name__}: {exc}") from exc
+    except pa.ArrowException as exc:  # e.g. decimal(0,0) or decimal(99,0)
+        raise SchemaError(f"schemaString is malformed: {exc}") from exc
+
+
+def _fields(struct: dict[str, Any]) -> list[dict[str, Any]]:
+    fields = struct.get("fields", [])
+    if not isinstance(fields, list) or not all(isinstance(f, dict) for f in fields):
+        raise SchemaError(f"struct fields must be a list of objects, got {str(fields)[:200]}")
+    return fields
 
 
 def to_arrow_field(field: dict[str, Any]) -> pa.Field:
@@ -91,9 +110,11 @@ def to_arrow_type(dtype: Any) -> pa.DataType:
         raise UnsupportedFeatureError(
             f"type:{dtype}", f"Delta data type {dtype!r} is not supported"
         )
+    if not isinstance(dtype, dict):
+        raise SchemaError(f"Delta data type {str(dtype)[:200]} is neither a name nor an object")
     kind = dtype.get("type")
     if kind == "struct":
-        return pa.struct([to_arrow_field(f) for f in dtype.get("fields", [])])
+        return pa.struct([to_arrow_field(f) for f in _fields(dtype)])
     if kind == "array":
         return pa.list_(
             pa.field(

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lakecore.errors import SchemaError
+from lakecore.errors import CorruptTableError, LakecoreError, SchemaError
 
 __all__ = [
     "arrow_to_avro",
@@ -67,28 +67,47 @@ LIST_ITEM = "element"  # the list item name pyarrow gives Parquet lists (base fi
 # --------------------------------------------------------------------------- Avro -> Arrow
 
 
-def avro_to_arrow(schema: str | Mapping[str, Any]) -> pa.Schema:
+def avro_to_arrow(schema: str | Mapping[str, Any], source: str | None = None) -> pa.Schema:
     """Convert an Avro record schema (JSON text or parsed) to an Arrow schema.
 
+    ``source`` names where the schema was read (a timeline or log file); with it, a malformed
+    schema is reported as a damaged table.
+
     Raises:
-        SchemaError: the JSON is invalid, the top level is not a record, a named type is
-            referenced before it is defined, or a union is not ``null`` plus one type.
+        SchemaError: the JSON is invalid, the top level is not a record, a type is malformed
+            (a missing or ill-typed ``type``/``name``/``fields``/``items`` ...), a named type
+            is referenced before it is defined, or a union is not ``null`` plus one type.
+        CorruptTableError: with ``source``, instead of ``SchemaError`` for invalid JSON, a
+            top level that is not a record, and malformed types; names ``source``.
     """
-    parsed = _parse_json(schema)
+    parsed = _parse_json(schema, source)
     if not isinstance(parsed, Mapping) or parsed.get("type") != "record":
-        raise SchemaError(f"Avro schema must be a record, got {str(parsed)[:200]}")
+        raise _malformed(f"Avro schema must be a record, got {str(parsed)[:200]}", source)
     names: dict[str, pa.DataType] = {}
-    struct, _ = _to_arrow(parsed, names, "", "<root>")
+    try:
+        struct, _ = _to_arrow(parsed, names, "", "<root>")
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        # Malformed nodes: {"type": "array"} without items, a field without a name, a
+        # non-numeric decimal precision, "fields" that is not a list ...
+        raise _malformed(f"malformed Avro schema: {type(exc).__name__}: {exc}", source) from None
+    except pa.ArrowException as exc:  # e.g. a decimal precision Arrow cannot hold
+        raise _malformed(f"malformed Avro schema: {exc}", source) from None
     return pa.schema(list(struct))
 
 
-def _parse_json(schema: str | Mapping[str, Any]) -> Any:
+def _malformed(message: str, source: str | None) -> LakecoreError:
+    if source is None:
+        return SchemaError(message)
+    return CorruptTableError(f"{source}: {message}")
+
+
+def _parse_json(schema: str | Mapping[str, Any], source: str | None = None) -> Any:
     if not isinstance(schema, str):
         return schema
     try:
         return json.loads(schema)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"invalid Avro schema JSON: {exc}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise _malformed(f"invalid Avro schema JSON: {exc}", source) from None
 
 
 def _full_name(node: Mapping[str, Any], namespace: str) -> tuple[str, str]:

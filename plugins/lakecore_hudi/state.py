@@ -243,14 +243,18 @@ def _schema(
     config: TableConfig,
 ) -> pa.Schema:
     avro = None
+    source = "hoodie.properties (hoodie.table.create.schema)"
     for i in reversed(upto):
         if i.action in ("commit", "deltacommit", *REPLACE_ACTIONS):
             avro = metas[i.timestamp].extra_metadata.get("schema")
             if avro:
+                source = f"the writer schema of instant {i.timestamp} ({i.file_name})"
                 break
     if not avro:
         avro = config.create_schema
-    data = _without_meta(avro_to_arrow(avro)) if avro else _base_file_schema(storage, slices)
+    data = (
+        _without_meta(avro_to_arrow(avro, source)) if avro else _base_file_schema(storage, slices)
+    )
     if data is None:
         raise CorruptTableError(
             f"cannot find the schema of the Hudi table at {storage.root}: no commit schema, "

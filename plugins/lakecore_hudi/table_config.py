@@ -16,6 +16,7 @@ from typing import Literal
 
 from lakecore.errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
 from lakecore.storage import Storage
+from lakecore.storage.paths import contained_path
 
 META_DIR = ".hoodie"
 PROPERTIES_PATH = f"{META_DIR}/hoodie.properties"
@@ -209,19 +210,37 @@ class TableConfig:
 
     @property
     def timeline_dir(self) -> str:
-        """Directory of the active timeline: ``.hoodie/timeline`` for v8+, else ``.hoodie``."""
+        """Directory of the active timeline: ``.hoodie/timeline`` for v8+, else ``.hoodie``.
+
+        Raises:
+            CorruptTableError: ``hoodie.timeline.path`` leads out of ``.hoodie``.
+        """
         if self.table_version >= 8:
-            return f"{META_DIR}/{self.raw.get('hoodie.timeline.path') or 'timeline'}"
+            return self._meta_dir(META_DIR, "hoodie.timeline.path", "timeline")
         return META_DIR
 
     @property
     def archive_dir(self) -> str:
-        """Directory of archived instants: the LSM ``history`` dir for v8+, else ``archived``."""
+        """Directory of archived instants: the LSM ``history`` dir for v8+, else ``archived``.
+
+        Raises:
+            CorruptTableError: the configured directory leads out of ``.hoodie``.
+        """
         if self.table_version >= 8:
-            return (
-                f"{self.timeline_dir}/{self.raw.get('hoodie.timeline.history.path') or 'history'}"
-            )
-        return f"{META_DIR}/{self.raw.get('hoodie.archivelog.folder') or 'archived'}"
+            return self._meta_dir(self.timeline_dir, "hoodie.timeline.history.path", "history")
+        return self._meta_dir(META_DIR, "hoodie.archivelog.folder", "archived")
+
+    def _meta_dir(self, parent: str, key: str, default: str) -> str:
+        """``parent``/(the value of ``key``), which must stay inside ``.hoodie``: timelines
+        are read (and archived ones rewritten) there, never outside the table."""
+        value = self.raw.get(key) or default
+        try:
+            path = contained_path(f"{parent}/{value}", "(the table root)", source=key)
+        except CorruptTableError:
+            path = ""
+        if path != META_DIR and not path.startswith(f"{META_DIR}/"):
+            raise CorruptTableError(f"{self.source_file}: {key}={value!r} leads out of {META_DIR}")
+        return path
 
     @property
     def create_schema(self) -> str | None:

@@ -444,3 +444,32 @@ def test_hudi_escaping_commit_metadata_is_refused(
     with pytest.raises(CorruptTableError, match="escapes the table root"):
         HUDI_OPERATIONS[operation](str(root))
     _assert_untouched(sentinels, touched, root)
+
+
+# Directories hoodie.properties names: (table version, key, escaping value).
+HUDI_DIR_KEYS = [
+    ("8", "hoodie.timeline.path", "../.."),
+    ("8", "hoodie.timeline.path", "../../../a"),
+    ("8", "hoodie.timeline.history.path", "../../../.."),
+    ("6", "hoodie.archivelog.folder", "../.."),
+    ("6", "hoodie.archivelog.folder", "x/../../../a"),
+]
+
+
+@pytest.mark.parametrize(("version", "key", "value"), HUDI_DIR_KEYS)
+def test_hudi_timeline_directories_stay_inside_the_table(
+    tmp_path: Path, touched: list[str], version: str, key: str, value: str
+) -> None:
+    root, _ = _hudi_table(tmp_path, "COPY_ON_WRITE", version)
+    properties = root / ".hoodie" / "hoodie.properties"
+    properties.write_text(properties.read_text() + f"{key}={value}\n")
+    touched.clear()
+    with pytest.raises(CorruptTableError, match=key):
+        table = lakecore.open(str(root))
+        table.to_arrow()
+        table.history()
+    _assert_untouched([], touched, root)
+
+
+def test_hudi_directory_cases_ran() -> None:
+    assert len(HUDI_DIR_KEYS) == 5

@@ -181,15 +181,38 @@ def _partition_strings(pmap: pa.MapArray, columns: Sequence[str]) -> list[pa.Arr
 def _adds_of_chunk(
     add: pa.StructArray, path: str, physical_partition_columns: Sequence[str]
 ) -> pa.Table:
+    """The add actions of one chunk in the ``_ADD_CHILDREN`` layout.
+
+    Raises:
+        CorruptTableError: an add field has a type the protocol does not give it (a
+            ``partitionValues`` that is not a map, a ``deletionVector`` that is not a struct,
+            a ``size`` that is not a number ...); names the checkpoint file.
+    """
+    try:
+        return _adds_layout(add, path, physical_partition_columns)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError) as exc:
+        raise CorruptTableError(f"{path}: unexpected add action layout: {exc}") from exc
+
+
+def _adds_layout(
+    add: pa.StructArray, path: str, physical_partition_columns: Sequence[str]
+) -> pa.Table:
     n = len(add)
+    if not pa.types.is_struct(add.type):
+        raise CorruptTableError(f"{path}: the add column is {add.type}, not a struct")
     names = {add.type.field(i).name for i in range(add.type.num_fields)}
 
     def child(name: str, dtype: pa.DataType) -> pa.Array:
-        if name not in names:
+        # A column of nulls only may be written with Arrow's null type: read it as absent.
+        if name not in names or pa.types.is_null(add.type.field(name).type):
             return pa.nulls(n, dtype)
         return pc.struct_field(add, name)
 
     pv_type = partition_values_type(physical_partition_columns)
+    if "partitionValues" in names and not pa.types.is_map(add.type.field("partitionValues").type):
+        raise CorruptTableError(
+            f"{path}: add.partitionValues is {add.type.field('partitionValues').type}, not a map"
+        )
     if physical_partition_columns and "partitionValues" in names:
         pvs = pa.StructArray.from_arrays(
             _partition_strings(pc.struct_field(add, "partitionValues"), physical_partition_columns),
@@ -198,6 +221,8 @@ def _adds_of_chunk(
     else:
         pvs = pa.nulls(n, pv_type)
     dv = child("deletionVector", DV_TYPE)
+    if not pa.types.is_struct(dv.type):
+        raise CorruptTableError(f"{path}: add.deletionVector is {dv.type}, not a struct")
     if dv.type != DV_TYPE:
         dv = pa.StructArray.from_arrays(
             [pc.struct_field(dv, f.name).cast(f.type) for f in DV_TYPE],
@@ -261,6 +286,10 @@ def _first_struct(table: pa.Table, name: str) -> dict[str, Any] | None:
     if name not in table.column_names:
         return None
     col = table.column(name)
+    if pa.types.is_null(col.type):
+        return None
+    if not pa.types.is_struct(col.type):
+        raise CorruptTableError(f"checkpoint {name} column is {col.type}, not a struct")
     col = col.filter(pc.is_valid(col))
     if not len(col):
         return None
@@ -295,9 +324,18 @@ def _txns(table: pa.Table) -> dict[str, int]:
     if "txn" not in table.column_names:
         return {}
     col = table.column("txn")
+    if pa.types.is_null(col.type):
+        return {}
+    if not pa.types.is_struct(col.type):
+        raise CorruptTableError(f"checkpoint txn column is {col.type}, not a struct")
     out: dict[str, int] = {}
     for row in col.filter(pc.is_valid(col)).to_pylist():
-        out[row["appId"]] = int(row["version"])
+        app, version = row.get("appId"), row.get("version")
+        if not isinstance(app, str) or not isinstance(version, int) or isinstance(version, bool):
+            raise CorruptTableError(
+                f"checkpoint txn action {row!r} needs a string appId and an integer version"
+            )
+        out[app] = version
     return out
 
 

@@ -130,7 +130,7 @@ def _read_json(data: bytes, schema: pa.Schema) -> pa.Table:
         return schema.empty_table()
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
-        return pj.read_json(
+        table = pj.read_json(
             io.BytesIO(data),
             read_options=pj.ReadOptions(block_size=_BLOCK_SIZE),
             parse_options=parse,
@@ -138,7 +138,13 @@ def _read_json(data: bytes, schema: pa.Schema) -> pa.Table:
     except pa.ArrowInvalid as exc:
         if "straddling" not in str(exc) and "block" not in str(exc):
             raise
-    # A line longer than a block (a huge schema, say): parse the whole buffer as one block.
-    return pj.read_json(
-        io.BytesIO(data), read_options=pj.ReadOptions(block_size=len(data) + 1), parse_options=parse
-    )
+        # A line longer than a block (a huge schema, say): parse the whole buffer as one block.
+        table = pj.read_json(
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(block_size=len(data) + 1),
+            parse_options=parse,
+        )
+    # pyarrow's JSON reader keeps invalid UTF-8 in strings; full validation (fast, no copy)
+    # raises ArrowInvalid for it here instead of a UnicodeDecodeError far from the log.
+    table.validate(full=True)
+    return table

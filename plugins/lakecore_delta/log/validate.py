@@ -55,6 +55,12 @@ _NULL_FIRST = re.compile(_NULL_LINE)
 _NULL_NEXT = re.compile(rb"\n" + _NULL_LINE)
 
 
+# Lists of strings and maps of strings in metaData / protocol (fuzzing found each of them
+# retyped or swapped: features that are a bool, a configuration that is a list ...).
+_STRING_LISTS = ("partitionColumns", "readerFeatures", "writerFeatures")
+_STRING_MAPS = ("configuration",)
+
+
 def check_action(kind: str, value: Any, source: str) -> None:
     """Raise ``CorruptTableError`` unless ``value`` is a well-formed ``kind`` action.
 
@@ -75,6 +81,19 @@ def check_action(kind: str, value: Any, source: str) -> None:
             raise CorruptTableError(
                 f"{source}: the {kind} action's {name} is not a {_type_name(expected)}"
             )
+    for name in _STRING_LISTS:
+        items = value.get(name)
+        if items is not None and (
+            not isinstance(items, list) or not all(isinstance(i, str) for i in items)
+        ):
+            raise CorruptTableError(f"{source}: the {kind} action's {name} is not a string list")
+    for name in _STRING_MAPS:
+        entries = value.get(name)
+        if entries is not None and (
+            not isinstance(entries, dict)
+            or not all(isinstance(v, str) or v is None for v in entries.values())
+        ):
+            raise CorruptTableError(f"{source}: the {kind} action's {name} is not a string map")
 
 
 def _type_name(expected: type) -> str:

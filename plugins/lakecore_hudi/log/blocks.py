@@ -142,7 +142,10 @@ def _framed_reader(schema_json: str) -> tuple[Any, pa.Schema]:
     turns the whole payload into an Avro array of those, which fastavro's C reader decodes in
     one call instead of one Python call per record.
     """
-    writer = json.loads(schema_json)
+    try:
+        writer = json.loads(schema_json)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise SchemaError(f"invalid Avro schema JSON: {exc}") from None
     arrow = avro_to_arrow(writer)
     framed = {
         "type": "array",
@@ -156,7 +159,10 @@ def _framed_reader(schema_json: str) -> tuple[Any, pa.Schema]:
             ],
         },
     }
-    return fastavro.parse_schema(framed), arrow
+    try:
+        return fastavro.parse_schema(framed), arrow
+    except Exception as exc:  # fastavro raises SchemaParseException, UnknownType, KeyError ...
+        raise SchemaError(f"Avro schema fastavro cannot parse: {exc}") from None
 
 
 def _avro_long(value: int) -> bytes:
@@ -186,7 +192,12 @@ def decode_avro_block(block: LogBlock, reader_schema: pa.Schema | None = None) -
         raise ValueError(f"not an Avro data block: {block.block_type.name}")
     if block.schema is None:
         raise _fail(block, "data block has no SCHEMA header")
-    parsed, writer_arrow = _framed_reader(block.schema)
+    try:
+        parsed, writer_arrow = _framed_reader(block.schema)
+    except SchemaError as exc:
+        # Rare path: classify again, naming the block (cached readers are shared by blocks).
+        avro_to_arrow(block.schema, f"{block.path}: SCHEMA header of the block at {block.offset}")
+        raise _fail(block, f"unusable writer schema in the SCHEMA header: {exc}") from None
     content = block.content
     if len(content) < 8:
         raise _fail(block, f"content of {len(content)} bytes is shorter than its 8-byte head")
