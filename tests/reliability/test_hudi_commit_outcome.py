@@ -249,3 +249,39 @@ def test_a_fault_before_the_completion_is_written_rolls_back_at_once(
     assert not (root / LOCK_PATH).exists()
     assert _pending(root) == ()
     assert_reads(root, model)
+
+
+def test_breaking_a_stale_lock_never_deletes_a_fresh_one(tmp_path: Path) -> None:
+    """Waiter X saw the stale lock; before X breaks it, waiter Y breaks it and takes a fresh
+    lock. X must leave Y's lock alone (a plain "exists, expired, delete" would delete it)."""
+    root, _ = _table(tmp_path)
+    _hudi_lock(root, age_s=120)
+    fresh = b'{"lockThreadName": "Y"}'
+
+    class Racing(FsspecStorage):
+        def put_if_absent(self, path: str, data: bytes) -> None:
+            if path.endswith(".breaking"):  # Y broke the stale lock and holds a fresh one
+                (root / LOCK_PATH).unlink()
+                (root / LOCK_PATH).write_bytes(fresh)
+            super().put_if_absent(path, data)
+
+    lock_module._break_if_stale(Racing(str(root)), 60_000)
+    assert (root / LOCK_PATH).read_bytes() == fresh
+    assert [p.name for p in (root / LOCK_PATH).parent.iterdir()] == ["lock"]
+
+
+def test_a_stale_lock_another_waiter_is_breaking_is_left_to_it(tmp_path: Path) -> None:
+    root, _ = _table(tmp_path)
+    _hudi_lock(root, age_s=120)
+    storage = FsspecStorage(str(root))
+    digest = lock_module._digest(storage.read(LOCK_PATH))
+    marker = root / f"{LOCK_PATH}.{digest}.breaking"
+    marker.write_bytes(b"")  # a live breaker's claim
+    lock_module._break_if_stale(storage, 60_000)
+    assert (root / LOCK_PATH).exists()
+    old = time.time() - 120  # the breaker died: its claim ages out, then the lock is broken
+    os.utime(marker, (old, old))
+    lock_module._break_if_stale(storage, 60_000)
+    assert not marker.exists()
+    lock_module._break_if_stale(storage, 60_000)
+    assert not (root / LOCK_PATH).exists()

@@ -149,7 +149,8 @@ def _lock_content() -> bytes:
 def acquire(storage: Storage, config: TableConfig, wait_ms: int | None = None) -> TableLock:
     """Take the table lock, waiting for its holder (and breaking it once it is stale).
 
-    ``wait_ms`` defaults to the expiry plus a minute (the expiry alone when it is 0: never).
+    ``wait_ms`` defaults to the expiry plus a minute (a dead holder's lock is broken once it
+    expired; with expiry 0 it never is, and the wait is the minute).
 
     Raises:
         CommitConflictError: the lock stayed held by another writer for ``wait_ms``.
@@ -212,7 +213,9 @@ def _break_if_stale(storage: Storage, expiry: int) -> None:
     if expiry == 0:
         return
     try:
-        # Content first, then age: if the lock changed in between, the age is the new one's.
+        if time.time() * 1000 - storage.head(LOCK_PATH).modification_time <= expiry:
+            return  # the common case: one call per poll
+        # Content, then the age again: if the lock changed in between, the age is the new one's.
         content = storage.read(LOCK_PATH)
         age = time.time() * 1000 - storage.head(LOCK_PATH).modification_time
     except FileNotFoundError:
