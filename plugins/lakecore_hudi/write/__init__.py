@@ -2,6 +2,6 @@
 
 ``create`` makes a table; ``writer.HudiWriter`` plans each write (its files are written under
 a requested + inflight instant); ``commit`` completes it after checking for conflicting
-concurrent writers; ``rollback`` undoes writes whose writer died (``heartbeat``);
-``compaction`` and ``clean`` are the MoR and file upkeep.
+concurrent writers, both under the table lock (``lock``); ``rollback`` undoes writes whose
+writer died (``heartbeat``); ``compaction`` and ``clean`` are the MoR and file upkeep.
 """
