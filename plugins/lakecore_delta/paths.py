@@ -33,10 +33,11 @@ def decode_paths(
     paths = paths.cast(pa.string())
     if not _may_need_decoding(paths):
         return paths
+    # Whether a path goes through Python depends on the path alone, so every spelling of a
+    # file is decoded the same way in every batch (add and remove keys must match).
     needs = pc.starts_with(paths, "/")
-    for marker in ("%", ":", "./", "/.", "//"):
+    for marker in _MARKERS:
         needs = pc.or_(needs, pc.match_substring(paths, marker))
-    needs = pc.or_(needs, pc.is_in(paths, pa.array(["", ".", ".."], pa.string())))
     needs = pc.fill_null(needs, False)
     if not pc.any(needs).as_py():
         return paths
@@ -48,22 +49,22 @@ def decode_paths(
     return pc.replace_with_mask(paths, needs, fixed)
 
 
-def _may_need_decoding(paths: pa.Array) -> bool:
-    """False when no path holds ``%``, ``:``, a dot or empty segment, or starts with ``/``.
+_MARKERS = ("%", ":", "..")
+"""Substrings that send a path through Python: escapes, URIs, and ``..`` (a possible escape
+of the table root; resolved, or refused)."""
 
-    One scan of the bytes; dot segments (``..``) are looked for so that escapes are refused.
-    """
+
+def _may_need_decoding(paths: pa.Array) -> bool:
+    """False when no path holds a marker or starts with ``/`` (one scan of the bytes)."""
     if len(paths) == 0:
         return False
     offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
     lo, hi = int(offsets[paths.offset]), int(offsets[paths.offset + len(paths)])
     data = paths.buffers()[2]
     raw = data.slice(lo, hi - lo).to_pybytes() if data is not None else b""
-    if any(marker in raw for marker in (b"%", b":", b"./", b"/.", b"//")):
+    if any(marker.encode() in raw for marker in _MARKERS):
         return True
-    lengths = pc.utf8_length(paths)
-    tiny = pc.fill_null(pc.less_equal(lengths, 2), False)
-    return bool(pc.any(pc.or_(pc.starts_with(paths, "/"), tiny)).as_py())
+    return bool(pc.any(pc.starts_with(paths, "/")).as_py())
 
 
 def _decode_one(path: str, root: str, source: str) -> str:
