@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,9 @@ import pyarrow.compute as pc
 
 from lakecore.errors import (
     ConstraintViolationError,
+    InvalidArgumentError,
     SchemaError,
+    StorageError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
@@ -29,7 +32,7 @@ from lakecore.model.history import HistoryEntry
 from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
-from lakecore.transaction import Transaction
+from lakecore.transaction import Transaction, storage_faults
 
 if TYPE_CHECKING:
     from lakecore.planning.binding import Where
@@ -104,35 +107,45 @@ class Table:
     @property
     def version(self) -> int | str:
         """The newest version of the table (read now, not cached)."""
-        return self._format.latest_version(self._storage)
+        with storage_faults(f"reading the version of {self.uri}", StorageError):
+            return self._format.latest_version(self._storage)
 
     def snapshot(
         self, version: int | str | None = None, timestamp: TimestampLike | None = None
     ) -> Snapshot:
         """Return the table at ``version``, or as it was at ``timestamp``; latest by default.
 
-        Raises ``ValueError`` when both are given or the table has no such version/time.
+        Raises ``ValueError`` when both are given or the table has no such version/time, and
+        ``StorageError`` when the storage fails.
         """
         if version is not None and timestamp is not None:
             raise ValueError("pass version or timestamp, not both")
         ts = None if timestamp is None else to_epoch_ms(timestamp)
         previous = self._latest if version is None and ts is None else None
-        snap = self._format.load_snapshot(
-            self._storage, version=version, timestamp=ts, previous=previous, options=self._options
-        )
+        with storage_faults(f"reading {self.uri}", StorageError):
+            snap = self._format.load_snapshot(
+                self._storage,
+                version=version,
+                timestamp=ts,
+                previous=previous,
+                options=self._options,
+            )
         if version is None and ts is None:
             self._latest = snap
         return snap
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Return the table's changes, newest first (at most ``limit``)."""
-        return self._format.history(self._storage, limit=limit)
+        with storage_faults(f"reading the history of {self.uri}", StorageError):
+            return self._format.history(self._storage, limit=limit)
 
     def to_arrow(
         self, version: int | str | None = None, columns: Sequence[str] | None = None
     ) -> pa.Table:
         """Return the rows of the table at ``version`` (latest by default) as an Arrow table."""
-        return self.snapshot(version).to_arrow(columns)
+        snapshot = self.snapshot(version)
+        with storage_faults(f"reading the rows of {self.uri}", StorageError):
+            return snapshot.to_arrow(columns)
 
     def scan(
         self,
@@ -178,7 +191,8 @@ class Table:
         Delta: the change data feed, with ``_change_type`` (insert, delete, update_preimage,
         update_postimage), ``_commit_version`` and ``_commit_timestamp`` columns.
         """
-        return self._format.changes(self._storage, start, end)
+        with storage_faults(f"reading the changes of {self.uri}", StorageError):
+            return self._format.changes(self._storage, start, end)
 
     # ------------------------------------------------------------------ writing
 
@@ -201,14 +215,25 @@ class Table:
             ...     tx.append(new_rows)
         """
         self._writable_format()
-        return Transaction(self, self.snapshot())
+        with storage_faults(f"starting a transaction on {self.uri}"):
+            snapshot = self._format.load_snapshot(
+                self._storage, previous=self._latest, options=self._options
+            )
+        self._latest = snapshot
+        return Transaction(self, snapshot)
 
     def _run(self, stage: Callable[[Transaction], None]) -> int | str:
-        with self.transaction() as tx:
-            stage(tx)
-        if tx.version is None:
-            return self.version
-        return tx.version
+        """Stage and commit one operation.
+
+        Storage faults are typed: before the commit ``CommitStorageError`` (nothing landed),
+        during it ``CommitStateUnknownError`` unless the format resolved the outcome.
+        """
+        with storage_faults(f"writing to {self.uri}"):
+            with self.transaction() as tx:
+                stage(tx)
+            if tx.version is None:
+                return self._format.latest_version(self._storage)
+            return tx.version
 
     def append(self, data: Any) -> int | str:
         """Append rows (pyarrow Table/RecordBatch/RecordBatchReader, pandas); returns the version.
@@ -271,8 +296,14 @@ class Table:
         return self._format
 
     def checkpoint(self) -> int | str:
-        """Write a checkpoint of the latest version; returns that version."""
-        return self._maintainable().checkpoint(self._storage, self.snapshot())
+        """Write a checkpoint of the latest version; returns that version.
+
+        Raises ``StorageError`` when the storage fails (readers ignore a partial checkpoint).
+        """
+        fmt = self._maintainable()
+        snapshot = self.snapshot()
+        with storage_faults(f"checkpointing {self.uri}", StorageError):
+            return fmt.checkpoint(self._storage, snapshot)
 
     def vacuum(
         self,
@@ -284,10 +315,14 @@ class Table:
 
         ``dry_run`` (the default) only lists them. A retention below 168 hours raises unless
         ``enforce_retention=False``: readers and time travel may still need those files.
+        ``InvalidArgumentError`` for a negative or non-finite retention, before any work;
+        ``StorageError`` when the storage fails (some unneeded files may then remain).
         """
-        return self._maintainable().vacuum(
-            self._storage, self.snapshot(), retention_hours, dry_run, enforce_retention
-        )
+        _check_number("retention_hours", retention_hours, minimum=0)
+        fmt = self._maintainable()
+        snapshot = self.snapshot()
+        with storage_faults(f"vacuuming {self.uri}", StorageError):
+            return fmt.vacuum(self._storage, snapshot, retention_hours, dry_run, enforce_retention)
 
     def restore(self, version: int | str) -> int | str:
         """Commit a new version whose rows are those of ``version``; returns it."""
@@ -295,7 +330,12 @@ class Table:
         return self._run(lambda tx: tx.stage(*fmt.restore(self._storage, tx.snapshot, version)))
 
     def optimize(self, target_file_size: int | None = None) -> int | str:
-        """Compact small files (rows unchanged, ``dataChange=false``); returns the version."""
+        """Compact small files (rows unchanged, ``dataChange=false``); returns the version.
+
+        ``InvalidArgumentError`` for a target size that is not a positive integer.
+        """
+        if target_file_size is not None:
+            _check_number("target_file_size", target_file_size, minimum=1, integral=True)
         fmt = self._maintainable()
         return self._run(
             lambda tx: tx.stage(*fmt.optimize(self._storage, tx.snapshot, target_file_size))
@@ -311,18 +351,26 @@ class Table:
     def compact(self) -> int | str | None:
         """Merge log files into new base files (Hudi MoR compaction); returns the instant.
 
-        Returns None when no file slice has log files. Rows are unchanged.
+        Returns None when no file slice has log files. Rows are unchanged. Raises
+        ``StorageError`` when the storage fails.
         """
-        return self._merge_on_read().compact(self._storage, self.snapshot())
+        fmt = self._merge_on_read()
+        snapshot = self.snapshot()
+        with storage_faults(f"compacting {self.uri}", StorageError):
+            return fmt.compact(self._storage, snapshot)
 
     def clean(self, retain_commits: int = 10) -> list[str]:
         """Delete files only the commits before the last ``retain_commits`` need (Hudi clean).
 
         Time travel to those older commits stops working. Returns the deleted paths.
+        ``InvalidArgumentError`` (before any work) when ``retain_commits`` is not an integer of
+        at least 1; ``StorageError`` when the storage fails.
         """
-        if retain_commits < 1:
-            raise ValueError("retain_commits must be at least 1")
-        return self._merge_on_read().clean(self._storage, self.snapshot(), retain_commits)
+        _check_number("retain_commits", retain_commits, minimum=1, integral=True)
+        fmt = self._merge_on_read()
+        snapshot = self.snapshot()
+        with storage_faults(f"cleaning {self.uri}", StorageError):
+            return fmt.clean(self._storage, snapshot, retain_commits)
 
     def set_properties(self, properties: dict[str, str | None]) -> int | str:
         """Set table properties (a value of None unsets the key); returns the new version."""
@@ -341,12 +389,13 @@ class Table:
         """
         from lakecore.sql import evaluate_predicate
 
-        snapshot = self.snapshot()
-        evaluate_predicate(sql, snapshot.schema.empty_table())
-        failed = 0
-        for batch in snapshot.to_batches():
-            truth = evaluate_predicate(sql, pa.Table.from_batches([batch]))
-            failed += int(pc.sum(pc.invert(pc.fill_null(truth, True))).as_py() or 0)
+        with storage_faults(f"checking the rows of {self.uri} against {name}"):
+            snapshot = self.transaction().snapshot
+            evaluate_predicate(sql, snapshot.schema.empty_table())
+            failed = 0
+            for batch in snapshot.to_batches():
+                truth = evaluate_predicate(sql, pa.Table.from_batches([batch]))
+                failed += int(pc.sum(pc.invert(pc.fill_null(truth, True))).as_py() or 0)
         if failed:
             raise ConstraintViolationError(
                 f"cannot add constraint {name} ({sql}): {failed} existing row(s) violate it"
@@ -362,7 +411,7 @@ class Table:
     def drop_constraint(self, name: str) -> int | str:
         """Remove a CHECK constraint; raises ``SchemaError`` if there is none of that name."""
         key = f"delta.constraints.{name.lower()}"
-        if key not in self.snapshot().properties:
+        if key not in self.transaction().snapshot.properties:
             raise SchemaError(f"the table has no constraint {name!r}")
         return self._run(
             lambda tx: tx.stage(
@@ -379,6 +428,16 @@ class Table:
             ...     s.rename_column("name", "full_name")
         """
         return SchemaUpdateContext(self)
+
+
+def _check_number(name: str, value: object, minimum: float, integral: bool = False) -> None:
+    """Raise ``InvalidArgumentError`` unless ``value`` is a finite number >= ``minimum``."""
+    kinds = (int,) if integral else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        kind = "an integer" if integral else "a number"
+        raise InvalidArgumentError(f"{name} must be {kind}, not {value!r}")
+    if not math.isfinite(value) or value < minimum:
+        raise InvalidArgumentError(f"{name} must be at least {minimum:g}, not {value!r}")
 
 
 class MergeBuilder:

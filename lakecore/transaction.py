@@ -5,11 +5,19 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from lakecore.errors import CommitConflictError, CommitError
+from lakecore.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitStateUnknownError,
+    CommitStorageError,
+    LakecoreError,
+    StorageError,
+)
 from lakecore.model.actions import Action, CommitInfo, Committed, SetTransaction
 from lakecore.snapshot import Snapshot
 
@@ -18,6 +26,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_COMMIT_ATTEMPTS = 256
+
+
+@contextmanager
+def storage_faults(what: str, error: type[StorageError] = CommitStorageError) -> Iterator[None]:
+    """Raise ``error`` for a raw ``OSError`` (a storage fault) escaping the block.
+
+    The message names ``what`` was being done and the fault; the fault is the ``__cause__``.
+    LakecoreErrors and exceptions that are not ``OSError`` pass through unchanged. Use the
+    default (``CommitStorageError``: nothing was committed) only around work that happens
+    before a commit is attempted.
+    """
+    try:
+        yield
+    except LakecoreError:
+        raise
+    except OSError as exc:
+        done = "; nothing was committed" if issubclass(error, CommitError) else ""
+        raise error(f"{what} failed: the storage raised {type(exc).__name__}: {exc}{done}") from exc
 
 
 class Transaction:
@@ -56,21 +82,28 @@ class Transaction:
     def _writer(self) -> Any:
         return self._table._format_writer(self._snapshot)
 
+    # Staging writes data files: a storage fault there is a CommitStorageError (nothing is
+    # committed before ``commit``), never a raw OSError.
+
     def append(self, data: Any) -> None:
         """Stage ``data`` (anything Arrow-like) as new rows."""
-        self.stage(*self._writer().append(data))
+        with storage_faults("writing the appended rows"):
+            self.stage(*self._writer().append(data))
 
     def overwrite(self, data: Any, where: str | None = None) -> None:
         """Stage replacing the rows matching ``where`` (all rows if None) by ``data``."""
-        self.stage(*self._writer().overwrite(data, where))
+        with storage_faults("writing the overwrite"):
+            self.stage(*self._writer().overwrite(data, where))
 
     def delete(self, where: str | None = None) -> None:
         """Stage deleting the rows matching ``where`` (all rows if None)."""
-        self.stage(*self._writer().delete(where))
+        with storage_faults("planning the delete"):
+            self.stage(*self._writer().delete(where))
 
     def update(self, set: dict[str, str], where: str | None = None) -> None:
         """Stage setting columns to SQL expressions on the rows matching ``where``."""
-        self.stage(*self._writer().update(set, where))
+        with storage_faults("writing the update"):
+            self.stage(*self._writer().update(set, where))
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
         """Record that ``app_id`` wrote its ``version`` in this commit (``txn`` action)."""
@@ -80,7 +113,8 @@ class Transaction:
         """Commit the staged changes; returns the new version.
 
         Retries after concurrent commits that do not conflict; raises ``CommitConflictError``
-        naming the winning version otherwise.
+        naming the winning version otherwise, and on storage faults ``CommitStorageError``
+        (nothing committed) or ``CommitStateUnknownError`` (the commit may have landed).
         """
         if self._done:
             raise CommitError("the transaction is already committed or aborted")
@@ -126,7 +160,13 @@ def commit_with_retries(
     info: CommitInfo,
     on_retry: Callable[[int | str], None] | None = None,
 ) -> int | str:
-    """Commit ``actions`` on top of ``base``, rebasing past compatible concurrent commits."""
+    """Commit ``actions`` on top of ``base``, rebasing past compatible concurrent commits.
+
+    Never raises a raw ``OSError``. A format's ``commit`` resolves its own storage faults
+    where it can (Delta reads the log entry back); one that still escapes it leaves the
+    outcome unknown: ``CommitStateUnknownError``. A fault while checking a winner for
+    conflicts is ``CommitStorageError``: this transaction had not landed then.
+    """
     fmt = table._writable_format()
     storage = table.storage
     version = fmt.next_version(base)
@@ -135,12 +175,22 @@ def commit_with_retries(
             # Jitter after a lost race: writers that keep colliding spread out instead of
             # racing for the next version in lockstep (a busy machine starved one otherwise).
             time.sleep(random.uniform(0, min(0.002 * attempt, 0.1)))
-        outcome = fmt.commit(storage, base, actions, info, version)
+        try:
+            outcome = fmt.commit(storage, base, actions, info, version)
+        except LakecoreError:
+            raise
+        except OSError as exc:
+            raise CommitStateUnknownError(
+                f"the storage raised {type(exc).__name__} while committing version {version} "
+                f"of {storage.root}: {exc}; the commit may or may not have landed: read the "
+                "table's history before running the operation again"
+            ) from exc
         if isinstance(outcome, Committed):
             return outcome.version
         winner = outcome.version
         log.info("version %s was taken by another writer; checking for conflicts", winner)
-        fmt.check_conflicts(storage, base, winner, actions, info)
+        with storage_faults(f"checking concurrent version {winner} for conflicts"):
+            fmt.check_conflicts(storage, base, winner, actions, info)
         if on_retry:
             on_retry(winner)
         version = fmt.next_version_after(winner)

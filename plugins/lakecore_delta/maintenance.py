@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import CorruptTableError, LakecoreError
+from lakecore.errors import CorruptTableError, InvalidArgumentError, LakecoreError
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
 from lakecore.snapshot import Snapshot
@@ -29,7 +30,7 @@ from lakecore_delta.write.writer import DeltaWriter, state_of
 DEFAULT_RETENTION_HOURS = 168.0
 
 
-class RetentionError(LakecoreError, ValueError):
+class RetentionError(InvalidArgumentError):
     """Raised when vacuum is asked for a retention shorter than the table's safety limit."""
 
 
@@ -104,7 +105,18 @@ def vacuum(
 
     Raises:
         CorruptTableError: a log path escapes the table root (the log is damaged or crafted).
+        InvalidArgumentError: the retention is negative or not a finite number (before any
+            work).
     """
+    if (
+        isinstance(retention_hours, bool)
+        or not isinstance(retention_hours, int | float)
+        or not math.isfinite(retention_hours)
+        or retention_hours < 0
+    ):
+        raise InvalidArgumentError(
+            f"vacuum retention must be a finite number of hours >= 0, not {retention_hours!r}"
+        )
     configured = state_of(snapshot).configuration.get("delta.deletedFileRetentionDuration")
     if enforce_retention and retention_hours < DEFAULT_RETENTION_HOURS:
         raise RetentionError(
@@ -215,7 +227,14 @@ def plan_optimize(files: pa.Table, target_size: int) -> OptimizePlan:
 def optimize_actions(
     storage: Storage, snapshot: Snapshot, target_size: int
 ) -> tuple[list[Action], CommitInfo, int]:
-    """Compaction actions (``dataChange=false``); returns them, the info and files removed."""
+    """Compaction actions (``dataChange=false``); returns them, the info and files removed.
+
+    Raises ``InvalidArgumentError`` unless ``target_size`` is a positive integer (bytes).
+    """
+    if isinstance(target_size, bool) or not isinstance(target_size, int) or target_size < 1:
+        raise InvalidArgumentError(
+            f"optimize target file size must be a positive number of bytes, not {target_size!r}"
+        )
     writer = DeltaWriter(storage, snapshot)
     source = snapshot.source
     plan = plan_optimize(snapshot.files(), target_size)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -10,7 +11,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from lakecore.errors import CommitConflictError, ConstraintViolationError
+from lakecore.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    ConstraintViolationError,
+)
 from lakecore.model.actions import (
     Action,
     AddFiles,
@@ -28,6 +33,7 @@ from lakecore.model.schema import physical_name
 from lakecore.sql import evaluate_predicate
 from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
+from lakecore.transaction import storage_faults
 from lakecore_delta.log.commits import first_action, parse_actions
 from lakecore_delta.log.files import LogFile, LogFileKind, commit_path
 from lakecore_delta.log.schemas import partition_values_type
@@ -46,6 +52,9 @@ from lakecore_delta.write.log_out import (
 )
 
 log = logging.getLogger(__name__)
+
+PUT_ATTEMPTS = 3
+"""Puts of one commit file whose failure left it absent, before the outcome is called unknown."""
 
 
 def _new_metadata(state: DeltaState, actions: Sequence[Action]) -> dict[str, Any] | None:
@@ -129,16 +138,80 @@ def _normalized(protocol: dict[str, Any]) -> dict[str, Any]:
 def commit(
     storage: Storage, state: DeltaState, actions: Sequence[Action], info: CommitInfo, version: int
 ) -> CommitOutcome:
-    """Write commit ``version`` atomically; ``Conflict`` if another writer has it."""
+    """Write commit ``version`` atomically; ``Conflict`` if another writer has it.
+
+    Raises:
+        CommitStorageError: the storage failed before the commit file was put (nothing landed).
+        CommitStateUnknownError: putting the commit file failed and reading it back could not
+            tell whether it landed (see ``put_commit``).
+    """
     previous_ict = 0
     if version > state.version + 1:
-        previous_ict = _in_commit_timestamp(storage, version - 1)
+        with storage_faults(f"reading commit {version - 1} before committing {version}"):
+            previous_ict = _in_commit_timestamp(storage, version - 1)
     payload = commit_bytes(state, actions, info, version, previous_ict)
+    return put_commit(storage, version, payload)
+
+
+def put_commit(storage: Storage, version: int, payload: bytes) -> CommitOutcome:
+    """Put ``payload`` as commit ``version`` unless it exists; a failed put is read back.
+
+    A put can fail after its request landed (a timeout or reset once the PUT was sent), and a
+    put answered "exists" may have met its own earlier, retried request (s3 retries). Either
+    way the commit file is read back and compared with ``payload`` (which holds a unique
+    ``txnId``): our bytes -> ``Committed``; another writer's -> ``Conflict`` (the caller checks
+    it for conflicts and retries); absent -> the same put is tried again. That is safe: should
+    the failed request land later, the retry's put-if-absent fails and the read-back finds our
+    bytes, so the commit can never land twice.
+
+    Raises:
+        CommitStateUnknownError: the read-back failed too, or the file stayed absent through
+            ``PUT_ATTEMPTS`` failed puts (a request still in flight could yet land).
+    """
+    path = commit_path(version)
+    failure: OSError | None = None
+    for _ in range(PUT_ATTEMPTS):
+        try:
+            storage.put_if_absent(path, payload)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            failure = exc
+            log.warning("putting %s failed (%s); reading it back to see if it landed", path, exc)
+        else:
+            return Committed(version)
+        landed = _read_back(storage, path, payload, failure)
+        if landed == payload:
+            log.info("commit %s landed although its put reported %s", version, failure)
+            return Committed(version)
+        if landed is not None:
+            return Conflict(version)
+    raise CommitStateUnknownError(
+        f"commit {version} may or may not have landed: {PUT_ATTEMPTS} puts of {path} failed "
+        f"(last: {failure}) and it is not there yet; {_look_for(payload)}"
+    ) from failure
+
+
+def _read_back(
+    storage: Storage, path: str, payload: bytes, failure: OSError | None
+) -> bytes | None:
+    """The bytes at ``path`` (None when absent); ``CommitStateUnknownError`` if unreadable."""
     try:
-        storage.put_if_absent(commit_path(version), payload)
-    except FileExistsError:
-        return Conflict(version)
-    return Committed(version)
+        return storage.read(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CommitStateUnknownError(
+            f"commit {path} may or may not have landed: the put failed ({failure or 'exists'}) "
+            f"and reading it back failed too ({type(exc).__name__}: {exc}); {_look_for(payload)}"
+        ) from exc
+
+
+def _look_for(payload: bytes) -> str:
+    """How the user can tell whether the commit landed: its ``txnId`` in the log."""
+    first = json.loads(payload.split(b"\n", 1)[0])
+    txn = (first.get("commitInfo") or {}).get("txnId")
+    return f"the commit landed if the table's history holds txnId {txn}"
 
 
 def _in_commit_timestamp(storage: Storage, version: int) -> int:
