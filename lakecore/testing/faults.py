@@ -73,6 +73,8 @@ class FaultyStorage:
         self._mode: Mode = "before"
         self._persistent = False
         self._on_fault: Callable[[int, Call], None] | None = None
+        self._match: Callable[[Call], bool] | None = None
+        self._matched = 0
         self.calls: list[Call] = []
         """Every call counted since the last ``reset``/``arm``."""
         self.faults: list[Call] = []
@@ -86,17 +88,22 @@ class FaultyStorage:
         mode: Mode = "before",
         persistent: bool = False,
         on_fault: Callable[[int, Call], None] | None = None,
+        match: Callable[[Call], bool] | None = None,
     ) -> None:
         """Restart counting and fail call number ``fail_at`` (None: count only).
 
         ``on_fault(index, call)`` runs instead of raising when given (e.g. ``os._exit`` to
         simulate a killed process); in ``"after"`` mode it runs after the call reached the store.
+        With ``match``, ``fail_at`` counts only the calls ``match`` accepts (``0``: the first
+        commit put, say), wherever they fall.
         """
         with self._lock:
             self._fail_at = fail_at
             self._mode = mode
             self._persistent = persistent
             self._on_fault = on_fault
+            self._match = match
+            self._matched = 0
             self.calls = []
             self.faults = []
 
@@ -111,9 +118,13 @@ class FaultyStorage:
 
     def _call(self, method: str, path: str, run: Callable[[], T]) -> T:
         with self._lock:
-            index = len(self.calls)
             call = Call(method, path)
+            index = len(self.calls)
             self.calls.append(call)
+            if self._match is not None:
+                if not self._match(call):
+                    return run()
+                index, self._matched = self._matched, self._matched + 1
             fail_at = self._fail_at
             hit = fail_at is not None and (
                 index == fail_at or (self._persistent and index > fail_at)

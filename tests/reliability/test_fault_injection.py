@@ -300,3 +300,86 @@ def test_open_and_create_take_a_ready_storage(tmp_path: Path) -> None:
         lakecore.open(str(root), storage=faulty, storage_options={"anon": True})
     with pytest.raises(InvalidArgumentError):
         lakecore.open(str(root), storage=object())  # type: ignore[arg-type]
+
+
+def test_a_fault_while_checking_a_winner_for_conflicts_commits_nothing(
+    tmp_path: Path, templates: dict[str, Path]
+) -> None:
+    """Our commit lost version 4 to another writer; reading the winner fails: nothing of ours
+    landed, so the error is CommitStorageError and the table holds the winner only."""
+
+    def race(root: Path, fail_at: int | None) -> tuple[FaultyStorage, BaseException | None]:
+        copy_table(templates["delta"], root)
+        loser_table, faulty = open_faulty(root)
+        loser = loser_table.transaction()
+        loser.delete("id = 2")  # reads the table: conflicts with the winner's rows
+        lakecore.open(str(root)).append(delta_rows(2))  # the winner takes version 4
+        faulty.arm(fail_at)
+        try:
+            loser.commit()
+        except BaseException as exc:
+            return faulty, exc
+        return faulty, None
+
+    counting, error = race(tmp_path / "count", None)
+    assert isinstance(error, lakecore.CommitConflictError)
+    winner = f"_delta_log/{4:020d}.json"
+    put = _commit_put(counting.calls)
+    assert put is not None
+    # After our put is answered "exists": the read-back of version 4, then the conflict check.
+    reads = [i for i, c in enumerate(counting.calls) if i > put and c.path == winner]
+    assert [counting.calls[i].method for i in reads[:3]] == ["read", "head", "read"]
+    index = reads[1]
+    root = tmp_path / "t"
+    before = state("delta", templates["delta"])
+    _, error = race(root, index)
+    assert isinstance(error, CommitStorageError), error
+    assert "nothing was committed" in str(error)
+    now = state("delta", root)
+    assert now.version == 4
+    assert now.rows == with_rows("delta", before, delta_rows(2))
+
+
+def test_a_format_commit_that_leaks_a_storage_fault_is_state_unknown(
+    tmp_path: Path, templates: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generic retry loop's safety net: any OSError out of a format's commit means the
+    outcome is unknown (the format could not tell)."""
+    from lakecore_delta.format import DeltaFormat
+
+    def leaking(*args: object, **kwargs: object) -> object:
+        raise ConnectionResetError("connection reset by peer")
+
+    root = tmp_path / "t"
+    copy_table(templates["delta"], root)
+    table = lakecore.open(str(root))
+    monkeypatch.setattr(DeltaFormat, "commit", leaking)
+    with pytest.raises(CommitStateUnknownError) as caught:
+        table.append(delta_rows(10))
+    assert isinstance(caught.value.__cause__, ConnectionResetError)
+    assert "version 4" in str(caught.value)
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("mode", ["before", "after"])
+def test_a_lost_reply_to_the_commit_put_on_s3_is_resolved(
+    s3_uri: str, s3_storage_options: dict[str, Any], mode: str
+) -> None:
+    """On S3 (moto): the conditional PUT of the commit fails before it is sent, or lands and
+    its reply is lost; either way the append returns its version and commits once."""
+    from lakecore.storage import open_storage
+
+    lakecore.create(s3_uri, delta_rows(1).schema, storage_options=s3_storage_options)
+    assert lakecore.open(s3_uri, storage_options=s3_storage_options).append(delta_rows(1)) == 1
+    faulty = FaultyStorage(open_storage(s3_uri, s3_storage_options))
+    table = lakecore.open(s3_uri, storage=faulty)
+    faulty.arm(
+        0,
+        "after" if mode == "after" else "before",
+        match=lambda c: c.method == "put_if_absent" and c.path.startswith("_delta_log/"),
+    )
+    assert table.append(delta_rows(2)) == 2
+    assert faulty.faults and faulty.faults[0].method == "put_if_absent"
+    reread = lakecore.open(s3_uri, storage_options=s3_storage_options)
+    assert reread.version == 2
+    assert sorted(reread.to_arrow().column("id").to_pylist()) == [1, 2]
