@@ -33,16 +33,21 @@ def storage_faults(what: str, error: type[StorageError] = CommitStorageError) ->
     """Raise ``error`` for a raw ``OSError`` (a storage fault) escaping the block.
 
     The message names ``what`` was being done and the fault; the fault is the ``__cause__``.
-    LakecoreErrors and exceptions that are not ``OSError`` pass through unchanged. Use the
+    LakecoreErrors and exceptions that are not ``OSError`` pass through unchanged, except that
+    a (read) ``StorageError`` becomes ``error`` when that is a CommitError. Use the
     default (``CommitStorageError``: nothing was committed) only around work that happens
     before a commit is attempted.
     """
+    committing = issubclass(error, CommitError)
+    done = "; nothing was committed" if committing else ""
     try:
         yield
-    except LakecoreError:
+    except LakecoreError as exc:
+        if committing and isinstance(exc, StorageError) and not isinstance(exc, CommitError):
+            # A read that failed while planning a write: the write's error says so.
+            raise error(f"{what} failed: {exc}{done}") from exc
         raise
     except OSError as exc:
-        done = "; nothing was committed" if issubclass(error, CommitError) else ""
         raise error(f"{what} failed: the storage raised {type(exc).__name__}: {exc}{done}") from exc
 
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from lakecore.errors import CorruptTableError
+from lakecore.errors import CorruptTableError, StorageError
 from lakecore.model import files as fi
 from lakecore.model.parquet_read import open_parquet
 from lakecore.storage import Storage
@@ -119,7 +119,15 @@ class FileReader:
 
     def _read_parquet(self, path: str, fields: Sequence[pa.Field]) -> pa.Table:
         try:
-            with self._storage.open_input(path) as f:
+            source = self._storage.open_input(path)
+        except FileNotFoundError as exc:
+            raise CorruptTableError(
+                f"data file {path} is in the table's log but missing from storage"
+            ) from exc
+        except OSError as exc:  # the store failed (timeout, access denied): not corruption
+            raise StorageError(f"cannot open data file {path}: {exc}") from exc
+        try:
+            with source as f:
                 pf = open_parquet(f)
                 file_fields = list(pf.schema_arrow)
                 wanted = sorted(

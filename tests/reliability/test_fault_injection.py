@@ -30,7 +30,13 @@ from typing import Any
 import pytest
 
 import lakecore
-from lakecore.errors import CommitStateUnknownError, CommitStorageError, LakecoreError
+from lakecore.errors import (
+    CommitStateUnknownError,
+    CommitStorageError,
+    CorruptTableError,
+    LakecoreError,
+    StorageError,
+)
 from lakecore.table import Table
 from lakecore.testing.faults import MUTATING, Call, FaultyStorage
 from tests.reliability.faulty_ops import (
@@ -116,6 +122,8 @@ def _check_case(
         problems.append(f"{outcome} (nothing committed) but the table changed: {now}")
     elif now not in (before, after):
         problems.append(f"{outcome}: partial state {now}")
+    if kind == "delta" and isinstance(error, CorruptTableError):
+        problems.append(f"a storage fault reported as corruption: {error}")
     if kind == "delta" and commit_put is not None and index >= commit_put:
         # At the put: a lost reply is read back, a refused put is retried; after it: cleanup.
         if error is not None:
@@ -383,3 +391,28 @@ def test_a_lost_reply_to_the_commit_put_on_s3_is_resolved(
     reread = lakecore.open(s3_uri, storage_options=s3_storage_options)
     assert reread.version == 2
     assert sorted(reread.to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_a_data_file_the_store_cannot_open_is_a_storage_error_not_corruption(
+    tmp_path: Path, templates: dict[str, Path]
+) -> None:
+    """A timeout opening a data file says so (StorageError; CommitStorageError in a write):
+    calling it a corrupt table would send users to repair a healthy table."""
+    root = tmp_path / "t"
+    copy_table(templates["delta"], root)
+    before = state("delta", root)
+    table, faulty = open_faulty(root)
+
+    def opens(call: Call) -> bool:
+        return call.method == "open_input"
+
+    faulty.arm(0, match=opens)
+    with pytest.raises(StorageError) as caught:
+        table.to_arrow()
+    assert not isinstance(caught.value, CorruptTableError)
+    assert "cannot open data file" in str(caught.value)
+    faulty.arm(0, match=opens)
+    with pytest.raises(CommitStorageError) as write_error:
+        table.delete("id = 2")
+    assert "nothing was committed" in str(write_error.value)
+    assert state("delta", root) == before
