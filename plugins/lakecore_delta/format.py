@@ -20,7 +20,6 @@ from lakecore_delta.protocol import ensure_readable
 from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import list_for, load_state
 from lakecore_delta.write import commit as delta_commit
-from lakecore_delta.write.checkpoint_out import maybe_checkpoint
 from lakecore_delta.write.create import create_table
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE
 from lakecore_delta.write.properties import validate_properties
@@ -139,7 +138,7 @@ class DeltaFormat:
             # The base configuration decides, unless this commit changed properties.
             changed = any(isinstance(a, SetProperties) for a in actions)
             conf = None if changed else state_of(base).configuration
-            maybe_checkpoint(storage, int(outcome.version), conf)
+            delta_commit.after_commit(storage, int(outcome.version), conf)
         return outcome
 
     def checkpoint(self, storage: Storage, snapshot: Snapshot) -> int:

@@ -416,3 +416,25 @@ def test_a_data_file_the_store_cannot_open_is_a_storage_error_not_corruption(
         table.delete("id = 2")
     assert "nothing was committed" in str(write_error.value)
     assert state("delta", root) == before
+
+
+def test_a_post_commit_checkpoint_that_fails_in_any_way_is_a_warning(
+    tmp_path: Path,
+    templates: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not only storage faults: an engine error while writing the checkpoint (pyarrow raises
+    NotImplementedError/TypeError for what it cannot write) leaves the landed commit standing."""
+    from lakecore_delta.write import checkpoint_out
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise NotImplementedError("cannot write this type to Parquet")
+
+    root = tmp_path / "t"
+    copy_table(templates["delta"], root)
+    monkeypatch.setattr(checkpoint_out, "write_checkpoint", broken)
+    with caplog.at_level(logging.WARNING):
+        assert lakecore.open(str(root)).append(delta_rows(10)) == 4
+    assert any("checkpoint of version 4 failed" in r.getMessage() for r in caplog.records)
+    assert state("delta", root).version == 4

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -42,6 +42,7 @@ from lakecore_delta.paths import decode_paths
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.schema import schema_string
 from lakecore_delta.state import DeltaState
+from lakecore_delta.write.checkpoint_out import maybe_checkpoint
 from lakecore_delta.write.features import protocol_for, required_features
 from lakecore_delta.write.log_out import (
     commit_info_line,
@@ -212,6 +213,20 @@ def _look_for(payload: bytes) -> str:
     first = json.loads(payload.split(b"\n", 1)[0])
     txn = (first.get("commitInfo") or {}).get("txnId")
     return f"the commit landed if the table's history holds txnId {txn}"
+
+
+def after_commit(storage: Storage, version: int, configuration: Mapping[str, str] | None) -> None:
+    """Run the post-commit hooks of landed commit ``version`` (the checkpoint every N commits).
+
+    Must never raise: the commit stands whatever happens here, and the caller returns its
+    version. A failure is logged as a warning (``configuration`` as for ``maybe_checkpoint``).
+    """
+    try:
+        maybe_checkpoint(storage, version, configuration)
+    except Exception as exc:  # any failure at all: a landed commit must not be reported failed
+        log.warning(
+            "post-commit checkpoint of version %s failed (the commit stands): %s", version, exc
+        )
 
 
 def _in_commit_timestamp(storage: Storage, version: int) -> int:
