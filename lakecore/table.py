@@ -135,7 +135,12 @@ class Table:
         return snap
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
-        """Return the table's changes, newest first (at most ``limit``)."""
+        """Return the table's changes, newest first (at most ``limit``).
+
+        Raises ``InvalidArgumentError`` when ``limit`` is not None or an integer >= 0.
+        """
+        if limit is not None:
+            _check_number("limit", limit, minimum=0, integral=True)
         with storage_faults(f"reading the history of {self.uri}", StorageError):
             return self._format.history(self._storage, limit=limit)
 

@@ -1,4 +1,4 @@
-"""Invalid maintenance arguments are refused with a typed error before any work.
+"""Invalid maintenance (and history) arguments are refused with a typed error before any work.
 
 ``InvalidArgumentError`` is a ``LakecoreError`` and a ``ValueError``; the table's files are
 unchanged (nothing listed, read for the operation, or written), checked with a storage that
@@ -35,6 +35,8 @@ DELTA_CASES: list[tuple[str, Callable[[Table], Any]]] = [
     ("optimize-negative", lambda t: t.optimize(-5)),
     ("optimize-float", lambda t: t.optimize(1.5)),  # type: ignore[arg-type]
     ("optimize-bool", lambda t: t.optimize(True)),
+    ("history-negative", lambda t: t.history(-1)),  # was: every entry but the oldest
+    ("history-text", lambda t: t.history("3")),  # type: ignore[arg-type]
 ]
 HUDI_CASES: list[tuple[str, Callable[[Table], Any]]] = [
     ("clean-zero", lambda t: t.clean(0)),
@@ -84,7 +86,7 @@ def test_hudi_maintenance_arguments(
 
 
 def test_the_argument_matrix_ran() -> None:
-    assert len(DELTA_CASES) == 9
+    assert len(DELTA_CASES) == 11
     assert len(HUDI_CASES) == 5
 
 
@@ -124,3 +126,11 @@ def test_valid_boundaries_are_accepted(tmp_path: Path) -> None:
     table.append(pa.table({"id": [1], "p": ["a"]}))
     assert table.vacuum(0, dry_run=True, enforce_retention=False) == []
     assert table.optimize(1) == 1  # one file: nothing to compact, no commit
+
+
+def test_history_limits(tmp_path: Path) -> None:
+    table = lakecore.create(str(tmp_path / "t"), SCHEMA)
+    table.append(pa.table({"id": [1], "p": ["a"]}))
+    assert table.history(0) == []
+    assert [h.version for h in table.history(1)] == [1]
+    assert [h.version for h in table.history()] == [1, 0]
