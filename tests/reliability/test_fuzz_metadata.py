@@ -40,6 +40,8 @@ from lakecore.errors import LakecoreError
 from tests.corpus import CORPUS
 
 CASE_TIMEOUT_S = 20
+CURRENT_CASE = "fuzz-current-case.txt"
+"""Written to the test's tmp dir before each case runs (a native crash leaves it behind)."""
 DEFAULT_CASES = 520
 SLOW_CASES = 5000
 BASE_SEED = int(os.environ.get("LAKECORE_FUZZ_SEED", "20261125"))
@@ -295,6 +297,7 @@ ODD_VALUES: list[Any] = [
     {"a": None},
     "9" * 40,
     "{not json",
+    "null",
 ]
 
 
@@ -488,7 +491,7 @@ def _mutate(base: BaseTable, seed: int, target: Path) -> tuple[str, str]:
 
 READS: dict[str, Callable[[Any], object]] = {
     "version": lambda t: t.version,
-    "files": lambda t: t.snapshot().files,
+    "files": lambda t: t.snapshot().files(),
     "to_arrow": lambda t: t.to_arrow(),
     "history": lambda t: t.history(),
 }
@@ -500,6 +503,9 @@ def run_case(base: BaseTable, seed: int, workdir: Path) -> Outcome:
     outcome = Outcome(base.name, seed)
     try:
         outcome.file, outcome.mutation = _mutate(base, seed, target)
+        # A crash in native code (pyarrow, fastavro) ends the process: this file then names
+        # the case that did it.
+        (workdir / CURRENT_CASE).write_text(f"table={base.name} seed={seed} {outcome}\n")
         with deadline(CASE_TIMEOUT_S):
             try:
                 table = lakecore.open(str(target))

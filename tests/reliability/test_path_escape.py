@@ -191,7 +191,7 @@ def _remove(path: str) -> dict[str, Any]:
 
 DELTA_OPERATIONS: dict[str, Callable[[str], object]] = {
     "read": lambda uri: lakecore.open(uri).to_arrow(),
-    "files": lambda uri: lakecore.open(uri).snapshot().files,
+    "files": lambda uri: lakecore.open(uri).snapshot().files(),
     "append": lambda uri: lakecore.open(uri).append(_rows(9)),
     "vacuum": lambda uri: lakecore.open(uri).vacuum(0, dry_run=False, enforce_retention=False),
 }

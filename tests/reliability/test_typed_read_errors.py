@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -349,3 +351,53 @@ def test_null_typed_deletion_vectors_in_a_checkpoint_read_as_none(tmp_path: Path
     table.checkpoint()
     _rewrite_checkpoint(root, _retype_add("deletionVector", None))
     assert sorted(lakecore.open(str(root)).to_arrow().column("id").to_pylist()) == [1, 2, 3]
+
+
+# pyarrow's JSON reader (26.0) crashes the process (SIGSEGV) on a block that starts with a
+# top-level null; each case runs in a subprocess so that a crash fails the test, not the run.
+_READ_IN_SUBPROCESS = """
+import sys
+import lakecore
+from lakecore.errors import LakecoreError
+try:
+    table = lakecore.open(sys.argv[1])
+    print(table.to_arrow().num_rows, table.snapshot().files().num_rows)
+except LakecoreError as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def _read_elsewhere(root: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_IN_SUBPROCESS, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, f"the read crashed ({done.returncode}): {done.stderr[-2000:]}"
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("first", ["null", " null", "\n\nnull", "null,", "null{}"])
+def test_commit_starting_with_null_is_corrupt_not_a_crash(
+    tmp_path: Path, first: str, version: int
+) -> None:
+    root = _delta(tmp_path)
+    commit = root / "_delta_log" / f"{version:020d}.json"
+    commit.write_bytes(first.encode() + b"\n" + commit.read_bytes())
+    out = _read_elsewhere(root)
+    assert out.startswith("CorruptTableError") and commit.name in out
+
+
+@pytest.mark.parametrize("stats", ["null", "  null", "\nnull"])
+def test_stats_that_are_json_null_read_as_no_stats(tmp_path: Path, stats: str) -> None:
+    root = _delta(tmp_path)
+    commit = root / "_delta_log" / f"{1:020d}.json"
+    actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
+    for action in actions:
+        if "add" in action:
+            action["add"]["stats"] = stats
+    commit.write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+    assert _read_elsewhere(root).split() == ["3", "2"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
@@ -15,7 +16,7 @@ from lakecore.errors import CorruptTableError
 from lakecore.storage import Storage
 from lakecore_delta.log.files import LogFile
 from lakecore_delta.log.schemas import file_action_json_schema
-from lakecore_delta.log.validate import check_action, check_file_actions
+from lakecore_delta.log.validate import check_action, check_file_actions, null_action_problem
 
 _REMOTE_READERS = 16
 
@@ -123,11 +124,20 @@ def _raise_for_json(
 
 
 _BLOCK_SIZE = 8 << 20
+# A line whose value starts with null. (JSON strings hold no raw line breaks, so every "\n"
+# in a commit ends a line; the search for the literal "\n" prefix is fast.)
+_NULL_FIRST_LINE = re.compile(rb"[ \t\r\n]*null")
+_NULL_LINE = re.compile(rb"\n[ \t\r]*null")
 
 
 def _read_json(data: bytes, schema: pa.Schema) -> pa.Table:
     if not data or (len(data) < 4096 and not data.strip()):
         return schema.empty_table()
+    if _NULL_FIRST_LINE.match(data) or _NULL_LINE.search(data):
+        # pyarrow's JSON reader (26.0) crashes the process (SIGSEGV) when a block starts with
+        # a top-level null; a line that starts with null is no action anyway.
+        problem = null_action_problem(data) or "a line starts with null, not an action"
+        raise pa.ArrowInvalid(problem)
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
         table = pj.read_json(
