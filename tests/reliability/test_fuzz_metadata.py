@@ -42,7 +42,7 @@ from tests.corpus import CORPUS
 CASE_TIMEOUT_S = 20
 CURRENT_CASE = "fuzz-current-case.txt"
 """Written to the test's tmp dir before each case runs (a native crash leaves it behind)."""
-DEFAULT_CASES = 520
+DEFAULT_CASES = 720
 SLOW_CASES = 5000
 BASE_SEED = int(os.environ.get("LAKECORE_FUZZ_SEED", "20261125"))
 """Case ``i`` runs with seed ``BASE_SEED * 1_000_003 + i``; set ``LAKECORE_FUZZ_SEED`` to
@@ -85,6 +85,18 @@ def _delta(root: Path) -> None:
     table.append(_rows(range(12, 15), "c"))
 
 
+def _delta_column_mapping(root: Path) -> None:
+    props = {"delta.columnMapping.mode": "name", "delta.checkpointInterval": "2"}
+    table = lakecore.create(str(root), SCHEMA, "delta", ["city"], props)
+    table.append(_rows(range(0, 4), "a"))
+    with table.update_schema() as update:
+        update.rename_column("name", "label")
+    table.append(
+        _rows(range(4, 8), "b").rename_columns(["id", "label", "ts", "city"]),
+    )
+    table.delete("id = 5")
+
+
 def _hudi(root: Path, table_type: str, version: str) -> None:
     properties = {
         "record_key": "id",
@@ -99,8 +111,15 @@ def _hudi(root: Path, table_type: str, version: str) -> None:
     table.upsert(_rows([2, 8], "c", ts=3))
 
 
+def _hudi_overwritten(root: Path) -> None:
+    _hudi(root, "COPY_ON_WRITE", "8")
+    lakecore.open(str(root)).overwrite(_rows([21, 24], "o", ts=5), where="city = 'x'")
+
+
 BUILT: dict[str, Callable[[Path], None]] = {
     "delta": _delta,
+    "delta_column_mapping": _delta_column_mapping,
+    "hudi_cow_v8_replaced": _hudi_overwritten,
     "hudi_cow_v6": lambda root: _hudi(root, "COPY_ON_WRITE", "6"),
     "hudi_mor_v8": lambda root: _hudi(root, "MERGE_ON_READ", "8"),
     "hudi_mor_v6": lambda root: _hudi(root, "MERGE_ON_READ", "6"),
@@ -236,8 +255,8 @@ def _parquet_doc(data: bytes) -> tuple[Any, Callable[[Any], bytes]]:
         out = io.BytesIO()
         try:
             pq.write_table(pa.Table.from_pylist(doc), out)
-        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
-            raise Skip from exc  # not representable as Parquet
+        except (pa.ArrowException, ValueError, TypeError, OverflowError, AttributeError) as exc:
+            raise Skip from exc  # not representable as Parquet (e.g. a row that is no object)
         return out.getvalue()
 
     return rows, encode
