@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from lakecore.errors import StorageError
+from lakecore.faults import storage_faults, typed_iteration
 from lakecore.format import SnapshotSource
 
 if TYPE_CHECKING:
@@ -33,8 +35,12 @@ class Snapshot:
     source: SnapshotSource = field(repr=False, compare=False)
 
     def files(self) -> pa.Table:
-        """Return the file index: one row per live data file (see ``lakecore.model.files``)."""
-        return self.source.files()
+        """Return the file index: one row per live data file (see ``lakecore.model.files``).
+
+        Raises ``StorageError`` when the storage fails.
+        """
+        with storage_faults(f"listing the files of version {self.version}", StorageError):
+            return self.source.files()
 
     def scan(self, where: Where | None = None, columns: Sequence[str] | None = None) -> Scan:
         """Plan a read of this snapshot's rows matching ``where`` (see ``Table.scan``)."""
@@ -43,8 +49,14 @@ class Snapshot:
         return Scan(self, where, columns)
 
     def to_batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Yield the snapshot's rows as record batches in the logical schema."""
-        return self.source.read(self.files(), columns)
+        """Yield the snapshot's rows as record batches in the logical schema.
+
+        Raises ``StorageError`` (while iterating) when the storage fails.
+        """
+        what = f"reading the rows of version {self.version}"
+        with storage_faults(what, StorageError):
+            batches = self.source.read(self.files(), columns)
+        return typed_iteration(what, batches)
 
     def to_arrow(self, columns: Sequence[str] | None = None) -> pa.Table:
         """Return all rows of the snapshot (row-level deletes applied) as one Arrow table.

@@ -19,6 +19,7 @@ from lakecore.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from lakecore.faults import storage_faults
 from lakecore.format import (
     FormatWriter,
     MaintainableFormat,
@@ -32,7 +33,7 @@ from lakecore.model.history import HistoryEntry
 from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
-from lakecore.transaction import Transaction, storage_faults
+from lakecore.transaction import Transaction
 
 if TYPE_CHECKING:
     from lakecore.planning.binding import Where
@@ -115,11 +116,12 @@ class Table:
     ) -> Snapshot:
         """Return the table at ``version``, or as it was at ``timestamp``; latest by default.
 
-        Raises ``ValueError`` when both are given or the table has no such version/time, and
+        Raises ``InvalidArgumentError`` when both are given, ``VersionNotFoundError`` when the
+        table has no such version/time, and
         ``StorageError`` when the storage fails.
         """
         if version is not None and timestamp is not None:
-            raise ValueError("pass version or timestamp, not both")
+            raise InvalidArgumentError("pass version or timestamp, not both")
         ts = None if timestamp is None else to_epoch_ms(timestamp)
         previous = self._latest if version is None and ts is None else None
         with storage_faults(f"reading {self.uri}", StorageError):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +13,9 @@ from lakecore.errors import (
     CommitConflictError,
     CommitError,
     CommitStateUnknownError,
-    CommitStorageError,
     LakecoreError,
-    StorageError,
 )
+from lakecore.faults import storage_faults
 from lakecore.model.actions import Action, CommitInfo, Committed, SetTransaction
 from lakecore.snapshot import Snapshot
 
@@ -26,29 +24,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_COMMIT_ATTEMPTS = 256
-
-
-@contextmanager
-def storage_faults(what: str, error: type[StorageError] = CommitStorageError) -> Iterator[None]:
-    """Raise ``error`` for a raw ``OSError`` (a storage fault) escaping the block.
-
-    The message names ``what`` was being done and the fault; the fault is the ``__cause__``.
-    LakecoreErrors and exceptions that are not ``OSError`` pass through unchanged, except that
-    a (read) ``StorageError`` becomes ``error`` when that is a CommitError. Use the
-    default (``CommitStorageError``: nothing was committed) only around work that happens
-    before a commit is attempted.
-    """
-    committing = issubclass(error, CommitError)
-    done = "; nothing was committed" if committing else ""
-    try:
-        yield
-    except LakecoreError as exc:
-        if committing and isinstance(exc, StorageError) and not isinstance(exc, CommitError):
-            # A read that failed while planning a write: the write's error says so.
-            raise error(f"{what} failed: {exc}{done}") from exc
-        raise
-    except OSError as exc:
-        raise error(f"{what} failed: the storage raised {type(exc).__name__}: {exc}{done}") from exc
 
 
 class Transaction:

@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import SchemaError
+from lakecore.errors import SchemaError, StorageError
+from lakecore.faults import storage_faults, typed_iteration
 from lakecore.model import expressions as ex
 from lakecore.model import files as fi
 from lakecore.planning.binding import Where, bind, parse_predicate
@@ -89,8 +90,15 @@ class Scan:
         return build_tasks(self.files(), self.context, self.predicate)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """Yield the matching rows (row-level deletes applied) in the output schema."""
-        return read_tasks(self.context, self.tasks(), self.columns, table_format=self._format)
+        """Yield the matching rows (row-level deletes applied) in the output schema.
+
+        Raises ``StorageError`` (while iterating) when the storage fails.
+        """
+        what = f"reading the rows of version {self.snapshot.version}"
+        with storage_faults(what, StorageError):
+            tasks = self.tasks()
+            batches = read_tasks(self.context, tasks, self.columns, table_format=self._format)
+        return typed_iteration(what, batches)
 
     def to_arrow(self) -> pa.Table:
         """Return the matching rows (row-level deletes applied) as one Arrow table."""
@@ -117,7 +125,9 @@ class Scan:
 
     def _prune(self) -> PrunedFiles:
         if self._pruned is None:
-            self._pruned = prune(self.snapshot.files(), self.predicate, self.context)
+            what = f"planning a scan of version {self.snapshot.version}"
+            with storage_faults(what, StorageError):
+                self._pruned = prune(self.snapshot.files(), self.predicate, self.context)
         return self._pruned
 
 

@@ -8,7 +8,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from lakecore.errors import CorruptTableError, StorageError, UnsupportedFeatureError
+from lakecore.faults import open_input
 from lakecore.model.parquet_read import open_parquet
 from lakecore.storage import Storage
 
@@ -28,19 +29,21 @@ def base_file_format(path: str) -> str:
 def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None) -> pa.Table:
     """Read ``columns`` (all if None; names missing from the file are skipped) of a base file.
 
-    Raises ``CorruptTableError`` naming the file when it cannot be decoded and
+    Raises ``CorruptTableError`` naming the file when it cannot be decoded,
+    ``StorageError`` when the store fails to open it (timeout, access denied) and
     ``FileNotFoundError`` when it is gone (e.g. cleaned).
     """
     fmt = base_file_format(path)
     try:
         if fmt == "LANCE":
             return _read_lance(storage, path, columns)
-        with storage.open_input(path) as f:
+        source = open_input(storage, path, "base file")
+        with source as f:
             pf = open_parquet(f)
             names = pf.schema_arrow.names
             wanted = None if columns is None else [c for c in columns if c in names]
             return pf.read(columns=wanted)
-    except (FileNotFoundError, UnsupportedFeatureError):
+    except (FileNotFoundError, UnsupportedFeatureError, StorageError):
         raise
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"cannot read base file {path}: {exc}") from exc
@@ -56,9 +59,9 @@ def read_base_schema(storage: Storage, path: str) -> pa.Schema:
         if fmt == "LANCE":
             schema: pa.Schema = _lance_reader(storage, path).metadata().schema
             return schema.remove_metadata()
-        with storage.open_input(path) as f:
+        with open_input(storage, path, "base file") as f:
             return pq.read_schema(f).remove_metadata()
-    except (FileNotFoundError, UnsupportedFeatureError):
+    except (FileNotFoundError, UnsupportedFeatureError, StorageError):
         raise
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"cannot read base file {path}: {exc}") from exc

@@ -16,6 +16,7 @@ from lakecore.errors import (
     CommitStateUnknownError,
     ConstraintViolationError,
 )
+from lakecore.faults import storage_faults
 from lakecore.model.actions import (
     Action,
     AddFiles,
@@ -33,7 +34,6 @@ from lakecore.model.schema import physical_name
 from lakecore.sql import evaluate_predicate
 from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
-from lakecore.transaction import storage_faults
 from lakecore_delta.log.commits import first_action, parse_actions
 from lakecore_delta.log.files import LogFile, LogFileKind, commit_path
 from lakecore_delta.log.schemas import partition_values_type

@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakecore.errors import CorruptTableError
+from lakecore.errors import CorruptTableError, StorageError
+from lakecore.faults import open_input
 from lakecore.model import files as fi
 from lakecore.model.parquet_footer import summarize_leaf
 from lakecore.storage import Storage
@@ -85,9 +86,9 @@ def _read_footer(storage: Storage, path: str) -> pq.FileMetaData | None:
     if not path.lower().endswith(".parquet"):
         return None
     try:
-        with storage.open_input(path) as f:
+        with open_input(storage, path, "base file") as f:
             return pq.ParquetFile(f).metadata
-    except FileNotFoundError:
+    except (FileNotFoundError, StorageError):
         raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptTableError(f"{path}: not a readable Parquet file ({exc})") from exc
