@@ -9,6 +9,7 @@ fails its checksum.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,9 @@ def _bool(value: str | None, default: bool) -> bool:
     if value is None or value.strip() == "":
         return default
     return value.strip().lower() == "true"
+
+
+_DIR_NAME = re.compile(r"[A-Za-z0-9._\-]{1,255}(/[A-Za-z0-9._\-]{1,255})*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +238,10 @@ class TableConfig:
         """``parent``/(the value of ``key``), which must stay inside ``.hoodie``: timelines
         are read (and archived ones rewritten) there, never outside the table."""
         value = self.raw.get(key) or default
+        if not _DIR_NAME.fullmatch(value):
+            # Hudi's own values are plain names ("timeline", "history", "archived"); anything
+            # else (a schema swapped in, a very long name) is damage, not a place to list.
+            raise CorruptTableError(f"{self.source_file}: {key}={value[:200]!r} is not a directory")
         try:
             path = contained_path(f"{parent}/{value}", "(the table root)", source=key)
         except CorruptTableError:

@@ -401,3 +401,25 @@ def test_stats_that_are_json_null_read_as_no_stats(tmp_path: Path, stats: str) -
             action["add"]["stats"] = stats
     commit.write_text("\n".join(json.dumps(a) for a in actions) + "\n")
     assert _read_elsewhere(root).split() == ["3", "2"]
+
+
+@pytest.mark.parametrize(
+    ("version", "key", "value"),
+    [
+        ("8", "hoodie.timeline.path", '{"type":"record","name":"r","fields":[]}'),
+        ("8", "hoodie.timeline.history.path", "x" * 300),
+        ("6", "hoodie.archivelog.folder", "a b\\tc"),
+    ],
+)
+def test_hudi_timeline_directory_that_is_no_name_is_corrupt(
+    tmp_path: Path, version: str, key: str, value: str
+) -> None:
+    root = tmp_path / "t"
+    properties = {"record_key": "id", "precombine_field": "ts", "table_version": version}
+    lakecore.create(str(root), SCHEMA, "hudi", [], properties).append(_rows([1]))
+    config = root / ".hoodie" / "hoodie.properties"
+    config.write_text(config.read_text() + f"{key}={value}\n")
+    with pytest.raises(CorruptTableError, match=re.escape(key)):
+        table = lakecore.open(str(root))
+        table.to_arrow()
+        table.history()
