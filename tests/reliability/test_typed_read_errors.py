@@ -20,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from lakecore_delta.deletion_vectors import DeletionVectorDescriptor
@@ -423,3 +425,38 @@ def test_hudi_timeline_directory_that_is_no_name_is_corrupt(
         table = lakecore.open(str(root))
         table.to_arrow()
         table.history()
+
+
+def _invalid_utf8(text: str) -> pa.Array:
+    """A string array whose one value is ``text`` with its first byte made invalid UTF-8."""
+    data = b"\xe2" + text.encode()[1:]
+    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int32).tobytes())
+    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])
+
+
+def test_invalid_utf8_in_a_checkpoint_is_corrupt(tmp_path: Path) -> None:
+    root = _delta(tmp_path)
+    table = lakecore.open(str(root))
+    table.checkpoint()
+    (cp,) = (root / "_delta_log").glob("*.checkpoint.parquet")
+    data = pq.read_table(cp)
+    add = data.column("add").combine_chunks()
+    row = pc.index(pc.is_valid(add), True).as_py()
+    paths = pc.struct_field(add, "path").to_pylist()
+    broken = [
+        _invalid_utf8(p) if i == row else pa.array([p], pa.string()) for i, p in enumerate(paths)
+    ]
+    fields = [add.type.field(i) for i in range(add.type.num_fields)]
+    children = [
+        pa.concat_arrays(broken) if f.name == "path" else pc.struct_field(add, f.name)
+        for f in fields
+    ]
+    new_add = pa.StructArray.from_arrays(children, fields=fields, mask=pc.is_null(add))
+    pq.write_table(data.set_column(data.column_names.index("add"), "add", new_add), cp)
+    storage = table.storage
+    (log_file,) = [f for f in list_log(storage, 0) if "checkpoint" in f.path]
+    actions = read_checkpoint_actions(storage, Checkpoint(log_file.version, (log_file,)))
+    with pytest.raises(CorruptTableError, match=re.escape(cp.name)):
+        read_checkpoint_adds(storage, actions, ["city"])
+    # Readers fall back to the commits the damaged checkpoint summarises.
+    assert sorted(lakecore.open(str(root)).to_arrow().column("id").to_pylist()) == [1, 2, 3]

@@ -270,7 +270,11 @@ def _read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Tab
         if isinstance(source, io.BytesIO):
             source.seek(0)
         # read_table decodes row groups in parallel; ParquetFile.read decodes one at a time.
-        return pq.read_table(source, columns=present, memory_map=isinstance(source, str))
+        table = pq.read_table(source, columns=present, memory_map=isinstance(source, str))
+        # Parquet readers do not check that strings are UTF-8: a damaged page would surface as
+        # a UnicodeDecodeError far from here. Full validation is fast and copies nothing.
+        table.validate(full=True)
+        return table
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptTableError(f"{path}: unreadable checkpoint parquet: {exc}") from exc
 
