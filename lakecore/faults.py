@@ -6,7 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
-from lakecore.errors import CommitError, CommitStorageError, LakecoreError, StorageError
+from lakecore.errors import (
+    CommitError,
+    CommitStorageError,
+    CorruptTableError,
+    LakecoreError,
+    StorageError,
+)
 
 if TYPE_CHECKING:
     from lakecore.storage.base import Storage
@@ -19,8 +25,10 @@ def storage_faults(what: str, error: type[StorageError] = CommitStorageError) ->
     """Raise ``error`` for a raw ``OSError`` (a storage fault) escaping the block.
 
     The message names ``what`` was being done and the fault; the fault is the ``__cause__``.
-    LakecoreErrors and exceptions that are not ``OSError`` pass through unchanged, except that
-    a (read) ``StorageError`` becomes ``error`` when that is a CommitError. Use the
+    A ``FileNotFoundError`` on a read is ``CorruptTableError`` (the table names a file the
+    store lacks). LakecoreErrors and exceptions that are not ``OSError`` pass through
+    unchanged, except that a (read) ``StorageError`` becomes ``error`` when that is a
+    CommitError. Use the
     default (``CommitStorageError``: nothing was committed) only around work that happens
     before a commit is attempted.
     """
@@ -33,6 +41,14 @@ def storage_faults(what: str, error: type[StorageError] = CommitStorageError) ->
             # A read that failed while planning a write: the write's error says so.
             raise error(f"{what} failed: {exc}{done}") from exc
         raise
+    except FileNotFoundError as exc:
+        if committing:
+            raise error(f"{what} failed: a file is missing: {exc}{done}") from exc
+        # The table's metadata names a file the store does not have (deleted after planning,
+        # or by hand): the table as read is inconsistent, not the store unreachable.
+        raise CorruptTableError(
+            f"{what} failed: a file the table references is missing: {exc}"
+        ) from exc
     except OSError as exc:
         raise error(f"{what} failed: the storage raised {type(exc).__name__}: {exc}{done}") from exc
 

@@ -205,7 +205,7 @@ def test_missing_log_file_is_corrupt(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["base", "log"])
-def test_file_deleted_after_planning_raises_file_not_found(tmp_path: Path, kind: str) -> None:
+def test_file_deleted_after_planning_is_corrupt_table(tmp_path: Path, kind: str) -> None:
     root = copy_table(tmp_path, MOR_V8)
     snapshot = lakecore.open(str(root)).snapshot()
     index = snapshot.files()
@@ -213,9 +213,10 @@ def test_file_deleted_after_planning_raises_file_not_found(tmp_path: Path, kind:
     path = logs[0][0] if kind == "log" else index.column("path")[0].as_py()
     (root / path).unlink()
     before = fingerprint(root)
-    with pytest.raises(FileNotFoundError) as caught:
+    with pytest.raises(CorruptTableError) as caught:
         snapshot.to_arrow()
     assert path.rsplit("/", 1)[-1] in str(caught.value)
+    assert isinstance(caught.value.__cause__, FileNotFoundError)
     assert fingerprint(root) == before
 
 

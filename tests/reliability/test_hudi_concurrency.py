@@ -38,7 +38,7 @@ WORKER = textwrap.dedent(
     import json, os, sys, time
     import pyarrow as pa
     import lakecore
-    from lakecore.errors import CommitConflictError
+    from lakecore.errors import CommitConflictError, CorruptTableError
     from lakecore.model.merge import MergeClauses
 
     uri, options, worker, rounds, barrier, mixed = sys.argv[1:7]
@@ -63,9 +63,11 @@ WORKER = textwrap.dedent(
             try:
                 rows = {row["id"]: row for row in tx.snapshot.to_arrow().to_pylist()}
                 break
-            except FileNotFoundError:
+            except CorruptTableError as exc:
                 # Table version 6: a loser's log file (named after its slice, not its
                 # instant) was listed, then deleted by its rollback before it was read.
+                if not isinstance(exc.__cause__, FileNotFoundError):
+                    raise
                 read_retries += 1
         seen = rows[0]["ts"]
         name = f"w{worker}r{r}"
