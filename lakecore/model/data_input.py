@@ -30,10 +30,11 @@ def is_lossless_cast(source: pa.DataType, target: pa.DataType) -> bool:
 
     This is the type half of the rule every format's writer applies: a conversion is allowed
     only when it never changes a value it accepts. Integers go into any integer, into
-    floating point and into decimals (each value is then checked by a safe cast: overflow and
+    float32/float64 and into decimals (each value is then checked by a safe cast: overflow and
     precision loss are refused, never wrapped or rounded); floats only widen; decimals change
     scale and precision only where each value fits; timestamp, time and duration units change
-    where no digit is lost (a timestamp without zone is read as UTC); string, binary and list
+    where no digit is lost (a timestamp without zone is read as UTC; one with a zone never
+    goes into a column without zone); string, binary and list
     encodings (large, view) interchange; null goes anywhere; structs, lists and maps follow
     their children (a struct field the target lacks is refused, not dropped). Text never
     becomes a number or a date, booleans never become numbers, numbers never become text.
@@ -42,11 +43,17 @@ def is_lossless_cast(source: pa.DataType, target: pa.DataType) -> bool:
         return True
     if pa.types.is_dictionary(source):
         return is_lossless_cast(source.value_type, target)
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
+        # An instant with a zone has no single wall-clock time: it never goes into a column
+        # without zone (TIMESTAMP_NTZ). A time without zone goes into UTC.
+        return source.tz is None or target.tz is not None
     for family in _FAMILIES:
         if family(source) and family(target):
             return True
     if pa.types.is_integer(source):
-        return _is_number(target)
+        # float16 is not value-checked by pyarrow's safe cast (2049 becomes 2048).
+        wide_float = pa.types.is_floating(target) and target.bit_width >= 32
+        return bool(wide_float or pa.types.is_integer(target) or pa.types.is_decimal(target))
     if pa.types.is_floating(source):
         return bool(pa.types.is_floating(target) and target.bit_width >= source.bit_width)
     if pa.types.is_date(source):
@@ -152,6 +159,15 @@ def _is_number(t: pa.DataType) -> bool:
 
 def _safe_cast(values: Values, target: pa.DataType, column: str) -> Values:
     try:
+        if pa.types.is_integer(values.type) and pa.types.is_decimal(target):
+            # pyarrow refuses int64 -> decimal(10, 2) by type alone; through a decimal wide
+            # enough for any integer, the narrowing cast checks each value instead.
+            wide = (
+                pa.decimal128(38, target.scale)
+                if target.scale <= 18
+                else pa.decimal256(76, target.scale)
+            )
+            values = values.cast(wide, safe=True)
         return values.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise SchemaError(f"column {column!r}: a value does not fit {target}: {exc}") from None

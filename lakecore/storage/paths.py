@@ -10,17 +10,23 @@ with ``contained_path`` before it uses them.
 from __future__ import annotations
 
 import posixpath
+import re
 
 from lakecore.errors import CorruptTableError
 
 # Hadoop's aliases of the S3 scheme: Spark writes ``s3a://b/t/x`` into tables others open as
 # ``s3://b/t``; both name the same object.
 _S3_ALIASES = ("s3a://", "s3n://")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def is_absolute(path: str) -> bool:
-    """Whether ``path`` is absolute: a URI with a scheme, a ``file:`` URI or a rooted path."""
-    return "://" in path or path.startswith(("file:", "/"))
+    """Whether ``path`` is absolute: a URI with a scheme, a ``file:`` URI or a rooted path.
+
+    The scheme must start the path: a relative path may hold ``://`` further on (a decoded
+    Hive partition value such as ``url=http://x/part.parquet``).
+    """
+    return _SCHEME.match(path) is not None or path.startswith(("file:", "/"))
 
 
 def contained_path(path: str, root: str, *, source: str, allow_outside: bool = False) -> str:

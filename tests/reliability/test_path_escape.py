@@ -110,6 +110,9 @@ def _assert_untouched(sentinels: list[Path], touched: list[str], root: Path) -> 
         ("file:/r/t/a.parquet", "a.parquet"),
         ("file:///r/t/x/../a.parquet", "a.parquet"),
         ("file://host/r/t/a.parquet", "a.parquet"),
+        # '://' inside a relative path (a decoded partition value) is not a scheme.
+        ("url=http://x/part.parquet", "url=http:/x/part.parquet"),
+        ("p=a..b/x.parquet", "p=a..b/x.parquet"),
     ],
 )
 def test_contained_paths_are_normalised_relative(path: str, expected: str) -> None:

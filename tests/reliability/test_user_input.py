@@ -81,7 +81,7 @@ LOSSY: list[tuple[str, str, pa.Array]] = [
     ("date into timestamp", "ts", pa.array([dt.date(2024, 1, 1)])),
     ("int overflows int32", "n", pa.array([2**31])),
     ("uint64 overflows bigint", "id", pa.array([2**64 - 1], pa.uint64())),
-    ("bigint into decimal(9,2)", "price", pa.array([1], pa.int64())),
+    ("bigint overflows decimal(9,2)", "price", pa.array([10**7], pa.int64())),
     ("double into decimal", "price", pa.array([1.25])),
     ("decimal loses scale", "price", pa.array([Decimal("1.234")], pa.decimal128(9, 3))),
     ("decimal overflows precision", "price", pa.array([Decimal("12345678.9")])),
@@ -97,6 +97,7 @@ LOSSLESS: list[tuple[str, str, pa.Array, Any]] = [
     ("float widens to double", "x", pa.array([1.5], pa.float32()), 1.5),
     ("int exact in double", "x", pa.array([2**53]), float(2**53)),
     ("int16 into decimal(9,2)", "price", pa.array([123], pa.int16()), Decimal("123.00")),
+    ("bigint that fits decimal(9,2)", "price", pa.array([1], pa.int64()), Decimal("1.00")),
     (
         "decimal gains scale",
         "price",
@@ -433,4 +434,4 @@ def test_case_lists_ran() -> None:
         len(BAD_TIMESTAMPS),
         len(BAD_PREDICATES),
     )
-    assert sizes == (19, 13, 3, 4, 5, 16, 7, 21, 12, 9, 7)
+    assert sizes == (19, 14, 3, 4, 5, 16, 7, 21, 12, 9, 7)
