@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import os
 import posixpath
 import stat
@@ -87,13 +88,25 @@ def backend_faults(what: str) -> Iterator[None]:
     unreachable endpoint: ``EndpointConnectionError``) and bucket-name ``ValueError``s through
     untranslated. ``OSError``s (``FileNotFoundError``, ``FileExistsError`` ...) pass unchanged.
     """
+    errors, connection_errors = _backend_errors()
     try:
         yield
     except OSError:
         raise
-    except Exception as exc:
-        kind = ConnectionError if "Connect" in type(exc).__name__ else OSError
+    except errors as exc:
+        kind = ConnectionError if isinstance(exc, connection_errors) else OSError
         raise kind(f"{what} failed: {type(exc).__name__}: {exc}") from exc
+
+
+@functools.cache
+def _backend_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """The backend exception types that are storage faults, and those that are connection
+    faults. Anything else (a TypeError in a backend) is a bug and passes through."""
+    try:
+        from botocore import exceptions as boto  # type: ignore[import-untyped]
+    except ImportError:  # no S3 support installed: only fsspec's own ValueErrors
+        return (ValueError,), ()
+    return (ValueError, boto.BotoCoreError, boto.ClientError), (boto.ConnectionError,)
 
 
 def _mtime_ms(info: Mapping[str, Any]) -> int:
