@@ -14,8 +14,6 @@ refused with ``CommitConflictError``. Then:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -25,6 +23,7 @@ import pyarrow as pa
 import pytest
 
 import lakecore
+from tests.racing import run_barrier_writers
 
 SCHEMA = pa.schema([("id", pa.int64()), ("worker", pa.int64()), ("val", pa.int64())])
 Row = tuple[int, int, int]
@@ -87,33 +86,10 @@ def run_writers(
 ) -> list[list[dict[str, Any]]]:
     """Start the writer processes, release them together, return each one's report."""
     settings = [str(ops), str(writers), str(barrier)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, uri, json.dumps(options), str(w), *settings],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(writers)
-    ]
-    outputs: dict[int, tuple[str, str]] = {}
-    try:
-        deadline = time.monotonic() + 120
-        while not all(Path(f"{barrier}.ready.{w}").exists() for w in range(writers)):
-            assert time.monotonic() < deadline, "writers did not start"
-            assert all(p.poll() is None for p in procs), "a writer died before the start"
-            time.sleep(0.01)
-        Path(f"{barrier}.go").touch()
-        for w, p in enumerate(procs):
-            outputs[w] = p.communicate(timeout=300)
-            assert p.returncode == 0, outputs[w][1]
-        return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs.values()]
-    finally:
-        for w, p in enumerate(procs):
-            if w not in outputs:
-                if p.poll() is None:
-                    p.kill()
-                p.communicate()
+    settings = [str(ops), str(writers), str(barrier)]
+    argvs = [[uri, json.dumps(options), str(w), *settings] for w in range(writers)]
+    reports: list[list[dict[str, Any]]] = run_barrier_writers(WORKER, argvs, barrier)
+    return reports
 
 
 def replay(reports: list[list[dict[str, Any]]]) -> dict[int, Row]:

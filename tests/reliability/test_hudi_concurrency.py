@@ -15,10 +15,7 @@ write on the timeline.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,7 @@ from lakecore_hudi.write.writer import state_of
 import lakecore
 from lakecore.storage import open_storage
 from tests.hudi.write.helpers import SCHEMA, create, hudi_rs, rows
+from tests.racing import run_barrier_writers
 
 WORKER = textwrap.dedent(
     """
@@ -108,43 +106,12 @@ def run_writers(
     uri: str, options: dict[str, Any], barrier: Path, writers: int, rounds: int, mixed: bool
 ) -> list[dict[str, Any]]:
     """Start the writer processes, release them together, return each one's report."""
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                WORKER,
-                uri,
-                json.dumps(options),
-                str(w),
-                str(rounds),
-                str(barrier),
-                "mixed" if mixed else "upserts",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(writers)
+    mode = "mixed" if mixed else "upserts"
+    argvs = [
+        [uri, json.dumps(options), str(w), str(rounds), str(barrier), mode] for w in range(writers)
     ]
-    outputs: dict[int, tuple[str, str]] = {}
-    try:
-        deadline = time.monotonic() + 120
-        while not all(Path(f"{barrier}.ready.{w}").exists() for w in range(writers)):
-            assert time.monotonic() < deadline, "writers did not start"
-            assert all(p.poll() is None for p in procs), "a writer died before the start"
-            time.sleep(0.01)
-        Path(f"{barrier}.go").touch()
-        for w, p in enumerate(procs):
-            outputs[w] = p.communicate(timeout=300)
-            assert p.returncode == 0, outputs[w][1]
-        return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs.values()]
-    finally:
-        for w, p in enumerate(procs):  # kill and reap the rest, closing their pipes
-            if w not in outputs:
-                if p.poll() is None:
-                    p.kill()
-                p.communicate()
+    reports: list[dict[str, Any]] = run_barrier_writers(WORKER, argvs, barrier)
+    return reports
 
 
 def _row(key: int, name: str, ts: int) -> dict[str, Any]:

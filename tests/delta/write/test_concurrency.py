@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -16,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lakecore
+from tests.racing import run_barrier_writers
 
 from .helpers import LOG, canonical, commit_versions, delta_rs_rows, lakecore_rows
 
@@ -54,43 +53,11 @@ WORKER = textwrap.dedent(
 
 def run_writers(uri: str, options: dict[str, Any], barrier: Path) -> list[list[int]]:
     """Start K writer processes, release them together, return each one's versions."""
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                WORKER,
-                uri,
-                json.dumps(options),
-                str(w),
-                str(M),
-                str(R),
-                str(barrier),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(K)
-    ]
-    outputs: dict[int, tuple[str, str]] = {}
-    try:
-        deadline = time.monotonic() + 60
-        while not all(Path(f"{barrier}.ready.{w}").exists() for w in range(K)):
-            assert time.monotonic() < deadline, "writers did not start"
-            assert all(p.poll() is None for p in procs), "a writer died before the start"
-            time.sleep(0.01)
-        Path(f"{barrier}.go").touch()
-        for w, p in enumerate(procs):
-            outputs[w] = p.communicate(timeout=240)
-            assert p.returncode == 0, outputs[w][1]
-        return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs.values()]
-    finally:
-        for w, p in enumerate(procs):  # kill and reap the rest, closing their pipes
-            if w not in outputs:
-                if p.poll() is None:
-                    p.kill()
-                p.communicate()
+    argvs = [[uri, json.dumps(options), str(w), str(M), str(R), str(barrier)] for w in range(K)]
+    reports: list[list[int]] = run_barrier_writers(
+        WORKER, argvs, barrier, start_timeout=60, run_timeout=240
+    )
+    return reports
 
 
 def expected_ids() -> list[int]:
