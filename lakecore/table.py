@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -11,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.arguments import TimestampLike, check_number, to_epoch_ms
 from lakecore.errors import (
     ConstraintViolationError,
     InvalidArgumentError,
     SchemaError,
     StorageError,
     UnsupportedFeatureError,
-    VersionNotFoundError,
 )
 from lakecore.faults import storage_faults
 from lakecore.format import (
@@ -38,33 +36,6 @@ from lakecore.transaction import Transaction
 if TYPE_CHECKING:
     from lakecore.planning.binding import Where
     from lakecore.planning.scan import Scan
-
-TimestampLike = int | float | str | dt.datetime | dt.date
-
-
-def to_epoch_ms(value: TimestampLike) -> int:
-    """Convert a timestamp (epoch ms, ISO-8601 text, datetime, date) to epoch milliseconds.
-
-    Naive datetimes and texts without an offset are taken as UTC. Raises
-    ``VersionNotFoundError`` (a ``ValueError``) for text that is not ISO-8601, a number that is
-    not finite, or a value of another type: no version can be found for it.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float | str | dt.date):
-        raise VersionNotFoundError(
-            f"a timestamp must be epoch ms, ISO-8601 text, a datetime or a date, not {value!r}"
-        )
-    try:
-        if isinstance(value, int | float):
-            return int(value)
-        if isinstance(value, str):
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        if not isinstance(value, dt.datetime):
-            value = dt.datetime(value.year, value.month, value.day)
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return int(value.timestamp() * 1000)
-    except (ValueError, OverflowError) as exc:
-        raise VersionNotFoundError(f"not a usable timestamp {value!r}: {exc}") from None
 
 
 class Table:
@@ -142,7 +113,7 @@ class Table:
         Raises ``InvalidArgumentError`` when ``limit`` is not None or an integer >= 0.
         """
         if limit is not None:
-            _check_number("limit", limit, minimum=0, integral=True)
+            check_number("limit", limit, minimum=0, integral=True)
         with storage_faults(f"reading the history of {self.uri}", StorageError):
             return self._format.history(self._storage, limit=limit)
 
@@ -325,7 +296,7 @@ class Table:
         ``InvalidArgumentError`` for a negative or non-finite retention, before any work;
         ``StorageError`` when the storage fails (some unneeded files may then remain).
         """
-        _check_number("retention_hours", retention_hours, minimum=0)
+        check_number("retention_hours", retention_hours, minimum=0)
         fmt = self._maintainable()
         snapshot = self.snapshot()
         with storage_faults(f"vacuuming {self.uri}", StorageError):
@@ -342,7 +313,7 @@ class Table:
         ``InvalidArgumentError`` for a target size that is not a positive integer.
         """
         if target_file_size is not None:
-            _check_number("target_file_size", target_file_size, minimum=1, integral=True)
+            check_number("target_file_size", target_file_size, minimum=1, integral=True)
         fmt = self._maintainable()
         return self._run(
             lambda tx: tx.stage(*fmt.optimize(self._storage, tx.snapshot, target_file_size))
@@ -373,7 +344,7 @@ class Table:
         ``InvalidArgumentError`` (before any work) when ``retain_commits`` is not an integer of
         at least 1; ``StorageError`` when the storage fails.
         """
-        _check_number("retain_commits", retain_commits, minimum=1, integral=True)
+        check_number("retain_commits", retain_commits, minimum=1, integral=True)
         fmt = self._merge_on_read()
         snapshot = self.snapshot()
         with storage_faults(f"cleaning {self.uri}", StorageError):
@@ -435,16 +406,6 @@ class Table:
             ...     s.rename_column("name", "full_name")
         """
         return SchemaUpdateContext(self)
-
-
-def _check_number(name: str, value: object, minimum: float, integral: bool = False) -> None:
-    """Raise ``InvalidArgumentError`` unless ``value`` is a finite number >= ``minimum``."""
-    kinds = (int,) if integral else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        kind = "an integer" if integral else "a number"
-        raise InvalidArgumentError(f"{name} must be {kind}, not {value!r}")
-    if not math.isfinite(value) or value < minimum:
-        raise InvalidArgumentError(f"{name} must be at least {minimum:g}, not {value!r}")
 
 
 class MergeBuilder:

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakecore
+from lakecore.arguments import to_epoch_ms
 from lakecore.errors import SchemaError, VersionNotFoundError
-from lakecore.table import to_epoch_ms
 
 
 def _tiny_delta(root: Path) -> Path:

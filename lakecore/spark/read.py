@@ -26,8 +26,8 @@ from lakecore.planning import ScanContext, ScanTask, read_tasks
 from lakecore.spark.types import spark_arrow_schema, to_spark_schema
 
 if TYPE_CHECKING:
+    from lakecore.arguments import TimestampLike
     from lakecore.planning import Where
-    from lakecore.table import TimestampLike
 
 TASKS_SCHEMA = st.StructType(
     [
