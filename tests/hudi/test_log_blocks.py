@@ -226,6 +226,21 @@ def test_parquet_data_block_round_trip() -> None:
     assert decode_data_block(block).equals(table)
 
 
+def test_parquet_data_block_with_int96_timestamps_outside_the_ns_range() -> None:
+    """Spark may write Parquet log blocks with INT96 timestamps; years 1 and 9999 must not wrap
+    (pyarrow decodes INT96 to nanoseconds by default)."""
+    values = [datetime.datetime(1, 1, 1), datetime.datetime(9999, 12, 31, 23, 59, 59, 999999)]
+    table = pa.table({"ts": pa.array(values, pa.timestamp("us"))})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, use_deprecated_int96_timestamps=True)
+    header = {
+        HeaderKey.INSTANT_TIME: "1",
+        HeaderKey.SCHEMA: json.dumps(arrow_to_avro(table.schema, "r", "ns")),
+    }
+    block = _one(encode_log_block(BlockType.PARQUET_DATA, header, sink.getvalue().to_pybytes()))
+    assert decode_parquet_block(block).column("ts").to_pylist() == values
+
+
 def test_schema_evolution_on_decode() -> None:
     table = pa.table(
         {

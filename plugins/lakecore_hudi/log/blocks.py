@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptTableError, SchemaError, UnsupportedFeatureError
+from lakecore.model.parquet_read import open_parquet
 from lakecore_hudi.avro_schema import (
     arrow_to_records,
     avro_to_arrow,
@@ -257,7 +258,7 @@ def decode_parquet_block(block: LogBlock, reader_schema: pa.Schema | None = None
     if block.block_type != BlockType.PARQUET_DATA:
         raise ValueError(f"not a Parquet data block: {block.block_type.name}")
     try:
-        table = pq.read_table(pa.BufferReader(pa.py_buffer(block.content)))
+        table = open_parquet(pa.BufferReader(pa.py_buffer(block.content))).read()
     except (pa.ArrowInvalid, OSError) as exc:
         raise _fail(block, f"content is not a readable Parquet file: {exc}") from None
     table = table.replace_schema_metadata(None)
