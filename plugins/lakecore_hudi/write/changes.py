@@ -5,7 +5,7 @@ file group (an index into the snapshot's latest file slices) the rows that repla
 that group and the record keys removed from it, plus rows inserted into new file groups.
 Keys are looked up across all partitions (a global index): a row whose partition value
 changed is deleted from its old group and inserted into its new partition, so a key never
-lives twice.
+lives twice. The planners read only the candidate slices they are given (see ``candidates``).
 """
 
 from __future__ import annotations
@@ -106,11 +106,13 @@ class SliceRows:
         return self._reader.read(s.base_file.path, [], list(names))
 
 
-def key_index(rows: SliceRows, ordering: str | None) -> pa.Table:
-    """(record key, slice index, partition path[, ordering value]) of every live record."""
+def key_index(rows: SliceRows, ordering: str | None, candidates: Sequence[int]) -> pa.Table:
+    """(record key, slice index, partition path[, ordering value]) of every live record of
+    the ``candidates`` slices."""
     names = [RECORD_KEY] + ([ordering] if ordering else [])
     parts = []
-    for i, s in enumerate(rows.slices):
+    for i in candidates:
+        s = rows.slices[i]
         found = rows.columns(i, names)
         n = found.num_rows
         columns = {
@@ -138,9 +140,14 @@ def loses_on_order(incoming: pa.ChunkedArray, existing: pa.ChunkedArray) -> pa.A
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
-def plan_upsert(rows: SliceRows, data: pa.Table, ordering: str | None) -> ChangeSet:
+def plan_upsert(
+    rows: SliceRows, data: pa.Table, ordering: str | None, candidates: Sequence[int]
+) -> ChangeSet:
     """Route keyed, deduplicated ``data``: a row whose key lives in a slice of the same partition
     updates that slice; every other copy of the key is deleted; the rest are inserts.
+
+    Only the ``candidates`` slices are looked up: they must include every slice that may hold
+    one of ``data``'s keys (``slices_for_keys``), or a key could be written twice.
 
     With an ``ordering`` field (event-time ordering), a row whose ordering value is lower than
     an existing record's of its key is dropped, as Hudi's payload would ignore it.
@@ -148,7 +155,7 @@ def plan_upsert(rows: SliceRows, data: pa.Table, ordering: str | None) -> Change
     changes = ChangeSet()
     if data.num_rows == 0:
         return changes
-    index = key_index(rows, ordering)
+    index = key_index(rows, ordering, candidates)
     if ordering:
         data = _drop_stale(index, data, ordering)
     n = data.num_rows

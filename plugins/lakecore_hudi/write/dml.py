@@ -8,7 +8,7 @@ paths were rendered by another writer keep them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -36,10 +36,14 @@ def matching(sql: str | None, records: pa.Table) -> pa.Array:
     return pc.fill_null(evaluate_predicate(sql, records), False).combine_chunks()
 
 
-def plan_delete(rows: SliceRows, where: str | None) -> ChangeSet:
-    """Delete the records matching ``where`` from every slice holding some."""
+def plan_delete(rows: SliceRows, where: str | None, candidates: Sequence[int]) -> ChangeSet:
+    """Delete the records matching ``where`` from every slice holding some.
+
+    Only the ``candidates`` slices are read: they must include every slice that may hold a
+    matching record (``candidate_slices``).
+    """
     changes = ChangeSet()
-    for i in range(len(rows.slices)):
+    for i in candidates:
         records = rows.records(i)
         mask = matching(where, records)
         if pc.any(mask).as_py():
@@ -105,11 +109,18 @@ def assigned(records: pa.Table, assignments: Mapping[str, str], layout: WriteLay
 
 
 def plan_update(
-    rows: SliceRows, layout: WriteLayout, assignments: Mapping[str, str], where: str | None
+    rows: SliceRows,
+    layout: WriteLayout,
+    assignments: Mapping[str, str],
+    where: str | None,
+    candidates: Sequence[int],
 ) -> ChangeSet:
-    """Set columns on the records matching ``where`` (rows whose partition values change move)."""
+    """Set columns on the records matching ``where`` (rows whose partition values change move).
+
+    Only the ``candidates`` slices are read (a superset of those holding matching records).
+    """
     changes = ChangeSet()
-    for i in range(len(rows.slices)):
+    for i in candidates:
         records = rows.records(i)
         mask = matching(where, records)
         if not pc.any(mask).as_py():
@@ -122,9 +133,16 @@ def plan_update(
 
 
 def plan_overwrite(
-    rows: SliceRows, layout: WriteLayout, data: pa.Table, where: str | None
+    rows: SliceRows,
+    layout: WriteLayout,
+    data: pa.Table,
+    where: str | None,
+    candidates: Sequence[int],
 ) -> tuple[ChangeSet, set[int]]:
     """Replace the records matching ``where`` (all when None) by keyed ``data``.
+
+    With ``where``, only the ``candidates`` slices are read (a superset of those holding
+    matching records); without, every slice is replaced unread.
 
     Returns the change set (only inserts: new file groups) and the slices it replaces: every
     slice holding a matching record. Records of those slices that do not match are written
@@ -141,11 +159,10 @@ def plan_overwrite(
                 f"the overwrite predicate {where!r}"
             )
     changes = ChangeSet(inserts=[data] if data.num_rows else [])
+    if where is None:
+        return changes, set(range(len(rows.slices)))
     replaced: set[int] = set()
-    for i in range(len(rows.slices)):
-        if where is None:
-            replaced.add(i)
-            continue
+    for i in candidates:
         records = rows.records(i)
         mask = matching(where, records)
         if not pc.any(mask).as_py():

@@ -59,20 +59,36 @@ def source_keys(source: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
     return keys
 
 
-def plan_merge(
-    rows: SliceRows, layout: WriteLayout, source: pa.Table, clauses: MergeClauses
-) -> ChangeSet:
-    """Plan the merge of ``source`` (user columns) into the snapshot."""
+def merge_source(source: pa.Table, layout: WriteLayout) -> pa.Table:
+    """``source`` (user columns) cast into the table's column types.
+
+    Raises:
+        SchemaError: a column is not in the table, or its values do not convert losslessly.
+    """
     unknown = [c for c in source.column_names if layout.data_schema.get_field_index(c) < 0]
     if unknown:
         raise SchemaError(f"source column(s) {unknown} are not in the table schema")
     schema = layout.data_schema
-    source = pa.table({c: _cast(source.column(c), schema.field(c)) for c in source.column_names})
+    return pa.table({c: _cast(source.column(c), schema.field(c)) for c in source.column_names})
+
+
+def plan_merge(
+    rows: SliceRows,
+    layout: WriteLayout,
+    source: pa.Table,
+    clauses: MergeClauses,
+    candidates: Sequence[int],
+) -> ChangeSet:
+    """Plan the merge of ``source`` (from ``merge_source``) into the snapshot.
+
+    Only the ``candidates`` slices are read: they must include every slice that may hold one
+    of the source's keys (``slices_for_keys``).
+    """
     keys = source_keys(source, layout)
     probe = pa.table({KEY: keys, _ROW: pa.array(np.arange(source.num_rows, dtype=np.int64))})
     matched = np.zeros(source.num_rows, dtype=bool)
     changes = ChangeSet()
-    for i in range(len(rows.slices)):
+    for i in candidates:
         records = rows.records(i)
         target = pa.table(
             {

@@ -41,10 +41,11 @@ from lakecore_hudi.timeline.metadata import (
 )
 from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.apply import FileJob, plan_jobs, planned_stat, run_job
+from lakecore_hudi.write.candidates import candidate_slices, slices_for_keys
 from lakecore_hudi.write.changes import ChangeSet, SliceRows, plan_upsert
 from lakecore_hudi.write.dml import check_assignments, plan_delete, plan_overwrite, plan_update
 from lakecore_hudi.write.layout import ensure_writable, layout_for
-from lakecore_hudi.write.merge import check_merge, plan_merge
+from lakecore_hudi.write.merge import check_merge, merge_source, plan_merge
 from lakecore_hudi.write.planned import FileGroup, PlannedInstant, start_instant
 from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instant
 from lakecore_hudi.write.rows_in import conform, dedupe, keyed
@@ -66,6 +67,7 @@ class HudiWriter:
 
     def __init__(self, storage: Storage, snapshot: Snapshot) -> None:
         self._storage = storage
+        self._snapshot = snapshot
         self._state = state_of(snapshot)
         self._config = self._state.config
         ensure_writable(self._config)
@@ -84,7 +86,7 @@ class HudiWriter:
         """Insert or update ``data`` by record key (the batch is first reduced to one row per
         key: the greatest precombine value, the last row on ties)."""
         rows = dedupe(self._keyed(data), self._layout)
-        changes = plan_upsert(self._rows, rows, self._ordering())
+        changes = plan_upsert(self._rows, rows, self._ordering(), self._slices_for_keys(rows))
         return self._write(changes, "UPSERT", CommitInfo("UPSERT", {"rows": rows.num_rows}))
 
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
@@ -94,7 +96,7 @@ class HudiWriter:
                 ChangeSet(), set(range(len(self._state.slices))), "DELETE_PARTITION", info, True
             )
         self._validate(where)
-        changes = plan_delete(self._rows, where)
+        changes = plan_delete(self._rows, where, candidate_slices(self._snapshot, where))
         info = CommitInfo("DELETE", {"predicate": where}, read_predicate=where)
         return self._write(changes, "DELETE", info)
 
@@ -102,7 +104,8 @@ class HudiWriter:
         if where is not None:
             self._validate(where)
         rows = self._keyed(data)
-        changes, replaced = plan_overwrite(self._rows, self._layout, rows, where)
+        candidates = candidate_slices(self._snapshot, where)
+        changes, replaced = plan_overwrite(self._rows, self._layout, rows, where, candidates)
         if where is None:
             info = CommitInfo("INSERT_OVERWRITE_TABLE", {}, read_whole_table=True)
             return self._replace(changes, replaced, "INSERT_OVERWRITE_TABLE", info, True)
@@ -112,7 +115,8 @@ class HudiWriter:
     def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
         self._validate(where)
         check_assignments(set, self._layout, self._state.table_schema.empty_table())
-        changes = plan_update(self._rows, self._layout, set, where)
+        candidates = candidate_slices(self._snapshot, where)
+        changes = plan_update(self._rows, self._layout, set, where, candidates)
         info = CommitInfo("UPDATE", {"set": dict(set), "predicate": where}, read_predicate=where)
         return self._write(changes, "UPSERT", info)
 
@@ -123,7 +127,9 @@ class HudiWriter:
         for sql in (clauses.matched_condition, clauses.not_matched_condition):
             if sql:
                 parse(sql)
-        changes = plan_merge(self._rows, self._layout, to_arrow_table(source), clauses)
+        rows = merge_source(to_arrow_table(source), self._layout)
+        candidates = self._slices_for_keys(rows)
+        changes = plan_merge(self._rows, self._layout, rows, clauses, candidates)
         keys = " AND ".join(f"{k} IS NOT NULL" for k in on)
         info = CommitInfo("MERGE", {"on": list(on)}, read_predicate=keys)
         return self._write(changes, "UPSERT", info)
@@ -152,6 +158,11 @@ class HudiWriter:
             if len(keys):
                 return str(keys[0].as_py())
         return None
+
+    def _slices_for_keys(self, rows: pa.Table) -> list[int]:
+        """The slices that may hold one of ``rows``' record keys (the only ones looked up)."""
+        fields = self._layout.key_fields
+        return slices_for_keys(self._snapshot, rows, fields, self._config.keygen_type)
 
     def _ordering(self) -> str | None:
         event = self._config.record_merge_mode == "EVENT_TIME_ORDERING"
