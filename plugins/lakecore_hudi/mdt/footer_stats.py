@@ -16,8 +16,10 @@ get wrong (binary min/max from old parquet-mr, INT96 timestamps). Files that are
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -87,8 +89,27 @@ def _read_footer(storage: Storage, path: str) -> pq.FileMetaData | None:
         return None
     try:
         with open_input(storage, path, "base file") as f:
-            return pq.ParquetFile(f).metadata
+            return pq.read_metadata(pa.BufferReader(_footer_bytes(f)))
     except (FileNotFoundError, StorageError):
         raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptTableError(f"{path}: not a readable Parquet file ({exc})") from exc
+
+
+def _footer_bytes(f: BinaryIO) -> bytes:
+    """A minimal Parquet file holding only ``f``'s footer: ``PAR1`` + footer + length + ``PAR1``.
+
+    Reads exactly the footer (pyarrow's own reader takes the last 64 KiB of every file, most
+    of a small file: a planner reading hundreds of footers read half the table). Raises
+    ``pa.ArrowInvalid`` when ``f`` does not end like a plain Parquet file.
+    """
+    size = f.seek(0, os.SEEK_END)
+    if size < 12:
+        raise pa.ArrowInvalid(f"{size} bytes is too small for a Parquet file")
+    f.seek(size - 8)
+    trailer = f.read(8)
+    length = int.from_bytes(trailer[:4], "little")
+    if trailer[4:] != b"PAR1" or length > size - 12:
+        raise pa.ArrowInvalid("no plain Parquet footer at the end of the file")
+    f.seek(size - 8 - length)
+    return b"PAR1" + f.read(length + 8)

@@ -144,6 +144,19 @@ def test_delete_one_row_reads_one_slice(counted: Any) -> None:
     assert _count(root) == GROUPS * PER_GROUP - 1
 
 
+def test_untouched_slices_give_only_their_footer(counted: Any) -> None:
+    """The file index reads each footer exactly (a few KB), not pyarrow's 64 KiB tail: on a
+    400-slice table that tail alone was half the data (benchmarks/hudi_dml.py)."""
+    root, storage, table = counted
+    want = file_id_of(root, KEY)
+    storage.reset()
+    table.delete(f"id = {KEY}")
+    others = {p: n for p, n in storage.bytes.items() if p.endswith(".parquet")}
+    others = {p: n for p, n in others.items() if _file_id(p) != want}
+    assert len(others) == GROUPS - 1
+    assert max(others.values()) < 4096
+
+
 def test_update_one_row_reads_one_slice(counted: Any) -> None:
     root, storage, table = counted
     want = file_id_of(root, KEY)
@@ -342,3 +355,16 @@ def test_complex_key_upsert_and_merge(tmp_path: Path, kind: str) -> None:
     from tests.hudi.write.helpers import hudi_rs_rows
 
     assert sorted(hudi_rs_rows(root), key=lambda r: (r["id"], r["name"])) == want
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"PAR1", b"PAR1" + b"x" * 100, b"PAR1" + b"\xff\xff\xff\x7fPAR1"]
+)
+def test_footer_of_a_damaged_file_is_corrupt(tmp_path: Path, content: bytes) -> None:
+    from lakecore_hudi.mdt.footer_stats import footer_stats
+
+    from lakecore.errors import CorruptTableError
+
+    (tmp_path / "f.parquet").write_bytes(content)
+    with pytest.raises(CorruptTableError, match="not a readable Parquet file"):
+        footer_stats(open_storage(str(tmp_path)), ["f.parquet"], SCHEMA)
