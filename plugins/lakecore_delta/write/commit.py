@@ -15,6 +15,7 @@ from lakecore.errors import (
     CommitConflictError,
     CommitStateUnknownError,
     ConstraintViolationError,
+    LakecoreError,
 )
 from lakecore.faults import storage_faults
 from lakecore.model.actions import (
@@ -31,15 +32,18 @@ from lakecore.model.actions import (
     SetTransaction,
 )
 from lakecore.model.schema import physical_name
+from lakecore.planning.candidates import candidate_files, dml_predicate
 from lakecore.sql import evaluate_predicate
 from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
+from lakecore_delta.file_index import index_actions
 from lakecore_delta.log.commits import first_action, parse_actions
 from lakecore_delta.log.files import LogFile, LogFileKind, commit_path
 from lakecore_delta.log.schemas import partition_values_type
 from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.paths import decode_paths
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
+from lakecore_delta.scan import scan_context
 from lakecore_delta.schema import schema_string
 from lakecore_delta.state import DeltaState
 from lakecore_delta.write.checkpoint_out import maybe_checkpoint
@@ -287,18 +291,47 @@ def check_conflicts(
             for a in theirs
             if isinstance(a.get("add"), dict) and a["add"].get("dataChange", True)
         ]
-        if added and (info.read_whole_table or _may_match(state, added, info.read_predicate)):
+        if added and (
+            info.read_whole_table or _may_match(storage, state, added, info.read_predicate)
+        ):
             raise conflict("it added rows where this transaction read")
 
 
-def _may_match(state: DeltaState, added: list[dict[str, Any]], predicate: str | None) -> bool:
+def _may_match(
+    storage: Storage, state: DeltaState, added: list[dict[str, Any]], predicate: str | None
+) -> bool:
     """Whether rows of the added files could satisfy ``predicate``.
 
-    Decided exactly when the predicate names partition columns only (files in other
-    partitions cannot match); otherwise any added file may match.
+    The scan planner's question, asked of the added files' index rows (partition values,
+    then min/max/null_count stats; a file without stats may match). Predicates the planner
+    cannot read (see ``dml_predicate``) are decided on partition values when they name
+    partition columns only; otherwise any added file may match.
     """
     if predicate is None:
         return True
+    planned = dml_predicate(predicate, state.schema)
+    if planned is not None:
+        index = _added_index(state, added)
+        if index is not None:
+            kept = candidate_files(index, planned, scan_context(storage, state))
+            return bool(kept.num_rows > 0)
+    return _may_match_partitions(state, added, predicate)
+
+
+def _added_index(state: DeltaState, added: list[dict[str, Any]]) -> pa.Table | None:
+    """The file index of the winner's add actions under ``state`` (None: they do not fit the
+    add layout, so the caller falls back to a coarser answer)."""
+    schema = state.adds.schema
+    rows = [{name: add.get(name) for name in schema.names} for add in added]
+    try:
+        return index_actions(pa.Table.from_pylist(rows, schema=schema), state)
+    except (pa.ArrowException, TypeError, ValueError, LakecoreError):
+        return None
+
+
+def _may_match_partitions(state: DeltaState, added: list[dict[str, Any]], predicate: str) -> bool:
+    """Decided exactly when ``predicate`` names partition columns only (files in other
+    partitions cannot match); otherwise any added file may match."""
     columns = {c.name for c in parse(predicate).find_all(exp.Column)}
     if not columns or not columns <= set(state.partition_columns):
         return True

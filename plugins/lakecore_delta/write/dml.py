@@ -1,28 +1,36 @@
 """Row-level changes: delete and update, as copy-on-write rewrites or deletion vectors.
 
-Each affected file is read whole (deleted rows included, so row positions are those of the
-file), the predicate is evaluated per row, and the file is either rewritten without the
-changed rows (copy-on-write) or given a larger deletion vector (when the table enables
-``delta.enableDeletionVectors``). Changed rows are written as new files; with the change data
-feed on, their before/after images go to ``_change_data``.
+The caller passes the candidate files (``lakecore.planning.candidates``: the scan's pruning
+of the file index), a superset of the files holding a changed row. Each candidate is read
+whole (deleted rows included, so row positions are those of the file), the predicate is
+evaluated per row, and the file is either rewritten without the changed rows (copy-on-write)
+or given a larger deletion vector (when the table enables ``delta.enableDeletionVectors``).
+Changed rows are written as new files; with the change data feed on, their before/after
+images go to ``_change_data``.
+
+A DELETE whose predicate names partition columns only is decided per file, without reading
+any: every row of a file shares its partition values, so the predicate is TRUE for all of
+them (the file is removed, as Delta does) or for none (the file is untouched).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import exp
 
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddChangeFiles, DeleteRows, RemoveFiles
 from lakecore.model.data_input import cast_assigned
 from lakecore.sql import evaluate, evaluate_predicate
+from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
 from lakecore_delta.deletion_vectors import (
     DeletionVectorDescriptor,
@@ -142,14 +150,58 @@ def _drop_rows(
 
 
 def delete_rows(ctx: DmlContext, files: pa.Table, where: str | None) -> ChangeSet:
-    """Plan a DELETE of the rows matching ``where`` in ``files``."""
+    """Plan a DELETE of the rows matching ``where`` in ``files``.
+
+    ``files`` must include every file that may hold a matching row. Without the change data
+    feed (which needs the deleted rows), no predicate or a predicate on partition columns
+    only reads no file.
+    """
     out = ChangeSet()
+    truth = None if ctx.cdf else partition_truth(files, where, ctx.layout.partition_columns)
+    if where is None and not ctx.cdf:
+        truth = pa.array(np.ones(files.num_rows, dtype=bool))  # every row of every file
+    if truth is not None:
+        for row in files.filter(truth).to_pylist():
+            count = _live_count(row)
+            if count != 0:  # a file whose rows are all deleted already stays as it is
+                out.removed.append(row)
+                out.rows_changed += count or 0
+        return out
     for row, table, live, match in touched_files(ctx, files, where):
         _drop_rows(ctx, out, row, table, live, match)
         out.rows_changed += int(match.sum())
         if ctx.cdf:
             out.changes.append(tagged(table.filter(pa.array(match)), "delete"))
     return out
+
+
+def partition_truth(
+    files: pa.Table, where: str | None, partition_columns: Sequence[str]
+) -> pa.Array | None:
+    """Per file of ``files``: is ``where`` TRUE for the file's partition values (nulls False)?
+
+    None unless ``where`` names at least one column and partition columns only (compared
+    case-insensitively, as the evaluator resolves names): then every row of a file has the
+    answer of its partition values, since the row evaluator sees the same values.
+    """
+    if where is None or not partition_columns:
+        return None
+    names = {c.name.lower() for c in parse(where).find_all(exp.Column)}
+    if not names or not names <= {c.lower() for c in partition_columns}:
+        return None
+    values = files.column(fi.PARTITION).combine_chunks()
+    table = pa.Table.from_struct_array(values)
+    truth = pc.fill_null(evaluate_predicate(where, table), False)
+    return truth.combine_chunks()
+
+
+def _live_count(row: Mapping[str, Any]) -> int | None:
+    """Rows of the file not deleted by its deletion vector (None: the count is unknown)."""
+    records = row.get(fi.RECORD_COUNT)
+    if records is None:
+        return None
+    deletion = row.get(fi.DELETION) or {}
+    return int(records) - int(deletion.get("cardinality") or 0)
 
 
 def update_rows(

@@ -1,10 +1,11 @@
 """MERGE (upsert) of a source into a Delta table, matched on key columns.
 
-Target files are read whole (row positions kept), joined with the source on the keys, and
-the matched rows are updated or deleted the same way DELETE/UPDATE change rows (rewrite or
-deletion vector); unmatched source rows are inserted. In ``when_matched_update`` SQL,
-``source.x`` / ``s.x`` names the source's column and ``target.x`` / ``t.x`` (or a bare name)
-the target's.
+The caller passes the candidate target files (``merge_candidates``: the files whose key
+min/max cover the source's key range). They are read whole (row positions kept), joined with
+the source on the keys, and the matched rows are updated or deleted the same way DELETE/UPDATE
+change rows (rewrite or deletion vector); unmatched source rows are inserted. In
+``when_matched_update`` SQL, ``source.x`` / ``s.x`` names the source's column and ``target.x``
+/ ``t.x`` (or a bare name) the target's.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from lakecore_delta.write.dml import ChangeSet, DmlContext, _drop_rows, tagged
 ROW = "__lakecore_row"
 
 
-def _check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> None:
+def check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> None:
+    """Raise ``SchemaError`` for a key missing from either side and
+    ``ConstraintViolationError`` when two source rows share a key."""
     for k in keys:
         if source.schema.get_field_index(k) < 0 or schema.get_field_index(k) < 0:
             raise SchemaError(f"merge key {k!r} must be a column of both source and target")
@@ -39,9 +42,12 @@ def _check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> Non
 def merge_rows(
     ctx: DmlContext, files: pa.Table, source: pa.Table, keys: Sequence[str], clauses: MergeClauses
 ) -> tuple[ChangeSet, pa.Table]:
-    """Plan the matched-row changes over ``files``; return them and the source rows to insert."""
+    """Plan the matched-row changes over ``files``; return them and the source rows to insert.
+
+    ``files`` must include every file that may hold a row matching a source row's keys.
+    """
     schema = ctx.layout.schema
-    _check_keys(source, schema, keys)
+    check_keys(source, schema, keys)
     src = source.append_column(ROW, pa.array(np.arange(source.num_rows), pa.int64()))
     matched_source = np.zeros(source.num_rows, dtype=bool)
     out = ChangeSet()

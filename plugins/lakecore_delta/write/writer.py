@@ -13,6 +13,7 @@ from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFe
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
 from lakecore.model.data_input import cast_assigned, cast_lossless, to_arrow_table
 from lakecore.model.merge import MergeClauses, qualified_columns
+from lakecore.planning.candidates import candidate_files, dml_predicate, merge_candidates
 from lakecore.snapshot import Snapshot
 from lakecore.sql import evaluate, evaluate_predicate
 from lakecore.sql.evaluate import parse
@@ -27,7 +28,7 @@ from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout
 from lakecore_delta.write.data_in import conform_to_schema, relaxed_type
 from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
 from lakecore_delta.write.features import ensure_writable
-from lakecore_delta.write.merge import merge_rows
+from lakecore_delta.write.merge import check_keys, merge_rows
 from lakecore_delta.write.properties import parse_size_bytes
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
 
@@ -145,6 +146,17 @@ class DeltaWriter:
             )
         return self._dml_context
 
+    def _candidates(self, where: str | None) -> pa.Table:
+        """The files a DML with ``where`` must read: the scan's pruning of the file index
+        (every file when the planner cannot read ``where``, see ``dml_predicate``)."""
+        files = self._snapshot.files()
+        if where is None:
+            return files
+        predicate = dml_predicate(where, self._state.schema)
+        if predicate is None:
+            return files
+        return candidate_files(files, predicate, self._snapshot.source.scan_context())
+
     def _ensure_not_append_only(self) -> None:
         # Checked before any file is written (the commit checks again).
         if self._state.configuration.get("delta.appendOnly", "false").lower() == "true":
@@ -177,7 +189,7 @@ class DeltaWriter:
             raise ConstraintViolationError(
                 f"{pc.sum(outside).as_py()} row(s) of the data do not match replaceWhere {where!r}"
             )
-        changes = delete_rows(self._dml(), self._snapshot.files(), where)
+        changes = delete_rows(self._dml(), self._candidates(where), where)
         # With change files in a commit, readers take only them: the new rows go in too.
         changes.new_rows.append(table)
         if self._dml().cdf:
@@ -188,7 +200,7 @@ class DeltaWriter:
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
         self._ensure_not_append_only()
         self._validate(where)
-        changes = delete_rows(self._dml(), self._snapshot.files(), where)
+        changes = delete_rows(self._dml(), self._candidates(where), where)
         info = CommitInfo(
             "DELETE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
         )
@@ -202,7 +214,7 @@ class DeltaWriter:
             raise SchemaError(f"cannot update unknown column(s) {unknown}")
         for name, sql in set.items():
             _check_assignment(self._state.schema.empty_table(), self._state.schema, name, sql)
-        changes = update_rows(self._dml(), self._snapshot.files(), set, where)
+        changes = update_rows(self._dml(), self._candidates(where), set, where)
         info = CommitInfo(
             "UPDATE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
         )
@@ -220,7 +232,16 @@ class DeltaWriter:
         both = qualified_columns(self._state.schema.empty_table(), src.slice(0, 0))
         for name, sql in (clauses.matched_update or {}).items():
             _check_assignment(both, self._state.schema, name, sql)
-        changes, inserts = merge_rows(self._dml(), self._snapshot.files(), src, on, clauses)
+        check_keys(src, self._state.schema, on)
+        # Only files whose key range covers some source key can hold a matching row.
+        files = merge_candidates(
+            self._snapshot.files(),
+            src,
+            on,
+            self._state.schema,
+            self._snapshot.source.scan_context(),
+        )
+        changes, inserts = merge_rows(self._dml(), files, src, on, clauses)
         if clauses.insert_all and inserts.num_rows:
             table = self._conformed(inserts)
             changes.new_rows.append(table)
