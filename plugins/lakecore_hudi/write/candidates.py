@@ -21,8 +21,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import LakecoreError
-from lakecore.planning.binding import Where, bind, parse_predicate
+from lakecore.planning.binding import Where
+from lakecore.planning.candidates import dml_predicate
 from lakecore.planning.scan import prune
 from lakecore.snapshot import Snapshot
 from lakecore_hudi.source import HudiSnapshotSource
@@ -45,10 +45,10 @@ def candidate_slices(snapshot: Snapshot, where: Where | None) -> list[int]:
     if where is None or state.options.read_optimized:
         # Read-optimized indexes describe base files only: their stats miss the log records.
         return every
-    try:
-        predicate = bind(parse_predicate(where), snapshot.schema)
-    except LakecoreError:
-        return every  # e.g. a meta column or SQL only the DML evaluator reads
+    # None for SQL only the DML evaluator reads, or reads differently from the planner.
+    predicate = dml_predicate(where, snapshot.schema)
+    if predicate is None:
+        return every
     kept = prune(source.files(), predicate, source.scan_context()).files
     paths = set(kept.column("path").to_pylist())
     indexed = set(source.files().column("path").to_pylist())

@@ -304,6 +304,16 @@ def test_sql_only_the_dml_evaluator_reads_falls_back_to_every_slice(counted: Any
     assert [r for r in _data(root) if r["city"] == "c06"] == []
 
 
+def test_escapes_the_planner_reads_differently_fall_back_to_every_slice(tmp_path: Path) -> None:
+    # Spark SQL reads '\\n' as a line break, the planner as two characters: pruning by the
+    # planner's reading would skip the slice holding the row and delete nothing.
+    table = create(tmp_path / "t", partitioned=False)
+    table.append(rows((1, "x\ny", 1, "a")))
+    table.append(rows((2, "zzz", 1, "a")))
+    table.delete("name = 'x\\ny'")
+    assert [r["id"] for r in table.to_arrow().to_pylist()] == [2]
+
+
 def test_meta_column_predicate(counted: Any) -> None:
     root, _, table = counted
     table.delete(f"_hoodie_record_key = '{KEY}'")
