@@ -94,6 +94,22 @@ class FlakyStorage(FsspecStorage):
         return self._call("read", path, lambda: super(FlakyStorage, self).read(path, start, end))  # type: ignore[no-any-return]
 
 
+class FakeClock:
+    """A monotonic clock the test moves by hand (``lock.observed_clock``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fast_clock(monkeypatch: pytest.MonkeyPatch, factor: float = 200) -> None:
+    """Run the lock's staleness clock ``factor`` times faster than real time (a one-minute
+    expiry passes in 0.3 s); holds of ordinary length stay far from the expiry."""
+    monkeypatch.setattr(lock_module, "observed_clock", lambda: time.monotonic() * factor)
+
+
 def _table(tmp_path: Path, version: str = "8") -> tuple[Path, dict[int, Any]]:
     root = tmp_path / "t"
     table = create(root, "COPY_ON_WRITE", version)
@@ -153,7 +169,7 @@ def test_a_failed_heartbeat_cleanup_does_not_fail_the_commit(
 
 
 def test_a_failed_lock_release_does_not_fail_the_commit(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, _ = _table(tmp_path)
     # An upsert takes the lock twice: to claim its instant, then to complete it.
@@ -170,6 +186,7 @@ def test_a_failed_lock_release_does_not_fail_the_commit(
     assert_reads(root, model_of(rows((1, "c", 3, "x"))))
     then = time.time() - 120
     os.utime(root / LOCK_PATH, (then, then))  # a minute later
+    fast_clock(monkeypatch)  # and the next writer watches it for a minute
     lakecore.open(str(root)).upsert(rows((1, "d", 4, "x")))
     assert not (root / LOCK_PATH).exists()
     assert_reads(root, model_of(rows((1, "d", 4, "x"))))
@@ -187,9 +204,10 @@ def _hudi_lock(root: Path, age_s: float) -> None:
     os.utime(path, (then, then))
 
 
-def test_a_stale_lock_is_broken(tmp_path: Path) -> None:
+def test_a_stale_lock_is_broken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root, model = _table(tmp_path)
     _hudi_lock(root, age_s=120)  # older than the default expiry, 1 minute
+    fast_clock(monkeypatch)  # and seen unchanged for longer than that
     started = time.monotonic()
     lakecore.open(str(root)).append(rows((2, "b", 1, "y")))
     assert time.monotonic() - started < 20
@@ -251,7 +269,9 @@ def test_a_fault_before_the_completion_is_written_rolls_back_at_once(
     assert_reads(root, model)
 
 
-def test_breaking_a_stale_lock_never_deletes_a_fresh_one(tmp_path: Path) -> None:
+def test_breaking_a_stale_lock_never_deletes_a_fresh_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Waiter X saw the stale lock; before X breaks it, waiter Y breaks it and takes a fresh
     lock. X must leave Y's lock alone (a plain "exists, expired, delete" would delete it)."""
     root, _ = _table(tmp_path)
@@ -265,23 +285,39 @@ def test_breaking_a_stale_lock_never_deletes_a_fresh_one(tmp_path: Path) -> None
                 (root / LOCK_PATH).write_bytes(fresh)
             super().put_if_absent(path, data)
 
-    lock_module._break_if_stale(Racing(str(root)), 60_000)
+    clock = FakeClock()
+    monkeypatch.setattr(lock_module, "observed_clock", clock)
+    seen: dict[str, float] = {}
+    racing = Racing(str(root))
+    lock_module._break_if_stale(racing, 60_000, seen)  # first seen now
+    clock.now += 61
+    lock_module._break_if_stale(racing, 60_000, seen)
     assert (root / LOCK_PATH).read_bytes() == fresh
     assert [p.name for p in (root / LOCK_PATH).parent.iterdir()] == ["lock"]
 
 
-def test_a_stale_lock_another_waiter_is_breaking_is_left_to_it(tmp_path: Path) -> None:
+def test_a_stale_lock_another_waiter_is_breaking_is_left_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root, _ = _table(tmp_path)
     _hudi_lock(root, age_s=120)
+    clock = FakeClock()
+    monkeypatch.setattr(lock_module, "observed_clock", clock)
+    seen: dict[str, float] = {}
     storage = FsspecStorage(str(root))
     digest = lock_module._digest(storage.read(LOCK_PATH))
     marker = root / f"{LOCK_PATH}.{digest}.breaking"
     marker.write_bytes(b"")  # a live breaker's claim
-    lock_module._break_if_stale(storage, 60_000)
+    lock_module._break_if_stale(storage, 60_000, seen)  # the lock: first seen
+    clock.now += 61
+    lock_module._break_if_stale(storage, 60_000, seen)  # the marker: first seen
     assert (root / LOCK_PATH).exists()
     old = time.time() - 120  # the breaker died: its claim ages out, then the lock is broken
     os.utime(marker, (old, old))
-    lock_module._break_if_stale(storage, 60_000)
+    lock_module._break_if_stale(storage, 60_000, seen)
+    assert marker.exists()  # its mtime is old, but this waiter saw it for a moment only
+    clock.now += 61
+    lock_module._break_if_stale(storage, 60_000, seen)
     assert not marker.exists()
-    lock_module._break_if_stale(storage, 60_000)
+    lock_module._break_if_stale(storage, 60_000, seen)
     assert not (root / LOCK_PATH).exists()

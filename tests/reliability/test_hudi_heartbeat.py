@@ -132,10 +132,10 @@ def test_heartbeats_beat_in_the_background_and_stop_with_the_block(tmp_path: Pat
     storage = table.storage
     heartbeat.beat(storage, "20250101000000000")
     age_heartbeat(root, "20250101000000000")
-    assert heartbeat.is_expired(storage, config, "20250101000000000")
+    assert heartbeat.is_expired(storage, config, "20250101000000000", time.time() * 1000)
     with heartbeat.kept_alive(storage, config, "20250101000000000"):
         time.sleep(0.6)
-        assert not heartbeat.is_expired(storage, config, "20250101000000000")
+        assert not heartbeat.is_expired(storage, config, "20250101000000000", time.time() * 1000)
     assert not [t for t in threading.enumerate() if t.name.startswith("hudi-heartbeat-")]
     heartbeat.stop(storage, "20250101000000000")
     time.sleep(0.2)  # a beat after the block would bring the file back

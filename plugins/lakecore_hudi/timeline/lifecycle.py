@@ -113,7 +113,9 @@ def complete(
     Raises:
         CommitConflictError: the instant is already completed, or another writer completed it
             concurrently (see the module docstring for how the winner is decided).
-        CommitStateUnknownError: the write failed and whether it landed cannot be told.
+        CommitStateUnknownError: the write failed (or found the file present) and whether it
+            is ours cannot be told; or ours lost to a concurrent completion and could not be
+            deleted.
         OSError: listing the timeline failed before anything was written.
     """
     layout = config.timeline_layout_version
@@ -140,7 +142,17 @@ def complete(
         return instant
     winner = min(rivals, key=lambda i: i.completion_time or "")
     if winner.file_name != instant.file_name:
-        storage.delete(f"{config.timeline_dir}/{instant.file_name}")
+        try:
+            storage.delete(f"{config.timeline_dir}/{instant.file_name}")
+        except OSError as exc:
+            # Ours landed and lost, and it is still there: two completed files for one
+            # instant. Whatever readers make of it, "nothing was committed" is not known.
+            raise CommitStateUnknownError(
+                f"instant {ts} was completed concurrently by another writer "
+                f"({winner.file_name}) and deleting this writer's completed file "
+                f"{instant.file_name} failed ({type(exc).__name__}: {exc}); read the table's "
+                "history before running the operation again"
+            ) from exc
         raise CommitConflictError(
             f"instant {ts} was completed concurrently by another writer ({winner.file_name})",
             winning_version=ts,
@@ -170,8 +182,16 @@ def _create_completed(
             storage.put_if_absent(path, content)
             return instant
         except FileExistsError:
-            if _holds(storage, path, content) is True:
+            # Ours (a client retrying a conditional PUT that landed), another's, or unknown.
+            found = _holds(storage, path, content)
+            if found is True:
                 return instant
+            if found is None:
+                raise CommitStateUnknownError(
+                    f"completing instant {instant.timestamp}: {path} exists (perhaps this "
+                    "write, retried by the storage client) and could not be read back; read "
+                    "the table's history before running the operation again"
+                ) from None
             raise CommitConflictError(
                 f"instant {instant.timestamp} ({instant.action}) is already completed: {path} "
                 "exists; another writer completed this instant",

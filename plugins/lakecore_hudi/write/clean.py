@@ -17,7 +17,6 @@ import time
 from collections import defaultdict
 
 from lakecore.storage import Storage
-from lakecore.storage.paths import contained_path
 from lakecore_hudi.names import LogFile
 from lakecore_hudi.state import REPLACE_ACTIONS, HudiState, commit_metadata
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -33,7 +32,7 @@ from lakecore_hudi.timeline.metadata import (
 from lakecore_hudi.view import SliceFile, data_files, split_path
 from lakecore_hudi.write.layout import ensure_writable
 from lakecore_hudi.write.planned import start_instant
-from lakecore_hudi.write.rollback import ROLLBACK_ACTIONS
+from lakecore_hudi.write.rollback import ROLLBACK_ACTIONS, deletable_path
 
 POLICY = "KEEP_LATEST_COMMITS"
 
@@ -58,9 +57,10 @@ def clean(storage: Storage, state: HudiState, retain_commits: int) -> list[str]:
     if earliest is None:
         return []
     # The files come from listing the table, never from metadata paths; checking them again
-    # keeps "a clean deletes only inside the table" true whatever the listing returns.
+    # keeps "a clean deletes only data files inside the table" true whatever the listing
+    # returns (never a file under .hoodie/).
     doomed = [
-        contained_path(p, storage.root, source=f"listing of {storage.root}")
+        deletable_path(p, storage.root, source=f"listing of {storage.root}")
         for p in files_to_clean(storage, timeline, earliest)
     ]
     if not doomed:

@@ -15,7 +15,8 @@ read what they change (upserts, updates, deletes, merges: every row they change 
 file group they touch); inserts of new keys go to new file groups and never conflict, so two
 writers inserting the same new key both succeed (as in Hudi, the key then lives twice).
 
-Order of steps (see ``heartbeat`` for why): refresh the heartbeat; take the lock; make sure no
+Order of steps (see ``heartbeat`` for why): refresh the heartbeat (and keep it beating while
+waiting for the lock); take the lock; make sure no
 rollback took the instant (its writer looked dead); check conflicts; complete; release the
 lock; drop the heartbeat. Releasing the lock and dropping the heartbeat never raise: a
 completed commit is never reported as failed.
@@ -30,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from lakecore.errors import (
     CommitConflictError,
     CommitError,
+    CommitStateUnknownError,
     CommitStorageError,
     CorruptTableError,
     LakecoreError,
@@ -92,17 +94,17 @@ def commit_planned(storage: Storage, base: HudiState, planned: Sequence[PlannedI
     _check_disjoint(storage, config, planned)
     try:
         lock = _prepare(storage, config, planned)
-        try:
-            with _nothing_committed(planned):
-                _check_all(storage, base, planned, lock)
-        except Exception:
-            lock.release()
-            _abort_all(storage, config, planned)
-            raise
-        try:
+        try:  # however this ends (KeyboardInterrupt too), the lock is released
+            try:
+                with _nothing_committed(planned):
+                    _check_all(storage, base, planned, lock)
+            except Exception:
+                lock.release()  # the rollbacks take the lock themselves
+                _abort_all(storage, config, planned)
+                raise
             _complete_all(storage, config, planned, lock)
         finally:
-            lock.release()
+            lock.release()  # idempotent
     finally:
         for p in planned:
             heartbeat.stop(storage, p.timestamp)
@@ -110,12 +112,23 @@ def commit_planned(storage: Storage, base: HudiState, planned: Sequence[PlannedI
 
 
 def _prepare(storage: Storage, config: TableConfig, planned: Sequence[PlannedInstant]) -> TableLock:
-    """Beat the instants' heartbeats and take the table lock; on failure roll them back."""
+    """Beat the instants' heartbeats and take the table lock, beating while waiting for it
+    (the wait may last as long as the heartbeat expiry).
+
+    On failure the instants are rolled back, except when the lock could not be taken in
+    time: rolling back needs the same lock, so they are left to their heartbeat's expiry
+    (the caller stops beating) and a later writer rolls them back.
+    """
     try:
         with _nothing_committed(planned):
             for p in planned:
                 heartbeat.beat(storage, p.timestamp)
-            return acquire(storage, config)
+            with contextlib.ExitStack() as beating:
+                for p in planned:
+                    beating.enter_context(heartbeat.kept_alive(storage, config, p.timestamp))
+                return acquire(storage, config)
+    except CommitConflictError:
+        raise  # the lock wait timed out (see above)
     except Exception:
         _abort_all(storage, config, planned)
         raise
@@ -173,7 +186,15 @@ def _complete_all(
             complete(storage, config, p.action, p.timestamp, content)
         except LakecoreError:
             raise
-        except OSError as exc:  # listing before the write: this instant did not land
+        except OSError as exc:
+            if _maybe_completed(storage, config, p.timestamp):
+                # complete() raises OSError only before its write; should a completed file
+                # be there anyway, rolling back would be wrong and "nothing" untrue.
+                raise CommitStateUnknownError(
+                    f"completing instant {p.timestamp} failed ({type(exc).__name__}: {exc}) "
+                    "and a completed file of it exists; read the "
+                    "table's history before running the operation again"
+                ) from exc
             lock.release()  # the rollbacks take the lock themselves
             _abort_all(storage, config, planned[n:])
             done = [q.timestamp for q in planned[:n]]
@@ -183,6 +204,16 @@ def _complete_all(
                 f"{type(exc).__name__}: {exc}; "
                 + (f"instants {done} were committed" if done else "nothing was committed")
             ) from exc
+
+
+def _maybe_completed(storage: Storage, config: TableConfig, ts: str) -> bool:
+    """Whether a listing shows a completed file of instant ``ts`` (False if listing fails:
+    ``complete`` raises OSError only before its write, this is a second line of defence)."""
+    try:
+        timeline = load_timeline(storage, config)
+    except OSError:
+        return False
+    return any(i.timestamp == ts and i.is_completed for i in timeline.instants)
 
 
 def _abort_all(storage: Storage, config: TableConfig, planned: Sequence[PlannedInstant]) -> None:

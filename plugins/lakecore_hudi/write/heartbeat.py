@@ -2,7 +2,8 @@
 
 As Hudi's ``HoodieHeartbeatClient`` does, a writer keeps ``.hoodie/.heartbeat/<instant>`` while
 its instant is pending; the file's modification time is the heartbeat. A pending instant whose
-heartbeat is missing or older than ``interval * tolerable misses`` (Hudi's
+heartbeat is missing or older than ``interval * tolerable misses`` (judged against the store's
+clock, see ``is_expired``) (Hudi's
 ``hoodie.client.heartbeat.interval_in_ms``, default 60 s, and
 ``hoodie.client.heartbeat.tolerable.misses``, default 2, read from the table's properties) is a
 failed write that the next writer rolls back.
@@ -19,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Iterator
 
 from lakecore.errors import CorruptTableError
@@ -88,13 +88,25 @@ def expiry_ms(config: TableConfig) -> int:
     return interval_ms(config) * _positive_int(config, MISSES_KEY, DEFAULT_TOLERABLE_MISSES)
 
 
-def is_expired(storage: Storage, config: TableConfig, instant: str) -> bool:
-    """Whether ``instant``'s writer is gone: no heartbeat, or one older than the expiry."""
+def is_expired(storage: Storage, config: TableConfig, instant: str, now_ms: float) -> bool:
+    """Whether ``instant``'s writer is gone: no heartbeat, or one older than the expiry.
+
+    ``now_ms`` must be the current time on the clock that stamps the store's modification
+    times (the S3 server's clock, not this client's): a decision to roll back another writer's
+    instant must take it from ``TableLock.server_now_ms``, which is measured from the mtime of
+    the lock file the caller created, plus the time elapsed on this process's monotonic clock.
+    So a client whose wall clock runs ahead never takes a live writer's fresh heartbeat for
+    expired (the rollback would delete a live write); comparing against ``time.time()`` is
+    only good for a hint that is decided again under the lock.
+
+    Raises:
+        OSError: the heartbeat cannot be read.
+    """
     try:
         last = storage.head(heartbeat_path(instant)).modification_time
     except FileNotFoundError:
         return True
-    return time.time() * 1000 - last > expiry_ms(config)
+    return now_ms - last > expiry_ms(config)
 
 
 def refresh_period_s(config: TableConfig) -> float:

@@ -16,7 +16,7 @@ from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.timeline.lifecycle import new_instant_time, write_requested
 from lakecore_hudi.timeline.metadata import CommitMetadata
-from lakecore_hudi.write.heartbeat import beat
+from lakecore_hudi.write.heartbeat import beat, stop
 from lakecore_hudi.write.lock import table_lock
 
 FileGroup = tuple[str, str]
@@ -104,10 +104,14 @@ def claim_instant(
         try:
             mine = write_requested(storage, config, action, ts, requested)
         except CommitConflictError:
+            if heartbeat:
+                stop(storage, ts)  # withdrawn: no heartbeat may outlive its claim
             continue  # another writer took this instant time: pick a later one
         again = load_timeline(storage, config)
         if any(i.timestamp == ts and i.file_name != mine.file_name for i in again.instants):
             storage.delete(again.path_of(mine))  # a writer without the lock took it too
+            if heartbeat:
+                stop(storage, ts)
             continue
         return ts
     raise CommitConflictError(f"could not start a {action}: other writers keep taking instants")

@@ -21,7 +21,12 @@ Rollbacks run under the table lock (``lock``), as commits complete under it: the
 (the target is still pending, and - for another writer's instant - its heartbeat expired) and
 the deletions cannot interleave with the target's completion. The decision is re-checked
 right before anything is deleted; a rollback whose target turned out to be completed (or
-alive) is withdrawn. A writer's commit, in turn, refuses to complete an instant that any
+alive) is withdrawn. The table is listed (for the failed instant's files) before the lock is
+taken, so the lock is held for a few calls only, and ``still_held`` is checked right before
+the deletions. Whether another writer's heartbeat expired is judged against the store's clock
+(``TableLock.server_now_ms``), never this client's wall clock. A plan naming a file inside
+``.hoodie/`` (``hoodie.properties``, the timeline) is refused as corrupt: rollbacks and cleans
+delete data files only. A writer's commit, in turn, refuses to complete an instant that any
 rollback targets (``rolled_back``).
 """
 
@@ -32,7 +37,7 @@ import time
 from collections import defaultdict
 
 from lakecore.errors import CommitConflictError, CorruptTableError
-from lakecore.storage import Storage
+from lakecore.storage import FileInfo, Storage
 from lakecore.storage.paths import contained_path
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
 from lakecore_hudi.table_config import META_DIR, TableConfig
@@ -62,7 +67,7 @@ from lakecore_hudi.timeline.metadata import (
 )
 from lakecore_hudi.view import split_path
 from lakecore_hudi.write import heartbeat
-from lakecore_hudi.write.lock import table_lock
+from lakecore_hudi.write.lock import TableLock, table_lock
 from lakecore_hudi.write.planned import claim_instant
 
 #: Pending actions a writer may roll back (clustering, indexing and the like are left alone).
@@ -77,8 +82,9 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> list[str]:
     """
     if not _has_work(storage, config, load_timeline(storage, config)):
         return []
-    with table_lock(storage, config):
-        return _rollback_failed_locked(storage, config)
+    listing = storage.list_all("")  # before the lock: it may be long
+    with table_lock(storage, config) as lock:
+        return _rollback_failed_locked(storage, config, lock, listing)
 
 
 def _has_work(storage: Storage, config: TableConfig, timeline: Timeline) -> bool:
@@ -87,14 +93,17 @@ def _has_work(storage: Storage, config: TableConfig, timeline: Timeline) -> bool
             return True
         if (
             instant.action in ROLLBACK_ACTIONS
-            and heartbeat.is_expired(storage, config, instant.timestamp)
+            # A hint only (this client's clock): the decision is taken again under the lock.
+            and heartbeat.is_expired(storage, config, instant.timestamp, time.time() * 1000)
             and not _is_clustering(storage, timeline, instant)
         ):
             return True
     return False
 
 
-def _rollback_failed_locked(storage: Storage, config: TableConfig) -> list[str]:
+def _rollback_failed_locked(
+    storage: Storage, config: TableConfig, lock: TableLock, listing: list[FileInfo]
+) -> list[str]:
     timeline = load_timeline(storage, config)
     targeted: set[str] = set()
     for instant in timeline.pending():
@@ -103,14 +112,14 @@ def _rollback_failed_locked(storage: Storage, config: TableConfig) -> list[str]:
             if plan.instant_to_rollback is None:
                 continue
             targeted.add(plan.instant_to_rollback[0])
-            _execute(storage, config, instant.timestamp, plan)
+            _execute(storage, config, lock, instant.timestamp, plan)
     done = []
     for instant in timeline.pending():
         if instant.action not in ROLLBACK_ACTIONS or instant.timestamp in targeted:
             continue
         if _is_clustering(storage, timeline, instant):
             continue
-        if _rollback_locked(storage, config, instant, only_if_expired=True) is not None:
+        if _rollback_locked(storage, config, lock, listing, instant, True) is not None:
             done.append(instant.timestamp)
     return done
 
@@ -158,12 +167,18 @@ def rollback_instant(
         CommitConflictError: the table lock stayed held by another writer.
         CorruptTableError: the failed instant names files outside the table.
     """
-    with table_lock(storage, config):
-        return _rollback_locked(storage, config, target, only_if_expired)
+    listing = storage.list_all("")  # before the lock: it may be long
+    with table_lock(storage, config) as lock:
+        return _rollback_locked(storage, config, lock, listing, target, only_if_expired)
 
 
 def _rollback_locked(
-    storage: Storage, config: TableConfig, target: Instant, only_if_expired: bool
+    storage: Storage,
+    config: TableConfig,
+    lock: TableLock,
+    listing: list[FileInfo],
+    target: Instant,
+    only_if_expired: bool,
 ) -> str | None:
     timeline = load_timeline(storage, config)
     states = {i.state for i in timeline.instants if i.timestamp == target.timestamp}
@@ -171,13 +186,18 @@ def _rollback_locked(
         return None
     pending = _pending_rollback_of(storage, timeline, target.timestamp)
     if pending is not None:  # a rollback of it died midway: finish that one
-        return pending[0] if _execute(storage, config, *pending) else None
-    if only_if_expired and not heartbeat.is_expired(storage, config, target.timestamp):
+        return pending[0] if _execute(storage, config, lock, *pending) else None
+    if only_if_expired and not _expired(storage, config, lock, target.timestamp):
         return None
-    files = failed_files(storage, config, timeline, target)
+    files = failed_files(storage, config, timeline, target, listing)
     plan = RollbackPlan((target.timestamp, target.action), _requests(storage, files))
     ts = claim_instant(storage, config, ROLLBACK, encode_rollback_plan(plan), heartbeat=False)
-    return ts if _execute(storage, config, ts, plan, only_if_expired) else None
+    return ts if _execute(storage, config, lock, ts, plan, only_if_expired) else None
+
+
+def _expired(storage: Storage, config: TableConfig, lock: TableLock, ts: str) -> bool:
+    """Whether the writer of ``ts`` is gone, judged on the store's clock (see ``is_expired``)."""
+    return heartbeat.is_expired(storage, config, ts, lock.server_now_ms())
 
 
 def _pending_rollback_of(
@@ -199,9 +219,20 @@ def _withdraw(storage: Storage, timeline: Timeline, ts: str) -> None:
 
 
 def failed_files(
-    storage: Storage, config: TableConfig, timeline: Timeline, target: Instant
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    target: Instant,
+    listing: list[FileInfo],
 ) -> list[str]:
-    """Table-relative paths of the data files the pending instant ``target`` wrote."""
+    """Table-relative paths of the data files the pending instant ``target`` wrote.
+
+    ``listing`` is the table's listing (``list_all("")``), taken by the caller before it took
+    the table lock.
+
+    Raises:
+        CorruptTableError: the inflight metadata names a file outside the table or in ``.hoodie``.
+    """
     paths: set[str] = set()
     for i in timeline.instants:
         if i.timestamp != target.timestamp or i.state != INFLIGHT or i.action == COMPACTION:
@@ -213,12 +244,12 @@ def failed_files(
         # Escaping paths raise: a rollback must never delete outside the table.
         source = timeline.path_of(i)
         paths.update(
-            contained_path(s.path, storage.root, source=source)
+            deletable_path(s.path, storage.root, source=source)
             for s in meta.write_stats()
             if s.path
         )
     by_name = config.table_version >= 8
-    for info in storage.list_all(""):
+    for info in listing:
         if info.path.startswith(META_DIR + "/"):
             continue
         name = split_path(info.path)[1]
@@ -245,43 +276,110 @@ def _requests(storage: Storage, paths: list[str]) -> tuple[RollbackRequest, ...]
     )
 
 
+def deletable_path(path: str, root: str, *, source: str) -> str:
+    """``path`` made table-relative for deletion by a rollback or a clean.
+
+    Raises:
+        CorruptTableError: ``path`` lies outside the table (see ``contained_path``) or inside
+            its metadata directory ``.hoodie/`` (its properties, timeline, locks): a crafted
+            or damaged plan must never delete the table's own metadata.
+    """
+    relative = contained_path(path, root, source=source)
+    if relative == META_DIR or relative.startswith(META_DIR + "/"):
+        raise CorruptTableError(
+            f"{source}: file path {path!r} lies in the table's metadata directory {META_DIR}/; "
+            "rollbacks and cleans delete data files only"
+        )
+    return relative
+
+
 def _execute(
     storage: Storage,
     config: TableConfig,
+    lock: TableLock,
     ts: str,
     plan: RollbackPlan,
     only_if_expired: bool = False,
 ) -> bool:
-    """Run (or resume) rollback ``ts`` of ``plan``; the caller holds the table lock.
+    """Run (or resume) rollback ``ts`` of ``plan``; the caller holds ``lock``.
 
     Right before deleting anything, the target's state is read again: if it completed (or,
     with ``only_if_expired``, its heartbeat is fresh again) the rollback is withdrawn and
     nothing is deleted. Returns whether the rollback ran.
+
+    Raises:
+        CorruptTableError: the plan names a file outside the table or in ``.hoodie/``
+            (nothing is deleted then).
+        CommitConflictError: the table lock was broken before the deletions.
     """
     if plan.instant_to_rollback is None:
         return False
-    # Every path of the plan is checked before anything is deleted: a plan naming a file
-    # outside the table (crafted or damaged) raises CorruptTableError and deletes nothing.
-    contained = {
-        path: contained_path(path, storage.root, source=f"rollback plan of instant {ts}")
-        for request in plan.requests
-        for path in request.files_to_delete
-    }
+    contained = _checked_paths(storage, ts, plan)
     target_ts, target_action = plan.instant_to_rollback
-    timeline = load_timeline(storage, config)
-    completed = any(i.timestamp == target_ts and i.is_completed for i in timeline.instants)
-    if completed or (only_if_expired and not heartbeat.is_expired(storage, config, target_ts)):
-        _withdraw(storage, timeline, ts)  # the writer was alive after all
+    if not _still_rollbackable(storage, config, lock, ts, target_ts, only_if_expired):
         return False
     started = time.time()
     with contextlib.suppress(CommitConflictError):  # resuming: the inflight file exists
         write_inflight(storage, config, ROLLBACK, ts)
+    parts = _delete_files(storage, lock, ts, plan, contained)
+    meta = RollbackMetadata(
+        start_rollback_time=ts,
+        time_taken_ms=int((time.time() - started) * 1000),
+        total_files_deleted=len(contained),
+        commits_rollback=(target_ts,),
+        instants_rollback=((target_ts, target_action),),
+        partition_metadata=parts,
+    )
+    _finish(storage, config, ts, target_ts, meta)
+    return True
+
+
+def _checked_paths(storage: Storage, ts: str, plan: RollbackPlan) -> dict[str, str]:
+    """Every path of the plan, checked before anything is deleted (see ``deletable_path``)."""
+    return {
+        path: deletable_path(path, storage.root, source=f"rollback plan of instant {ts}")
+        for request in plan.requests
+        for path in request.files_to_delete
+    }
+
+
+def _still_rollbackable(
+    storage: Storage,
+    config: TableConfig,
+    lock: TableLock,
+    ts: str,
+    target_ts: str,
+    only_if_expired: bool,
+) -> bool:
+    """Whether the target is still pending (and, ``only_if_expired``, its writer gone);
+    if not, rollback ``ts`` is withdrawn."""
+    timeline = load_timeline(storage, config)
+    completed = any(i.timestamp == target_ts and i.is_completed for i in timeline.instants)
+    if completed or (only_if_expired and not _expired(storage, config, lock, target_ts)):
+        _withdraw(storage, timeline, ts)  # the writer was alive after all
+        return False
+    return True
+
+
+def _delete_files(
+    storage: Storage, lock: TableLock, ts: str, plan: RollbackPlan, contained: dict[str, str]
+) -> dict[str, RollbackPartitionMetadata]:
+    """Delete the plan's files, checking right before that the lock is still ours; returns
+    the rollback metadata per partition.
+
+    Raises:
+        CommitConflictError: the lock was broken (a stalled holder): nothing is deleted, and
+            the pending rollback is resumed by a later writer.
+    """
+    if not lock.still_held():
+        raise CommitConflictError(
+            f"the table lock expired before rollback {ts} deleted its files (another writer "
+            "broke it); a later writer resumes the rollback"
+        )
     parts: dict[str, RollbackPartitionMetadata] = {}
-    deleted = 0
     for request in plan.requests:
         for path in request.files_to_delete:
             storage.delete(contained[path])
-            deleted += 1
         logs = {p: 0 for p in request.files_to_delete if parse_log_file_name(p) is not None}
         old = parts.get(request.partition_path)
         parts[request.partition_path] = RollbackPartitionMetadata(
@@ -293,14 +391,13 @@ def _execute(
                 **logs,
             },
         )
-    meta = RollbackMetadata(
-        start_rollback_time=ts,
-        time_taken_ms=int((time.time() - started) * 1000),
-        total_files_deleted=deleted,
-        commits_rollback=(target_ts,),
-        instants_rollback=((target_ts, target_action),),
-        partition_metadata=parts,
-    )
+    return parts
+
+
+def _finish(
+    storage: Storage, config: TableConfig, ts: str, target_ts: str, meta: RollbackMetadata
+) -> None:
+    """Complete rollback ``ts``, then delete the target's pending files and heartbeat."""
     with contextlib.suppress(CommitConflictError):  # another writer finished this rollback
         complete(storage, config, ROLLBACK, ts, encode_rollback_metadata(meta))
     timeline = load_timeline(storage, config)
@@ -308,7 +405,6 @@ def _execute(
         if i.timestamp == target_ts and i.state != COMPLETED:
             storage.delete(timeline.path_of(i))
     heartbeat.stop(storage, target_ts)
-    return True
 
 
 def rolled_back(storage: Storage, timeline: Timeline, timestamp: str) -> bool:
