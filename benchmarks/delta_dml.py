@@ -25,7 +25,6 @@ Results go to benchmarks/results/delta_dml[.quick].json; the markdown table on s
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import os
 import platform
@@ -36,7 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 
@@ -44,8 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import lakecore  # noqa: E402
-from lakecore.storage import Storage, open_storage  # noqa: E402
-from lakecore.testing.faults import FaultyStorage  # noqa: E402
+from lakecore.storage import open_storage  # noqa: E402
+from lakecore.testing.faults import CountingStorage  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "_data"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -59,43 +58,6 @@ SCHEMA = pa.schema(
     ]
 )
 WIDE = pa.schema([("id", pa.int64()), ("value", pa.float64()), ("part", pa.string())])
-
-
-class _Counted:
-    """A file object that adds what it reads to ``sink[path]``."""
-
-    def __init__(self, f: BinaryIO, sink: collections.Counter[str], path: str) -> None:
-        self._f, self._sink, self._path = f, sink, path
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._f.read(n)
-        self._sink[self._path] += len(data)
-        return data
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._f, name)
-
-    def __enter__(self) -> _Counted:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._f.close()
-
-
-class CountingStorage(FaultyStorage):
-    """Counts the bytes read from each path (``open_input`` and ``read``)."""
-
-    def __init__(self, inner: Storage) -> None:
-        super().__init__(inner)
-        self.bytes: collections.Counter[str] = collections.Counter()
-
-    def open_input(self, path: str) -> BinaryIO:
-        return _Counted(super().open_input(path), self.bytes, path)  # type: ignore[return-value]
-
-    def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
-        data = super().read(path, start, end)
-        self.bytes[path] += len(data)
-        return data
 
 
 # ------------------------------------------------------------------------------ tables

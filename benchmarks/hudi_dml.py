@@ -28,7 +28,6 @@ Results go to benchmarks/results/hudi_dml[.quick].json.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import os
 import platform
@@ -37,15 +36,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lakecore
-from lakecore.storage import Storage, open_storage
-from lakecore.testing.faults import FaultyStorage
+from lakecore.storage import open_storage
+from lakecore.testing.faults import CountingStorage
 
 FOOTER = 8192  # more than a footer read takes from a file: the file's rows were read
 SCHEMA = pa.schema(
@@ -56,41 +55,6 @@ SCHEMA = pa.schema(
         pa.field("city", pa.string()),
     ]
 )
-
-
-class _Counted:
-    def __init__(self, f: BinaryIO, sink: collections.Counter[str], path: str) -> None:
-        self._f, self._sink, self._path = f, sink, path
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._f.read(n)
-        self._sink[self._path] += len(data)
-        return data
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._f, name)
-
-    def __enter__(self) -> _Counted:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._f.close()
-
-
-class CountingStorage(FaultyStorage):
-    """Counts the bytes read from each path (``open_input`` and ``read``)."""
-
-    def __init__(self, inner: Storage) -> None:
-        super().__init__(inner)
-        self.bytes: collections.Counter[str] = collections.Counter()
-
-    def open_input(self, path: str) -> BinaryIO:
-        return _Counted(super().open_input(path), self.bytes, path)  # type: ignore[return-value]
-
-    def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
-        data = super().read(path, start, end)
-        self.bytes[path] += len(data)
-        return data
 
 
 def build(root: Path, appends: int, partitions: int, rows: int) -> int:

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import errno
 import threading
 from collections.abc import Callable, Iterator
@@ -199,4 +200,42 @@ class FaultyStorage:
         self._call("delete", path, lambda: self._inner.delete(path))
 
 
-__all__ = ["MUTATING", "Call", "FaultyStorage", "Mode", "fault_for"]
+class _Counted:
+    """A file object that adds what it reads to ``sink[path]``."""
+
+    def __init__(self, f: BinaryIO, sink: collections.Counter[str], path: str) -> None:
+        self._f, self._sink, self._path = f, sink, path
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n)
+        self._sink[self._path] += len(data)
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)
+
+    def __enter__(self) -> _Counted:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._f.close()
+
+
+class CountingStorage(FaultyStorage):
+    """A FaultyStorage that also counts the bytes read from each path (``open_input`` and
+    ``read``) in ``bytes``: how tests and benchmarks see what an operation reads."""
+
+    def __init__(self, inner: Storage) -> None:
+        super().__init__(inner)
+        self.bytes: collections.Counter[str] = collections.Counter()
+
+    def open_input(self, path: str) -> BinaryIO:
+        return _Counted(super().open_input(path), self.bytes, path)  # type: ignore[return-value]
+
+    def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        data = super().read(path, start, end)
+        self.bytes[path] += len(data)
+        return data
+
+
+__all__ = ["MUTATING", "Call", "CountingStorage", "FaultyStorage", "Mode", "fault_for"]

@@ -10,59 +10,21 @@ out of its base file, or anything out of its log files.
 
 from __future__ import annotations
 
-import collections
 import os
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 import lakecore
-from lakecore.storage import Storage, open_storage
-from lakecore.testing.faults import FaultyStorage
+from lakecore.storage import open_storage
+from lakecore.testing.faults import CountingStorage
 from tests.hudi.write.helpers import SCHEMA, Row, assert_reads, create, model_of, rows, upsert
 
 FOOTER = 65536  # what a footer read takes from a base file
 GROUPS = 40
 PER_GROUP = 2000  # rows per slice: base files of ~140 KB, more than a footer read
-
-
-class _Counted:
-    """A file object that adds what it reads to ``sink[path]``."""
-
-    def __init__(self, f: BinaryIO, sink: collections.Counter[str], path: str) -> None:
-        self._f, self._sink, self._path = f, sink, path
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._f.read(n)
-        self._sink[self._path] += len(data)
-        return data
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._f, name)
-
-    def __enter__(self) -> _Counted:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._f.close()
-
-
-class CountingStorage(FaultyStorage):
-    """FaultyStorage that also counts the bytes read from each path."""
-
-    def __init__(self, inner: Storage) -> None:
-        super().__init__(inner)
-        self.bytes: collections.Counter[str] = collections.Counter()
-
-    def open_input(self, path: str) -> BinaryIO:
-        return _Counted(super().open_input(path), self.bytes, path)  # type: ignore[return-value]
-
-    def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
-        data = super().read(path, start, end)
-        self.bytes[path] += len(data)
-        return data
 
 
 def _file_id(path: str) -> str:
