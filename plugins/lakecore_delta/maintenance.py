@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.arguments import check_number
 from lakecore.errors import CorruptTableError, InvalidArgumentError, LakecoreError
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
@@ -108,15 +108,7 @@ def vacuum(
         InvalidArgumentError: the retention is negative or not a finite number (before any
             work).
     """
-    if (
-        isinstance(retention_hours, bool)
-        or not isinstance(retention_hours, int | float)
-        or not math.isfinite(retention_hours)
-        or retention_hours < 0
-    ):
-        raise InvalidArgumentError(
-            f"vacuum retention must be a finite number of hours >= 0, not {retention_hours!r}"
-        )
+    check_number("retention_hours", retention_hours, minimum=0)
     configured = state_of(snapshot).configuration.get("delta.deletedFileRetentionDuration")
     if enforce_retention and retention_hours < DEFAULT_RETENTION_HOURS:
         raise RetentionError(
@@ -231,10 +223,7 @@ def optimize_actions(
 
     Raises ``InvalidArgumentError`` unless ``target_size`` is a positive integer (bytes).
     """
-    if isinstance(target_size, bool) or not isinstance(target_size, int) or target_size < 1:
-        raise InvalidArgumentError(
-            f"optimize target file size must be a positive number of bytes, not {target_size!r}"
-        )
+    check_number("target_file_size", target_size, minimum=1, integral=True)
     writer = DeltaWriter(storage, snapshot)
     source = snapshot.source
     plan = plan_optimize(snapshot.files(), target_size)
