@@ -1,0 +1,128 @@
+"""The protocols of writable formats: schema updates, writers, commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import pyarrow as pa
+
+from lakecore.format.reading import TableFormat
+from lakecore.model.actions import Action, CommitInfo, CommitOutcome
+from lakecore.model.merge import MergeClauses
+from lakecore.storage import Storage
+
+if TYPE_CHECKING:
+    from lakecore.snapshot import Snapshot
+
+
+@runtime_checkable
+class SchemaUpdate(Protocol):
+    """A schema evolution builder: stages changes, never mutates the table."""
+
+    def add_column(self, name: str, type: pa.DataType, nullable: bool = True) -> SchemaUpdate:
+        """Add a top-level column; raises ``SchemaError`` if it exists."""
+        ...
+
+    def rename_column(self, old: str, new: str) -> SchemaUpdate:
+        """Rename a column; raises ``SchemaError`` if ``old`` is missing or ``new`` exists."""
+        ...
+
+    def drop_column(self, name: str) -> SchemaUpdate:
+        """Drop a column; raises ``SchemaError`` if it is missing."""
+        ...
+
+    def widen_type(self, name: str, new_type: pa.DataType) -> SchemaUpdate:
+        """Widen a column's type; raises ``SchemaError`` if it is not a widening."""
+        ...
+
+    def actions(self) -> list[Action]:
+        """The staged changes."""
+        ...
+
+
+@runtime_checkable
+class FormatWriter(Protocol):
+    """Plans writes against one snapshot: writes data files, returns the actions to commit.
+
+    Nothing becomes visible until the actions are committed. Each method returns the actions
+    and the CommitInfo describing the operation.
+    """
+
+    def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        """Write ``data`` as new files; raises ``SchemaError``/``ConstraintViolationError``."""
+        ...
+
+    def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
+        """Replace the rows matching ``where`` (all rows if None) with ``data``."""
+        ...
+
+    def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
+        """Delete the rows matching ``where`` (all rows if None)."""
+        ...
+
+    def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
+        """Set columns to SQL expressions on the rows matching ``where``."""
+        ...
+
+    def schema_update(self) -> SchemaUpdate:
+        """A builder of schema changes against this snapshot."""
+        ...
+
+    def merge(
+        self, source: Any, on: Sequence[str], clauses: MergeClauses
+    ) -> tuple[list[Action], CommitInfo]:
+        """Merge ``source`` into the table, matching rows on the key columns ``on``."""
+        ...
+
+
+@runtime_checkable
+class WritableFormat(TableFormat, Protocol):
+    """A TableFormat that can create tables and commit changes."""
+
+    def create(
+        self,
+        storage: Storage,
+        schema: pa.Schema,
+        partition_by: Sequence[str],
+        properties: dict[str, str],
+    ) -> None:
+        """Create an empty table; raises ``TableExistsError`` if one is there (atomically)."""
+        ...
+
+    def writer(self, storage: Storage, snapshot: Snapshot) -> FormatWriter:
+        """Return a writer planning changes against ``snapshot``; gates writer features."""
+        ...
+
+    def next_version(self, base: Snapshot) -> int | str:
+        """The version a commit on top of ``base`` takes."""
+        ...
+
+    def next_version_after(self, version: int | str) -> int | str:
+        """The version after ``version``."""
+        ...
+
+    def commit(
+        self,
+        storage: Storage,
+        base: Snapshot,
+        actions: Sequence[Action],
+        info: CommitInfo,
+        version: int | str,
+    ) -> CommitOutcome:
+        """Write ``actions`` as ``version`` with one atomic put-if-absent.
+
+        Returns ``Conflict(version)`` when another writer took the version (nothing written).
+        """
+        ...
+
+    def check_conflicts(
+        self,
+        storage: Storage,
+        base: Snapshot,
+        winner: int | str,
+        actions: Sequence[Action],
+        info: CommitInfo,
+    ) -> None:
+        """Raise ``CommitConflictError`` if commit ``winner`` conflicts with this transaction."""
+        ...
