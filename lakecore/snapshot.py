@@ -13,7 +13,7 @@ from lakecore.faults import storage_faults, typed_iteration
 from lakecore.format import SnapshotSource
 
 if TYPE_CHECKING:
-    from lakecore.planning.binding import Where
+    from lakecore.expr.binding import Where
     from lakecore.planning.scan import Scan
 
 

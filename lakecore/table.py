@@ -34,7 +34,7 @@ from lakecore.storage import Storage
 from lakecore.transaction import Transaction
 
 if TYPE_CHECKING:
-    from lakecore.planning.binding import Where
+    from lakecore.expr.binding import Where
     from lakecore.planning.scan import Scan
 
 
@@ -135,7 +135,7 @@ class Table:
         """Plan a read of the rows matching ``where`` (at ``version``/``timestamp``, or latest).
 
         ``where`` is SQL text (``"region = 'eu' AND ts >= TIMESTAMP '2024-01-01'"``), a
-        ``lakecore.model.expressions`` tree or a ``pyarrow.compute.Expression``. Files are
+        ``lakecore.expr.tree`` tree or a ``pyarrow.compute.Expression``. Files are
         pruned by partition values, then by min/max/null-count stats; the rows read are then
         filtered, so results hold exactly the matching rows. See ``docs/planning.md``.
 
@@ -156,7 +156,7 @@ class Table:
             >>> e.files_total, e.files_after_partition_pruning, e.files_after_stats_pruning
             (3, 2, 1)
         """
-        from lakecore.planning.binding import parse_predicate
+        from lakecore.expr.binding import parse_predicate
         from lakecore.planning.scan import Scan
 
         predicate = None if where is None else parse_predicate(where)
@@ -365,7 +365,7 @@ class Table:
         Raises ``ConstraintViolationError`` (naming how many rows fail) or ``PredicateError``
         /``SchemaError`` for bad SQL; nothing is committed then. Later writes are checked.
         """
-        from lakecore.sql import evaluate_predicate
+        from lakecore.expr.evaluate import evaluate_predicate
 
         with storage_faults(f"checking the rows of {self.uri} against {name}"):
             snapshot = self.transaction().snapshot

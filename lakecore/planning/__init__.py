@@ -6,7 +6,7 @@ picklable ``ScanTask``s that ``read_tasks(context, tasks, columns)`` reads anywh
 
 from __future__ import annotations
 
-from lakecore.planning.binding import Where, bind, parse_predicate
+from lakecore.expr.binding import Where, bind, parse_predicate
 from lakecore.planning.explain import ScanExplain
 from lakecore.planning.read import read_tasks
 from lakecore.planning.scan import Scan

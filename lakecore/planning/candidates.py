@@ -5,8 +5,9 @@ it changes. ``candidate_files`` answers that with exactly the pruning a scan use
 values, then min/max/null_count; three-valued "may match"), so a write reads O(k) files for a
 change touching k files. Files without stats are always candidates.
 
-DML predicates arrive as Spark SQL text that the row evaluator (``lakecore.sql``) runs, while
-the planner has its own front end (``lakecore.planning.sql``). ``dml_predicate`` gives the
+DML predicates arrive as Spark SQL text that the row evaluator (``lakecore.expr.evaluate``)
+runs, while
+the planner has its own front end (``lakecore.expr.sql``). ``dml_predicate`` gives the
 planner's reading of such text only where both front ends agree on which rows match; anything
 else is None and the caller must read every file (never skip one).
 """
@@ -19,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import LakecoreError
-from lakecore.model import expressions as ex
-from lakecore.planning.binding import Where, bind, parse_predicate
+from lakecore.expr import tree as ex
+from lakecore.expr.binding import Where, bind, parse_predicate
 from lakecore.planning.scan import prune
 from lakecore.planning.tasks import ScanContext
 

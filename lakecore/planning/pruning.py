@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.model import expressions as ex
-from lakecore.planning.arrow_filter import literal_scalar
+from lakecore.expr import tree as ex
+from lakecore.expr.arrow_filter import literal_scalar
 from lakecore.planning.bounds import ColumnBounds, FileBounds, Mask
 
 IN_LIST_EXACT_LIMIT = 32

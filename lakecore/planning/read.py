@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakecore.model import expressions as ex
-from lakecore.planning.arrow_filter import to_arrow_filter
+from lakecore.expr import tree as ex
+from lakecore.expr.arrow_filter import to_arrow_filter
 from lakecore.planning.tasks import ScanContext, ScanTask
 
 if TYPE_CHECKING:

@@ -18,10 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import SchemaError, StorageError
+from lakecore.expr import tree as ex
+from lakecore.expr.binding import Where, bind, parse_predicate
 from lakecore.faults import storage_faults, typed_iteration
-from lakecore.model import expressions as ex
 from lakecore.model import files as fi
-from lakecore.planning.binding import Where, bind, parse_predicate
 from lakecore.planning.bounds import FileBounds, Mask
 from lakecore.planning.explain import ScanExplain
 from lakecore.planning.pruning import may_be

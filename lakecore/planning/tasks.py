@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.model.expressions import Predicate
+from lakecore.expr.tree import Predicate
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from lakecore.errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
+from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.format import WritableFormat
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
 from lakecore.model.schema import has_not_null_inside, is_ordered_scalar
@@ -51,7 +52,6 @@ from lakecore.snapshot import Snapshot
 from lakecore.spark.session import temporary_conf
 from lakecore.spark.types import same_type, to_arrow_schema, to_spark_type
 from lakecore.spark.written import index_rows, list_output, session_zone
-from lakecore.sql import evaluate_predicate
 from lakecore.storage import Storage, open_storage
 from lakecore.table import Table
 

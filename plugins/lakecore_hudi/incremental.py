@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import UnsupportedFeatureError
-from lakecore.model import expressions as ex
+from lakecore.expr import tree as ex
 from lakecore.storage import Storage
 from lakecore_hudi.keys import COMMIT_TIME
 from lakecore_hudi.state import instant_epoch_ms

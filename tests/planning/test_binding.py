@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from lakecore.errors import PredicateError, SchemaError
-from lakecore.model import expressions as ex
-from lakecore.model.expressions import col
+from lakecore.expr import tree as ex
+from lakecore.expr.tree import col
 from lakecore.planning import bind, parse_predicate
 
 UTC = dt.timezone.utc

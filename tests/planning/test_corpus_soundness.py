@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import LakecoreError
-from lakecore.model import expressions as ex
+from lakecore.expr import tree as ex
+from lakecore.expr.arrow_filter import to_arrow_filter
+from lakecore.expr.coerce import supported_type
 from lakecore.planning import Scan, read_tasks
-from lakecore.planning.arrow_filter import to_arrow_filter
-from lakecore.planning.coerce import supported_type
 from lakecore.plugins import load_registry
 from lakecore.storage import open_storage
 

@@ -12,10 +12,10 @@ import pyarrow.compute as pc
 import pytest
 
 from lakecore.errors import LakecoreError, PredicateError
-from lakecore.model import expressions as ex
-from lakecore.model.expressions import col
+from lakecore.expr import tree as ex
+from lakecore.expr.arrow_filter import to_arrow_filter
+from lakecore.expr.tree import col
 from lakecore.planning import bind, parse_predicate
-from lakecore.planning.arrow_filter import to_arrow_filter
 
 # ------------------------------------------------------------------------------ model
 

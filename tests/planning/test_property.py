@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakecore
-from lakecore.model import expressions as ex
+from lakecore.expr import tree as ex
+from lakecore.expr.arrow_filter import to_arrow_filter
 from lakecore.planning import bind, parse_predicate
-from lakecore.planning.arrow_filter import to_arrow_filter
 from lakecore.plugins import load_registry
 from lakecore.storage import open_storage
 

@@ -14,7 +14,7 @@ from lakecore_delta.source import DeltaSnapshotSource
 
 import lakecore
 from lakecore.errors import PredicateError, SchemaError
-from lakecore.model.expressions import col
+from lakecore.expr.tree import col
 from lakecore.planning import Scan, ScanTask, read_tasks
 from lakecore.table import Table
 

@@ -17,6 +17,7 @@ from lakecore.errors import (
     ConstraintViolationError,
     LakecoreError,
 )
+from lakecore.expr.evaluate import evaluate_predicate, parse
 from lakecore.faults import storage_faults
 from lakecore.model.actions import (
     Action,
@@ -33,8 +34,6 @@ from lakecore.model.actions import (
 )
 from lakecore.model.schema import physical_name
 from lakecore.planning.candidates import candidate_files, dml_predicate
-from lakecore.sql import evaluate_predicate
-from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
 from lakecore_delta.file_index import index_actions
 from lakecore_delta.log.commits import first_action, parse_actions

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError
-from lakecore.sql import evaluate, evaluate_predicate
+from lakecore.expr.evaluate import evaluate, evaluate_predicate
 from lakecore_delta.schema import delta_metadata
 
 CONSTRAINT_PREFIX = "delta.constraints."

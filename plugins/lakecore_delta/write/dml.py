@@ -26,11 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from lakecore.expr.evaluate import evaluate, evaluate_predicate, parse
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddChangeFiles, DeleteRows, RemoveFiles
 from lakecore.model.data_input import cast_assigned
-from lakecore.sql import evaluate, evaluate_predicate
-from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
 from lakecore_delta.deletion_vectors import (
     DeletionVectorDescriptor,

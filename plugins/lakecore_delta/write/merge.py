@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
+from lakecore.expr.evaluate import evaluate
 from lakecore.model.data_input import cast_assigned, cast_lossless
 from lakecore.model.merge import MergeClauses, qualified_columns
-from lakecore.sql import evaluate
 from lakecore_delta.write.dml import ChangeSet, DmlContext, _drop_rows, tagged
 
 ROW = "__lakecore_row"

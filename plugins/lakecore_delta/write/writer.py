@@ -10,13 +10,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.expr.evaluate import evaluate, evaluate_predicate, parse
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
 from lakecore.model.data_input import cast_assigned, cast_lossless, to_arrow_table
 from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.planning.candidates import candidate_files, dml_predicate, merge_candidates
 from lakecore.snapshot import Snapshot
-from lakecore.sql import evaluate, evaluate_predicate
-from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.reader import FileReader

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.planning.binding import Where
+from lakecore.expr.binding import Where
 from lakecore.planning.candidates import dml_predicate
 from lakecore.planning.scan import prune
 from lakecore.snapshot import Snapshot

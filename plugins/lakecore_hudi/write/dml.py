@@ -1,9 +1,9 @@
 """DELETE, UPDATE and OVERWRITE ... WHERE planned over a snapshot's merged file slices.
 
-Predicates and SET expressions are SQL evaluated with ``lakecore.sql`` over each slice's live
-records (meta columns included). Rewritten records keep their stored ``_hoodie_record_key``;
-their partition path is recomputed only when their partition values changed, so tables whose
-paths were rendered by another writer keep them.
+Predicates and SET expressions are SQL evaluated with ``lakecore.expr.evaluate`` over each
+slice's live records (meta columns included). Rewritten records keep their stored
+``_hoodie_record_key``; their partition path is recomputed only when their partition values
+changed, so tables whose paths were rendered by another writer keep them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.expr.evaluate import evaluate, evaluate_predicate
 from lakecore.model.data_input import cast_assigned
-from lakecore.sql import evaluate, evaluate_predicate
 from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.write.changes import (
     ChangeSet,

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.expr.evaluate import evaluate
 from lakecore.model.data_input import cast_assigned, cast_lossless
 from lakecore.model.merge import MergeClauses, qualified_columns
-from lakecore.sql import evaluate
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.write.changes import ChangeSet, SliceRows, deletes_of, route_rewritten
 from lakecore_hudi.write.dml import keep_newer, rewritten

@@ -20,13 +20,12 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import SchemaError, UnsupportedFeatureError
+from lakecore.expr.evaluate import evaluate_predicate, parse
 from lakecore.format import SchemaUpdate
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import to_arrow_table
 from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
-from lakecore.sql import evaluate_predicate
-from lakecore.sql.evaluate import parse
 from lakecore.storage import Storage
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.source import HudiSnapshotSource

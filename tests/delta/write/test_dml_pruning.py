@@ -20,7 +20,7 @@ import pytest
 
 import lakecore
 from lakecore.errors import CommitConflictError
-from lakecore.sql import evaluate_predicate
+from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.storage import open_storage
 from lakecore.testing.faults import FaultyStorage
 

@@ -1,4 +1,4 @@
-"""SQL predicate text -> ``lakecore.model.expressions`` tree, parsed with sqlglot.
+"""SQL predicate text -> ``lakecore.expr.tree`` tree, parsed with sqlglot.
 
 Accepted (standard SQL, sqlglot's default dialect; identifiers may be double-quoted):
 comparisons ``= != <> < <= > >=`` between a column and a literal (either side), ``IN`` /
@@ -20,8 +20,8 @@ import sqlglot
 from sqlglot import exp
 
 from lakecore.errors import PredicateError
-from lakecore.model import expressions as ex
-from lakecore.planning.coerce import parse_timestamp
+from lakecore.expr import tree as ex
+from lakecore.expr.coerce import parse_timestamp
 
 _COMPARISONS: dict[type[exp.Expression], str] = {
     exp.EQ: "=",

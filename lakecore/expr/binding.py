@@ -1,6 +1,6 @@
 """Turning whatever the user passed as ``where`` into a predicate bound to a schema.
 
-``parse_predicate`` accepts SQL text, a ``lakecore.model.expressions`` tree or a
+``parse_predicate`` accepts SQL text, a ``lakecore.expr.tree`` tree or a
 ``pyarrow.compute.Expression`` and returns an (unbound) tree; it needs no schema, so syntax
 errors surface before anything is read. ``bind`` then resolves column names against the
 schema (exact match first, then a unique case-insensitive match; ``SchemaError`` otherwise)
@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import PredicateError, SchemaError
-from lakecore.model import expressions as ex
-from lakecore.planning.coerce import coerce, supported_type
+from lakecore.expr import tree as ex
+from lakecore.expr.coerce import coerce, supported_type
 
 Where: TypeAlias = "str | ex.Predicate | pc.Expression"
 """What ``Table.scan(where=...)`` accepts."""
@@ -26,13 +26,13 @@ Where: TypeAlias = "str | ex.Predicate | pc.Expression"
 def parse_predicate(where: Where) -> ex.Predicate:
     """Return ``where`` as an expression tree; raises ``PredicateError`` on what can't be read."""
     if isinstance(where, str):
-        from lakecore.planning.sql import parse_sql
+        from lakecore.expr.sql import parse_sql
 
         return parse_sql(where)
     if isinstance(where, ex.Predicate):
         return where
     if isinstance(where, pc.Expression):
-        from lakecore.planning.arrow_input import from_arrow
+        from lakecore.expr.arrow_input import from_arrow
 
         return from_arrow(where)
     raise PredicateError(

@@ -1,5 +1,5 @@
 """A bound expression tree -> ``pyarrow.compute.Expression``: the row filter applied after
-reading (the residual), with the semantics documented in ``lakecore.model.expressions``."""
+reading (the residual), with the semantics documented in ``lakecore.expr.tree``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.model import expressions as ex
+from lakecore.expr import tree as ex
 
 _NULL_BOOL = pa.scalar(None, pa.bool_())
 

@@ -1,4 +1,4 @@
-"""``pyarrow.compute.Expression`` -> ``lakecore.model.expressions`` tree.
+"""``pyarrow.compute.Expression`` -> ``lakecore.expr.tree`` tree.
 
 pyarrow has no public API to walk an Expression, but it has a documented, typed serialized
 form: pickling an Expression calls Arrow C++ ``compute::Serialize``, which writes an Arrow IPC
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import PredicateError
-from lakecore.model import expressions as ex
+from lakecore.expr import tree as ex
 
 _COMPARISONS = {
     "equal": "=",

@@ -2,7 +2,7 @@
 
 Build them directly or through ``Column``'s methods and the ``&``, ``|``, ``~`` operators::
 
-    >>> from lakecore.model.expressions import col
+    >>> from lakecore.expr.tree import col
     >>> pred = (col("region").eq("eu") & col("x").isin([1, 2])) | ~col("y").is_null()
     >>> str(pred)
     "(region = 'eu' AND x IN (1, 2)) OR (NOT y IS NULL)"
