@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -30,7 +30,7 @@ from lakecore.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from lakecore.format import WritableFormat
+from lakecore.format import Capability, WritableFormat, require
 from lakecore.model.history import HistoryEntry
 from lakecore.plugins import load_registry
 from lakecore.snapshot import Snapshot
@@ -112,9 +112,9 @@ def create(
         1
     """
     registry = load_registry()
-    fmt = registry.get(format)
-    if not isinstance(fmt, WritableFormat):
-        raise UnsupportedFeatureError("write", f"lakecore cannot write {format} tables yet")
+    declared = registry.get(format)
+    require(declared.name, declared.capabilities, Capability.WRITE, "creating tables")
+    fmt = cast(WritableFormat, declared)  # declaring ``write`` means implementing it
     storage = _storage_for(uri, storage_options, storage)
     existing = [f.name for f in registry.formats() if f.detect(storage)]
     if existing:

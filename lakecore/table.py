@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,18 +13,18 @@ from lakecore.arguments import TimestampLike, check_number, to_epoch_ms
 from lakecore.errors import (
     ConstraintViolationError,
     InvalidArgumentError,
-    SchemaError,
     StorageError,
-    UnsupportedFeatureError,
 )
 from lakecore.faults import storage_faults
 from lakecore.format import (
+    Capability,
     FormatWriter,
     MaintainableFormat,
     MergeOnReadFormat,
     SchemaUpdate,
     TableFormat,
     WritableFormat,
+    require,
 )
 from lakecore.model.actions import CommitInfo, SetProperties
 from lakecore.model.history import HistoryEntry
@@ -77,6 +77,16 @@ class Table:
         return self._storage
 
     @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What lakecore can do with this table's format (``lakecore.format.Capability``)."""
+        return self._format.capabilities
+
+    def _require(self, capability: Capability) -> None:
+        """Raise ``UnsupportedFeatureError`` naming ``capability`` unless the format declares
+        it; every verb calls this before it reads or writes anything."""
+        require(self.format, self._format.capabilities, capability)
+
+    @property
     def version(self) -> int | str:
         """The newest version of the table (read now, not cached)."""
         with storage_faults(f"reading the version of {self.uri}", StorageError):
@@ -94,6 +104,8 @@ class Table:
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass version or timestamp, not both")
         ts = None if timestamp is None else to_epoch_ms(timestamp)
+        if ts is not None:
+            self._require(Capability.TIME_TRAVEL_BY_TIMESTAMP)
         previous = self._latest if version is None and ts is None else None
         with storage_faults(f"reading {self.uri}", StorageError):
             snap = self._format.load_snapshot(
@@ -168,18 +180,18 @@ class Table:
 
         Delta: the change data feed, with ``_change_type`` (insert, delete, update_preimage,
         update_postimage), ``_commit_version`` and ``_commit_timestamp`` columns.
+        ``UnsupportedFeatureError`` (before any IO) for formats without ``change_feed``.
         """
+        self._require(Capability.CHANGE_FEED)
         with storage_faults(f"reading the changes of {self.uri}", StorageError):
             return self._format.changes(self._storage, start, end)
 
     # ------------------------------------------------------------------ writing
 
     def _writable_format(self) -> WritableFormat:
-        if not isinstance(self._format, WritableFormat):
-            raise UnsupportedFeatureError(
-                "write", f"lakecore cannot write {self.format} tables yet"
-            )
-        return self._format
+        # A format declaring ``write`` implements WritableFormat (the contract suite checks).
+        self._require(Capability.WRITE)
+        return cast(WritableFormat, self._format)
 
     def _format_writer(self, snapshot: Snapshot) -> FormatWriter:
         return self._writable_format().writer(self._storage, snapshot)
@@ -227,33 +239,28 @@ class Table:
 
         With ``where``, every row of ``data`` must match it (else ``ConstraintViolationError``).
         """
+        self._require(Capability.OVERWRITE)
         return self._run(lambda tx: tx.overwrite(data, where))
 
     def delete(self, where: str | None = None) -> int | str:
         """Delete the rows matching the SQL predicate ``where`` (all rows if None)."""
+        self._require(Capability.DELETE)
         return self._run(lambda tx: tx.delete(where))
 
     def update(self, set: dict[str, str], where: str | None = None) -> int | str:
         """Set columns to SQL expressions (``{"price": "price * 2"}``) where ``where`` holds."""
+        self._require(Capability.UPDATE)
         return self._run(lambda tx: tx.update(set, where))
 
     def upsert(self, data: Any) -> int | str:
         """Insert ``data``, replacing the rows whose record key already exists; returns the version.
 
-        Formats with record keys only (Hudi: ``hoodie.table.recordkey.fields``); others raise
-        ``UnsupportedFeatureError`` (use ``merge`` with explicit key columns there).
+        Formats whose tables have record keys only (capability ``upsert``, e.g. Hudi); others
+        raise ``UnsupportedFeatureError`` before any IO (use ``merge`` with explicit key
+        columns there).
         """
-
-        def stage(tx: Transaction) -> None:
-            writer = self._format_writer(tx.snapshot)
-            upsert = getattr(writer, "upsert", None)
-            if upsert is None:
-                raise UnsupportedFeatureError(
-                    "upsert", f"{self.format} tables have no record key; use Table.merge"
-                )
-            tx.stage(*upsert(data))
-
-        return self._run(stage)
+        self._require(Capability.UPSERT)
+        return self._run(lambda tx: tx.stage(*self._format_writer(tx.snapshot).upsert(data)))
 
     def merge(self, source: Any, on: str | Sequence[str]) -> MergeBuilder:
         """Start a MERGE of ``source`` (Arrow-like) on key column(s) ``on``.
@@ -264,21 +271,20 @@ class Table:
             ...     .when_not_matched_insert_all()
             ...     .execute())
         """
+        self._require(Capability.MERGE)
         return MergeBuilder(self, source, [on] if isinstance(on, str) else list(on))
 
-    def _maintainable(self) -> MaintainableFormat:
-        if not isinstance(self._format, MaintainableFormat):
-            raise UnsupportedFeatureError(
-                "maintenance", f"lakecore has no maintenance for {self.format} tables"
-            )
-        return self._format
+    def _maintainable(self, capability: Capability) -> MaintainableFormat:
+        # A format declaring a maintenance capability implements MaintainableFormat.
+        self._require(capability)
+        return cast(MaintainableFormat, self._format)
 
     def checkpoint(self) -> int | str:
         """Write a checkpoint of the latest version; returns that version.
 
         Raises ``StorageError`` when the storage fails (readers ignore a partial checkpoint).
         """
-        fmt = self._maintainable()
+        fmt = self._maintainable(Capability.CHECKPOINT)
         snapshot = self.snapshot()
         with storage_faults(f"checkpointing {self.uri}", StorageError):
             return fmt.checkpoint(self._storage, snapshot)
@@ -297,14 +303,14 @@ class Table:
         ``StorageError`` when the storage fails (some unneeded files may then remain).
         """
         check_number("retention_hours", retention_hours, minimum=0)
-        fmt = self._maintainable()
+        fmt = self._maintainable(Capability.VACUUM)
         snapshot = self.snapshot()
         with storage_faults(f"vacuuming {self.uri}", StorageError):
             return fmt.vacuum(self._storage, snapshot, retention_hours, dry_run, enforce_retention)
 
     def restore(self, version: int | str) -> int | str:
         """Commit a new version whose rows are those of ``version``; returns it."""
-        fmt = self._maintainable()
+        fmt = self._maintainable(Capability.RESTORE)
         return self._run(lambda tx: tx.stage(*fmt.restore(self._storage, tx.snapshot, version)))
 
     def optimize(self, target_file_size: int | None = None) -> int | str:
@@ -314,17 +320,15 @@ class Table:
         """
         if target_file_size is not None:
             check_number("target_file_size", target_file_size, minimum=1, integral=True)
-        fmt = self._maintainable()
+        fmt = self._maintainable(Capability.OPTIMIZE)
         return self._run(
             lambda tx: tx.stage(*fmt.optimize(self._storage, tx.snapshot, target_file_size))
         )
 
-    def _merge_on_read(self) -> MergeOnReadFormat:
-        if not isinstance(self._format, MergeOnReadFormat):
-            raise UnsupportedFeatureError(
-                "compaction", f"{self.format} tables have no merge-on-read log files to compact"
-            )
-        return self._format
+    def _merge_on_read(self, capability: Capability) -> MergeOnReadFormat:
+        # A format declaring compact or clean implements MergeOnReadFormat.
+        self._require(capability)
+        return cast(MergeOnReadFormat, self._format)
 
     def compact(self) -> int | str | None:
         """Merge log files into new base files (Hudi MoR compaction); returns the instant.
@@ -332,7 +336,7 @@ class Table:
         Returns None when no file slice has log files. Rows are unchanged. Raises
         ``StorageError`` when the storage fails.
         """
-        fmt = self._merge_on_read()
+        fmt = self._merge_on_read(Capability.COMPACT)
         snapshot = self.snapshot()
         with storage_faults(f"compacting {self.uri}", StorageError):
             return fmt.compact(self._storage, snapshot)
@@ -345,13 +349,14 @@ class Table:
         at least 1; ``StorageError`` when the storage fails.
         """
         check_number("retain_commits", retain_commits, minimum=1, integral=True)
-        fmt = self._merge_on_read()
+        fmt = self._merge_on_read(Capability.CLEAN)
         snapshot = self.snapshot()
         with storage_faults(f"cleaning {self.uri}", StorageError):
             return fmt.clean(self._storage, snapshot, retain_commits)
 
     def set_properties(self, properties: dict[str, str | None]) -> int | str:
         """Set table properties (a value of None unsets the key); returns the new version."""
+        self._require(Capability.SET_PROPERTIES)
         changes = {k: (None if v is None else str(v)) for k, v in properties.items()}
         return self._run(
             lambda tx: tx.stage(
@@ -367,6 +372,7 @@ class Table:
         """
         from lakecore.expr.evaluate import evaluate_predicate
 
+        self._require(Capability.CONSTRAINTS)
         with storage_faults(f"checking the rows of {self.uri} against {name}"):
             snapshot = self.transaction().snapshot
             evaluate_predicate(sql, snapshot.schema.empty_table())
@@ -378,23 +384,16 @@ class Table:
             raise ConstraintViolationError(
                 f"cannot add constraint {name} ({sql}): {failed} existing row(s) violate it"
             )
-        key = f"delta.constraints.{name.lower()}"
+        # The format names the constraint in its metadata (Delta: a table property).
         return self._run(
-            lambda tx: tx.stage(
-                [SetProperties({key: sql})],
-                CommitInfo("ADD CONSTRAINT", {"name": name, "expr": sql}, read_whole_table=True),
-            )
+            lambda tx: tx.stage(*self._format_writer(tx.snapshot).add_constraint(name, sql))
         )
 
     def drop_constraint(self, name: str) -> int | str:
         """Remove a CHECK constraint; raises ``SchemaError`` if there is none of that name."""
-        key = f"delta.constraints.{name.lower()}"
-        if key not in self.transaction().snapshot.properties:
-            raise SchemaError(f"the table has no constraint {name!r}")
+        self._require(Capability.CONSTRAINTS)
         return self._run(
-            lambda tx: tx.stage(
-                [SetProperties({key: None})], CommitInfo("DROP CONSTRAINT", {"name": name})
-            )
+            lambda tx: tx.stage(*self._format_writer(tx.snapshot).drop_constraint(name))
         )
 
     def update_schema(self) -> SchemaUpdateContext:
@@ -405,6 +404,7 @@ class Table:
             ...     s.add_column("email", pa.string())
             ...     s.rename_column("name", "full_name")
         """
+        self._require(Capability.SCHEMA_EVOLUTION)
         return SchemaUpdateContext(self)
 
 

@@ -16,6 +16,7 @@ from lakecore.errors import (
     LakecoreError,
 )
 from lakecore.faults import storage_faults
+from lakecore.format.capabilities import Capability
 from lakecore.model.actions import Action, CommitInfo, Committed, SetTransaction
 from lakecore.snapshot import Snapshot
 
@@ -72,16 +73,19 @@ class Transaction:
 
     def overwrite(self, data: Any, where: str | None = None) -> None:
         """Stage replacing the rows matching ``where`` (all rows if None) by ``data``."""
+        self._table._require(Capability.OVERWRITE)
         with storage_faults("writing the overwrite"):
             self.stage(*self._writer().overwrite(data, where))
 
     def delete(self, where: str | None = None) -> None:
         """Stage deleting the rows matching ``where`` (all rows if None)."""
+        self._table._require(Capability.DELETE)
         with storage_faults("planning the delete"):
             self.stage(*self._writer().delete(where))
 
     def update(self, set: dict[str, str], where: str | None = None) -> None:
         """Stage setting columns to SQL expressions on the rows matching ``where``."""
+        self._table._require(Capability.UPDATE)
         with storage_faults("writing the update"):
             self.stage(*self._writer().update(set, where))
 

@@ -1,22 +1,28 @@
 """The contracts a format plugin implements (see docs/plugins.md).
 
-``reading``: ``TableFormat`` and ``SnapshotSource``; ``writing``: ``WritableFormat``,
+``capabilities``: ``Capability`` (what a format supports) and ``TableFeatures`` (what one
+table uses); ``reading``: ``TableFormat`` and ``SnapshotSource``; ``writing``: ``WritableFormat``,
 ``FormatWriter``, ``SchemaUpdate``; ``maintenance``: ``MaintainableFormat``,
 ``MergeOnReadFormat``.
 """
 
 from __future__ import annotations
 
+from lakecore.format.capabilities import Capability, TableFeatures, capabilities, require
 from lakecore.format.maintenance import MaintainableFormat, MergeOnReadFormat
 from lakecore.format.reading import SnapshotSource, TableFormat
 from lakecore.format.writing import FormatWriter, SchemaUpdate, WritableFormat
 
 __all__ = [
+    "Capability",
     "FormatWriter",
     "MaintainableFormat",
     "MergeOnReadFormat",
     "SchemaUpdate",
     "SnapshotSource",
+    "TableFeatures",
     "TableFormat",
     "WritableFormat",
+    "capabilities",
+    "require",
 ]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from lakecore.format.capabilities import Capability
 from lakecore.model.history import HistoryEntry
 from lakecore.storage import Storage
 
@@ -47,6 +48,15 @@ class TableFormat(Protocol):
     """A table format: detection, snapshots, history. One instance serves many tables."""
 
     name: str
+    capabilities: frozenset[Capability]
+    """What lakecore can do with tables of this format; ``Table`` verbs check it before any IO.
+
+    Must be honest both ways: every declared capability must work (a declared maintenance
+    capability means the format implements the protocol of ``lakecore.format.maintenance``
+    it belongs to, ``WRITE`` means ``WritableFormat``), and an operation whose capability is
+    not declared is refused with ``UnsupportedFeatureError`` before anything is read. The
+    format contract suite (``lakecore.testing.format_contract``) checks both.
+    """
 
     def detect(self, storage: Storage) -> bool:
         """Return whether ``storage``'s root holds a table of this format; must not raise."""

@@ -69,6 +69,29 @@ class FormatWriter(Protocol):
         """A builder of schema changes against this snapshot."""
         ...
 
+    def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        """Insert ``data``, replacing the rows whose record key exists (capability ``upsert``).
+
+        Called only when the format declares ``upsert``; others must raise
+        ``UnsupportedFeatureError("upsert")``.
+        """
+        ...
+
+    def add_constraint(self, name: str, sql: str) -> tuple[list[Action], CommitInfo]:
+        """The actions recording CHECK constraint ``name`` (capability ``constraints``).
+
+        The format names the constraint in its own metadata (Delta: the table property
+        ``delta.constraints.<name>``); ``Table.add_constraint`` has checked the existing rows.
+        Called only when the format declares ``constraints``; others must raise
+        ``UnsupportedFeatureError("constraints")``.
+        """
+        ...
+
+    def drop_constraint(self, name: str) -> tuple[list[Action], CommitInfo]:
+        """The actions removing CHECK constraint ``name``; raises ``SchemaError`` if the table
+        has none of that name (capability ``constraints``, as ``add_constraint``)."""
+        ...
+
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakecore.errors import TableNotFoundError, VersionNotFoundError
+from lakecore.format import Capability
 from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, SetProperties
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
@@ -29,6 +30,29 @@ if TYPE_CHECKING:
     from lakecore.planning.tasks import ScanContext, ScanTask
 
 
+CAPABILITIES = frozenset(
+    {
+        Capability.WRITE,
+        Capability.OVERWRITE,
+        Capability.DELETE,
+        Capability.UPDATE,
+        Capability.MERGE,
+        Capability.SET_PROPERTIES,
+        Capability.CONSTRAINTS,
+        Capability.APP_TRANSACTIONS,
+        Capability.SCHEMA_EVOLUTION,
+        Capability.CHANGE_FEED,
+        Capability.TIME_TRAVEL_BY_TIMESTAMP,
+        Capability.CHECKPOINT,
+        Capability.VACUUM,
+        Capability.RESTORE,
+        Capability.OPTIMIZE,
+    }
+)
+"""What lakecore does with Delta tables: no ``upsert`` (no record key: ``merge`` instead), no
+``compact``/``clean`` (no log files to merge; ``optimize`` and ``vacuum`` are Delta's own)."""
+
+
 def _as_version(version: int | str) -> int:
     try:
         return int(version)
@@ -40,6 +64,7 @@ class DeltaFormat:
     """Delta Lake tables: a ``_delta_log`` of JSON commits and Parquet checkpoints."""
 
     name = "delta"
+    capabilities = CAPABILITIES
 
     def detect(self, storage: Storage) -> bool:
         # Any file in _delta_log; stops at the first instead of listing (and stat-ing) them all.

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakecore.errors import CommitConflictError, TableNotFoundError
+from lakecore.format import Capability
 from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
@@ -26,10 +27,30 @@ PLANNED_INSTANT = "planned"
 """What ``next_version`` returns: a Hudi write's instant is taken when it is planned."""
 
 
+CAPABILITIES = frozenset(
+    {
+        Capability.WRITE,
+        Capability.OVERWRITE,
+        Capability.DELETE,
+        Capability.UPDATE,
+        Capability.MERGE,
+        Capability.UPSERT,
+        Capability.CHANGE_FEED,
+        Capability.TIME_TRAVEL_BY_TIMESTAMP,
+        Capability.COMPACT,
+        Capability.CLEAN,
+    }
+)
+"""What lakecore does with Hudi tables. Not (yet): table properties, CHECK constraints,
+application transactions and schema evolution (the Hudi commit takes only planned instants),
+nor checkpoint/vacuum/restore/optimize (Hudi's upkeep is ``compact`` and ``clean``)."""
+
+
 class HudiFormat:
     """Apache Hudi tables: a ``.hoodie`` timeline of instants over base and log files."""
 
     name = "hudi"
+    capabilities = CAPABILITIES
 
     def detect(self, storage: Storage) -> bool:
         try:

@@ -15,6 +15,11 @@ from lakecore_delta.schema import delta_metadata
 CONSTRAINT_PREFIX = "delta.constraints."
 
 
+def constraint_key(name: str) -> str:
+    """The table property holding CHECK constraint ``name`` (Delta lower-cases the name)."""
+    return f"{CONSTRAINT_PREFIX}{name.lower()}"
+
+
 def table_constraints(configuration: Mapping[str, str], schema: pa.Schema) -> dict[str, str]:
     """Name -> SQL of every CHECK constraint and column invariant of the table."""
     out = {

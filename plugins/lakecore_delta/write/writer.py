@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
 from lakecore.expr.evaluate import evaluate, evaluate_predicate, parse
-from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
+from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles, SetProperties
 from lakecore.model.data_input import cast_assigned, cast_lossless, to_arrow_table
 from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.planning.candidates import candidate_files, dml_predicate, merge_candidates
@@ -22,7 +22,12 @@ from lakecore_delta.reader import FileReader
 from lakecore_delta.schema import generation_expressions
 from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import DeltaState
-from lakecore_delta.write.constraints import check_rows, fill_generated, table_constraints
+from lakecore_delta.write.constraints import (
+    check_rows,
+    constraint_key,
+    fill_generated,
+    table_constraints,
+)
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout, write_data_files
 from lakecore_delta.write.data_in import conform_to_schema, relaxed_type
 from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
@@ -256,3 +261,19 @@ class DeltaWriter:
 
     def schema_update(self) -> DeltaSchemaUpdate:
         return DeltaSchemaUpdate(self._state)
+
+    def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        raise UnsupportedFeatureError(
+            "upsert", "Delta tables have no record key; use Table.merge with key columns"
+        )
+
+    def add_constraint(self, name: str, sql: str) -> tuple[list[Action], CommitInfo]:
+        """A ``delta.constraints.<name>`` property (the commit adds checkConstraints)."""
+        info = CommitInfo("ADD CONSTRAINT", {"name": name, "expr": sql}, read_whole_table=True)
+        return [SetProperties({constraint_key(name): sql})], info
+
+    def drop_constraint(self, name: str) -> tuple[list[Action], CommitInfo]:
+        key = constraint_key(name)
+        if key not in self._state.configuration:
+            raise SchemaError(f"the table has no constraint {name!r}")
+        return [SetProperties({key: None})], CommitInfo("DROP CONSTRAINT", {"name": name})

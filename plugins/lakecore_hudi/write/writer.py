@@ -135,8 +135,14 @@ class HudiWriter:
 
     def schema_update(self) -> SchemaUpdate:
         raise UnsupportedFeatureError(
-            "hudi-schema-evolution", "lakecore does not evolve Hudi table schemas yet"
+            "schema_evolution", "lakecore does not evolve Hudi table schemas yet"
         )
+
+    def add_constraint(self, name: str, sql: str) -> tuple[list[Action], CommitInfo]:
+        raise UnsupportedFeatureError("constraints", "Hudi tables have no CHECK constraints")
+
+    def drop_constraint(self, name: str) -> tuple[list[Action], CommitInfo]:
+        raise UnsupportedFeatureError("constraints", "Hudi tables have no CHECK constraints")
 
     # ---------------------------------------------------------------- planning helpers
 

@@ -1,0 +1,114 @@
+"""What a format supports (``Capability``) and what one table of it uses (``TableFeatures``).
+
+A ``TableFormat`` declares ``capabilities``: the operations lakecore can run on tables of that
+format. ``Table`` checks the capability of every verb before it reads or writes anything and
+raises ``UnsupportedFeatureError`` naming the capability (``require``), so a format never has
+to be probed for methods and an unsupported operation costs no IO.
+
+``TableFeatures`` is the typed, format-neutral view of what one snapshot's table uses (its
+format version, the named reader/writer features, whether reads merge changes), filled by each
+format when it loads a snapshot (``Snapshot.features``). A format's own protocol record (Delta's
+``protocol`` action, Hudi's ``hoodie.properties``) stays in the plugin's snapshot state.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from lakecore.errors import UnsupportedFeatureError
+
+
+class Capability(str, enum.Enum):
+    """An operation lakecore can run on tables of a format (the ``Table`` verb it gates).
+
+    A ``str`` enum (``Capability("merge")``; ``.value`` is the name errors carry).
+    """
+
+    WRITE = "write"
+    """Create tables, append rows and run transactions (``create``, ``append``,
+    ``transaction``); the format must implement ``WritableFormat``."""
+    OVERWRITE = "overwrite"
+    """Replace all rows, or the rows matching a predicate (``overwrite``)."""
+    DELETE = "delete"
+    """Delete the rows matching a predicate (``delete``)."""
+    UPDATE = "update"
+    """Set columns on the rows matching a predicate (``update``)."""
+    MERGE = "merge"
+    """MERGE a source on key columns (``merge``)."""
+    UPSERT = "upsert"
+    """Insert or replace rows by the table's own record key (``upsert``)."""
+    SET_PROPERTIES = "set_properties"
+    """Set and unset table properties (``set_properties``)."""
+    CONSTRAINTS = "constraints"
+    """CHECK constraints kept by the table and enforced on writes (``add_constraint``,
+    ``drop_constraint``); the writer must implement ``add_constraint``/``drop_constraint``."""
+    APP_TRANSACTIONS = "app_transactions"
+    """Idempotent application versions recorded with a commit (``set_app_transaction``)."""
+    SCHEMA_EVOLUTION = "schema_evolution"
+    """Add, rename, drop and widen columns (``update_schema``)."""
+    CHANGE_FEED = "change_feed"
+    """The rows changed between versions (``changes``)."""
+    TIME_TRAVEL_BY_TIMESTAMP = "time_travel_by_timestamp"
+    """Snapshots as of a point in time (``snapshot(timestamp=...)``, ``scan(timestamp=...)``);
+    time travel by version is part of every ``TableFormat``."""
+    CHECKPOINT = "checkpoint"
+    """Write a checkpoint of the log (``checkpoint``); ``MaintainableFormat``."""
+    VACUUM = "vacuum"
+    """Delete files no retained version needs (``vacuum``); ``MaintainableFormat``."""
+    RESTORE = "restore"
+    """Commit an older version's rows as a new version (``restore``); ``MaintainableFormat``."""
+    OPTIMIZE = "optimize"
+    """Rewrite small files into bigger ones (``optimize``); ``MaintainableFormat``."""
+    COMPACT = "compact"
+    """Merge log files into base files (``compact``); ``MergeOnReadFormat``."""
+    CLEAN = "clean"
+    """Delete file slices old commits alone need (``clean``); ``MergeOnReadFormat``."""
+
+
+def capabilities(*names: Capability | str) -> frozenset[Capability]:
+    """The frozenset of ``names``; raises ``ValueError`` for a name that is no ``Capability``."""
+    return frozenset(Capability(n) for n in names)
+
+
+def require(
+    format_name: str, declared: Iterable[Capability], capability: Capability, what: str = ""
+) -> None:
+    """Raise ``UnsupportedFeatureError(capability)`` unless ``declared`` holds ``capability``.
+
+    Called before any IO of the operation. ``what`` names the operation in the message when it
+    is not the capability itself.
+    """
+    if capability in declared:
+        return
+    operation = what or capability.value.replace("_", " ")
+    raise UnsupportedFeatureError(
+        capability.value,
+        f"{format_name} tables do not support {operation} in lakecore "
+        f"(capability {capability.value!r} is not declared by the {format_name} format)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TableFeatures:
+    """What one version of a table uses, in format-neutral terms (``Snapshot.features``).
+
+    Formats fill in what they have; a format without named features leaves them empty.
+    """
+
+    format_version: str
+    """The table's format/protocol version as the format writes it (Delta:
+    ``"<minReaderVersion>.<minWriterVersion>"``; Hudi: the table version, ``"8"``)."""
+    reader_features: frozenset[str] = frozenset()
+    """Named features a reader must understand (Delta: explicit ``readerFeatures`` or those
+    implied by the reader version, e.g. ``columnMapping``, ``deletionVectors``)."""
+    writer_features: frozenset[str] = frozenset()
+    """Named features a writer must honour (Delta: ``writerFeatures`` or those implied by the
+    writer version, e.g. ``appendOnly``, ``checkConstraints``)."""
+    merge_on_read: bool = False
+    """Whether readers merge row changes kept apart from the data files: Hudi
+    ``MERGE_ON_READ`` log files, Delta deletion vectors, Lance deletion files."""
+
+
+__all__ = ["Capability", "TableFeatures", "capabilities", "require"]
