@@ -76,11 +76,12 @@ def hudi_showcase(console: Console, root: Path) -> None:
     table = lakecore.open(str(root / "hudi" / HUDI_SHOWCASE))
     snap = table.snapshot()
     console.rule(f"{HUDI_SHOWCASE} ({table.format}, instant {table.version})")
+    features = snap.features
     console.print(
         "[bold]table type[/]",
-        snap.protocol["table_type"],
+        "merge-on-read" if features.merge_on_read else "copy-on-write",
         "version",
-        snap.protocol["table_version"],
+        features.format_version,
     )
     for row in snap.files().to_pylist():
         console.print(f"  slice {row['path']}  + {len(row['log_files'])} log file(s)")

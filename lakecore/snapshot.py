@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from lakecore.errors import StorageError
 from lakecore.faults import storage_faults, typed_iteration
-from lakecore.format import SnapshotSource
+from lakecore.format import SnapshotSource, TableFeatures
 
 if TYPE_CHECKING:
     from lakecore.expr.binding import Where
@@ -22,7 +22,9 @@ class Snapshot:
     """A table at one version.
 
     ``schema`` is the logical schema (field ids and physical names in field metadata,
-    see ``lakecore.model.schema``). ``timestamp`` is epoch milliseconds.
+    see ``lakecore.model.schema``). ``timestamp`` is epoch milliseconds. ``features`` says, in
+    format-neutral terms, what the table uses (format version, named reader/writer features,
+    merge-on-read); the format's own protocol record stays in its ``source``.
     """
 
     format: str
@@ -31,7 +33,7 @@ class Snapshot:
     schema: pa.Schema
     partition_columns: tuple[str, ...]
     properties: dict[str, str]
-    protocol: dict[str, Any]
+    features: TableFeatures
     source: SnapshotSource = field(repr=False, compare=False)
 
     def files(self) -> pa.Table:

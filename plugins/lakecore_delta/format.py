@@ -17,7 +17,7 @@ from lakecore_delta import history as delta_history
 from lakecore_delta import maintenance
 from lakecore_delta.log.files import LOG_DIR
 from lakecore_delta.log.segment import latest_version, list_log
-from lakecore_delta.protocol import ensure_readable
+from lakecore_delta.protocol import ensure_readable, table_features
 from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import list_for, load_state
 from lakecore_delta.write import commit as delta_commit
@@ -105,7 +105,7 @@ class DeltaFormat:
             schema=state.schema,
             partition_columns=state.partition_columns,
             properties=state.configuration,
-            protocol=dict(state.protocol),
+            features=table_features(state.protocol),
             source=DeltaSnapshotSource(storage, state),
         )
 
@@ -118,7 +118,7 @@ class DeltaFormat:
         return read_changes(storage, _as_version(start), None if end is None else _as_version(end))
 
     def ensure_readable(self, snapshot: Snapshot) -> None:
-        ensure_readable(snapshot.protocol, snapshot.properties)
+        ensure_readable(state_of(snapshot).protocol, snapshot.properties)
 
     def read_tasks(
         self, context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None

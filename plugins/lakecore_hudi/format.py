@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakecore.errors import CommitConflictError, TableNotFoundError
-from lakecore.format import Capability
+from lakecore.format import Capability, TableFeatures
 from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
@@ -89,11 +89,10 @@ class HudiFormat:
             schema=state.schema,
             partition_columns=config.partition_fields,
             properties=properties,
-            protocol={
-                "table_version": config.table_version,
-                "table_type": config.table_type,
-                "timeline_layout_version": config.timeline_layout_version,
-            },
+            features=TableFeatures(
+                format_version=str(config.table_version),
+                merge_on_read=config.table_type == "MERGE_ON_READ",
+            ),
             source=HudiSnapshotSource(storage, state),
         )
 
@@ -110,7 +109,7 @@ class HudiFormat:
     def ensure_readable(self, snapshot: Snapshot) -> None:
         from lakecore_hudi.table_config import ensure_supported_version
 
-        ensure_supported_version(int(snapshot.protocol["table_version"]))
+        ensure_supported_version(int(snapshot.features.format_version))
 
     def read_tasks(
         self, context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None

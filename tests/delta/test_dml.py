@@ -149,7 +149,7 @@ def test_check_constraint_blocks_bad_updates(tmp_path: Path) -> None:
     t = lakecore.create(
         str(tmp_path / "t"), SCHEMA, properties={"delta.constraints.positive": "id > 0"}
     )
-    assert t.snapshot().protocol["minWriterVersion"] >= 3
+    assert "checkConstraints" in t.snapshot().features.writer_features
     t.append(pa.table({"id": [1, 2], "v": ["a", "b"], "p": ["x", "x"]}))
     with pytest.raises(ConstraintViolationError, match="positive"):
         t.append(pa.table({"id": [0], "v": ["c"], "p": ["x"]}))
@@ -217,7 +217,7 @@ def test_add_and_drop_constraint(tmp_path: Path) -> None:
     t.add_constraint("nonneg", "id >= 0")
     snap = t.snapshot()
     assert snap.properties["delta.constraints.nonneg"] == "id >= 0"
-    assert snap.protocol["minWriterVersion"] >= 3
+    assert "checkConstraints" in snap.features.writer_features
     with pytest.raises(ConstraintViolationError, match="nonneg"):
         t.append(pa.table({"id": [-1], "v": ["x"], "p": ["a"]}))
     t.drop_constraint("nonneg")

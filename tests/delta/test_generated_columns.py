@@ -33,7 +33,7 @@ def test_generated_columns_are_computed_and_declared(table: lakecore.Table) -> N
     assert [r["day"] for r in rows] == [dt.date(2024, 6, 1), dt.date(2024, 6, 2)]
     assert [r["id2"] for r in rows] == [2, 4]
     snap = table.snapshot()
-    assert snap.protocol["minWriterVersion"] >= 4
+    assert "generatedColumns" in snap.features.writer_features
     deltalake = pytest.importorskip("deltalake")
     theirs = deltalake.DeltaTable(table.uri)
     fields = {f.name: f for f in theirs.schema().fields}

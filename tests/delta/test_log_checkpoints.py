@@ -338,8 +338,8 @@ def test_checkpoint_metadata_configuration_and_protocol(
     h.drop_commits(0, 1, 2)
     snap = lakecore.open(builder.uri).snapshot(2)
     assert snap.properties == {"delta.checkpointPolicy": "v2", "custom.key": "x y"}
-    assert snap.protocol["readerFeatures"] == ["v2Checkpoint"]
-    assert snap.protocol["minReaderVersion"] == 3
+    assert snap.features.reader_features == {"v2Checkpoint"}
+    assert snap.features.format_version.startswith("3.")
 
 
 def test_v2_sidecar_path_is_url_encoded(builder: DeltaTableBuilder) -> None:

@@ -75,7 +75,7 @@ def test_known_reader_features_are_accepted(builder: DeltaTableBuilder, feature:
     builder.init(ID_FIELDS, proto=protocol(3, 7, [feature], [feature]))
     builder.commit(1, commit_info(), builder.data_file("a.parquet", id_rows(1, 2)))
     snap = lakecore.open(builder.uri).snapshot()
-    assert snap.protocol["readerFeatures"] == [feature]
+    assert snap.features.reader_features == {feature}
     assert snap.to_arrow().num_rows == 2
 
 

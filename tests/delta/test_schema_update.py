@@ -42,7 +42,7 @@ def test_rename_enables_column_mapping_and_keeps_old_files(tmp_path: Path) -> No
         s.rename_column("name", "full_name")
     snap = table.snapshot()
     assert snap.properties["delta.columnMapping.mode"] == "name"
-    assert snap.protocol["minReaderVersion"] >= 2 and snap.protocol["minWriterVersion"] >= 5
+    assert "columnMapping" in snap.features.reader_features & snap.features.writer_features
     table.append(pa.table({"id": pa.array([3], pa.int32()), "full_name": ["c"], "p": ["y"]}))
     assert [r["full_name"] for r in _rows(table)] == ["a", "b", "c"]
     # Time travel before the rename sees the old name.
@@ -77,7 +77,7 @@ def test_widen_type(tmp_path: Path) -> None:
     table.append(pa.table({"id": [2**40], "name": ["big"], "p": ["x"]}))
     snap = table.snapshot()
     assert snap.schema.field("id").type == pa.int64()
-    assert "typeWidening" in snap.protocol.get("readerFeatures", [])
+    assert "typeWidening" in snap.features.reader_features
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 2**40]
 
 

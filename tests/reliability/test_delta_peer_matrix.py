@@ -224,14 +224,16 @@ def assert_delta_rs_agrees(root: Path) -> None:
     assert json.loads(dt.schema().to_json()) == json.loads(state.metadata["schemaString"])
     assert dt.schema().to_arrow().names == snap.schema.names
     protocol = dt.protocol()
-    assert protocol.min_reader_version == snap.protocol["minReaderVersion"]
-    assert protocol.min_writer_version == snap.protocol["minWriterVersion"]
+    assert protocol.min_reader_version == state.protocol["minReaderVersion"]
+    assert protocol.min_writer_version == state.protocol["minWriterVersion"]
     assert sorted(protocol.reader_features or []) == sorted(
-        snap.protocol.get("readerFeatures") or []
+        state.protocol.get("readerFeatures") or []
     )
     assert sorted(protocol.writer_features or []) == sorted(
-        snap.protocol.get("writerFeatures") or []
+        state.protocol.get("writerFeatures") or []
     )
+    versions = f"{protocol.min_reader_version}.{protocol.min_writer_version}"
+    assert snap.features.format_version == versions
     for app_id, version in state.txns.items():
         assert dt.transaction_version(app_id) == version
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from lakecore_delta.write import commit as commit_module
+from lakecore_delta.write.writer import state_of
 
 import lakecore
 
@@ -124,7 +125,7 @@ def test_protocol_at_create(
     path = tmp_path / "t"
     table = lakecore.create(str(path), schema, properties=properties)
     assert _normalized(protocol_of(path)) == _normalized(expected)
-    assert _normalized(table.snapshot().protocol) == _normalized(expected)
+    assert _normalized(state_of(table.snapshot()).protocol) == _normalized(expected)
     # A plain append keeps the protocol; delta-rs agrees on what it is.
     rows = pa.Table.from_pylist([{"id": 1}, {"id": 2}], schema=schema)
     assert table.append(rows) == 1
