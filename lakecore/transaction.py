@@ -13,10 +13,12 @@ from lakecore.errors import (
     CommitConflictError,
     CommitError,
     CommitStateUnknownError,
+    CommitStorageError,
     LakecoreError,
 )
 from lakecore.faults import storage_faults
 from lakecore.format.capabilities import Capability
+from lakecore.format.committer import Committer, Prepared
 from lakecore.model.actions import Action, CommitInfo, Committed, SetTransaction
 from lakecore.snapshot import Snapshot
 
@@ -26,12 +28,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MAX_COMMIT_ATTEMPTS = 256
 
+# Life cycle of a transaction: it stages while OPEN and ends once, in one of the others.
+OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
+UNKNOWN = "ended with an unknown outcome"
+
 
 class Transaction:
     """Stages changes against one snapshot and commits them as one version.
 
-    Use as a context manager: the block's changes commit when it exits without an exception
-    and are dropped otherwise (files already written stay as orphans until vacuum).
+    Use as a context manager: the block's changes commit when it exits without an exception;
+    otherwise the transaction is aborted, which deletes the files it wrote (and rolls back its
+    pending Hudi instants). A commit that ends in ``CommitConflictError`` or
+    ``CommitStorageError`` aborts the same way; after ``CommitStateUnknownError`` nothing is
+    deleted (the commit may have landed: vacuum or a rollback deals with it later).
 
     Example:
         >>> with table.transaction() as tx:  # doctest: +SKIP
@@ -44,7 +53,8 @@ class Transaction:
         self._snapshot = snapshot
         self._actions: list[Action] = []
         self._operations: list[CommitInfo] = []
-        self._done = False
+        self._state = OPEN
+        self._committer: Committer | None = None
         self.version: int | str | None = None
         """The committed version, once committed."""
 
@@ -55,8 +65,8 @@ class Transaction:
 
     def stage(self, actions: list[Action], info: CommitInfo) -> None:
         """Add already-planned actions (what ``append``/``delete``/... produce)."""
-        if self._done:
-            raise CommitError("the transaction is already committed or aborted")
+        if self._state != OPEN:
+            raise CommitError(f"the transaction is already {self._state}")
         self._actions.extend(actions)
         self._operations.append(info)
 
@@ -90,7 +100,11 @@ class Transaction:
             self.stage(*self._writer().update(set, where))
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
-        """Record that ``app_id`` wrote its ``version`` in this commit (``txn`` action)."""
+        """Record that ``app_id`` wrote its ``version`` in this commit (``txn`` action).
+
+        ``UnsupportedFeatureError`` for formats without ``app_transactions``.
+        """
+        self._table._require(Capability.APP_TRANSACTIONS)
         self.stage([SetTransaction(app_id, int(version))], CommitInfo("SET TRANSACTION"))
 
     def commit(self) -> int | str:
@@ -98,14 +112,62 @@ class Transaction:
 
         Retries after concurrent commits that do not conflict; raises ``CommitConflictError``
         naming the winning version otherwise, and on storage faults ``CommitStorageError``
-        (nothing committed) or ``CommitStateUnknownError`` (the commit may have landed).
+        (nothing committed) or ``CommitStateUnknownError`` (the commit may have landed). When
+        nothing landed (the format refused the actions, a conflict, a storage fault before the
+        commit) the transaction is aborted before the error propagates.
         """
-        if self._done:
-            raise CommitError("the transaction is already committed or aborted")
-        self._done = True
+        if self._state != OPEN:
+            raise CommitError(f"the transaction is already {self._state}")
+        self._state = UNKNOWN  # until the outcome is known: nothing may be deleted meanwhile
+        committer = self._get_committer()
         info = _merge_infos(self._operations)
-        self.version = commit_with_retries(self._table, self._snapshot, self._actions, info)
+        try:
+            with storage_faults("preparing the commit"):
+                prepared = committer.prepare(self._actions, info)
+        except Exception:
+            self._abort_quietly()  # nothing was attempted: the files can go
+            raise
+        try:
+            self.version = commit_with_retries(committer, prepared)
+        except (CommitConflictError, CommitStorageError):
+            self._abort_quietly()  # nothing of this commit landed
+            raise
+        self._state = COMMITTED
         return self.version
+
+    def abort(self) -> None:
+        """Drop the staged changes and delete what the transaction wrote.
+
+        A no-op when the transaction already ended without committing (aborted, or its
+        commit's outcome is unknown: then nothing is deleted).
+
+        Raises:
+            CommitError: the transaction has committed.
+            CommitStorageError: the storage failed while deleting (what is left is orphaned;
+                vacuum or a later writer's rollback removes it).
+        """
+        if self._state == COMMITTED:
+            raise CommitError("the transaction is already committed")
+        if self._state != OPEN:
+            return
+        self._state = ABORTED
+        with storage_faults("aborting the transaction"):
+            self._get_committer().abort(self._actions)
+
+    def _abort_quietly(self) -> None:
+        """Abort after a failure: a failed cleanup is logged, never raised (the failure is what
+        the caller must see; vacuum or a later rollback removes what is left)."""
+        self._state = ABORTED
+        try:
+            self._get_committer().abort(self._actions)
+        except Exception as exc:
+            log.warning("could not clean up the aborted transaction: %s", exc)
+
+    def _get_committer(self) -> Committer:
+        if self._committer is None:
+            fmt = self._table._writable_format()
+            self._committer = fmt.committer(self._table.storage, self._snapshot)
+        return self._committer
 
     def __enter__(self) -> Transaction:
         return self
@@ -116,12 +178,14 @@ class Transaction:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is None and not self._done:
-            if self._actions:
-                self.commit()
-            self._done = True
+        if self._state != OPEN:
+            return
+        if exc_type is not None:
+            self._abort_quietly()
+        elif self._actions:
+            self.commit()
         else:
-            self._done = True
+            self._state = ABORTED  # nothing staged, nothing to clean up
 
 
 def _merge_infos(infos: list[CommitInfo]) -> CommitInfo:
@@ -138,35 +202,31 @@ def _merge_infos(infos: list[CommitInfo]) -> CommitInfo:
 
 
 def commit_with_retries(
-    table: Table,
-    base: Snapshot,
-    actions: list[Action],
-    info: CommitInfo,
+    committer: Committer,
+    prepared: Prepared,
     on_retry: Callable[[int | str], None] | None = None,
 ) -> int | str:
-    """Commit ``actions`` on top of ``base``, rebasing past compatible concurrent commits.
+    """Commit ``prepared``, rebasing past concurrent commits that do not conflict.
 
-    Never raises a raw ``OSError``. A format's ``commit`` resolves its own storage faults
+    Never raises a raw ``OSError``. A Committer's ``commit`` resolves its own storage faults
     where it can (Delta reads the log entry back); one that still escapes it leaves the
-    outcome unknown: ``CommitStateUnknownError``. A fault while checking a winner for
-    conflicts is ``CommitStorageError``: this transaction had not landed then.
+    outcome unknown: ``CommitStateUnknownError``. A fault while rebasing onto a winner is
+    ``CommitStorageError``: this transaction had not landed then. ``CommitConflictError``
+    when a winner conflicts (raised by ``rebase``) or after ``MAX_COMMIT_ATTEMPTS`` lost races.
     """
-    fmt = table._writable_format()
-    storage = table.storage
-    version = fmt.next_version(base)
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         if attempt:
             # Jitter after a lost race: writers that keep colliding spread out instead of
             # racing for the next version in lockstep (a busy machine starved one otherwise).
             time.sleep(random.uniform(0, min(0.002 * attempt, 0.1)))
         try:
-            outcome = fmt.commit(storage, base, actions, info, version)
+            outcome = committer.commit(prepared)
         except LakecoreError:
             raise
         except OSError as exc:
             raise CommitStateUnknownError(
-                f"the storage raised {type(exc).__name__} while committing version {version} "
-                f"of {storage.root}: {exc}; the commit may or may not have landed: read the "
+                f"the storage raised {type(exc).__name__} while committing version "
+                f"{prepared.version}: {exc}; the commit may or may not have landed: read the "
                 "table's history before running the operation again"
             ) from exc
         if isinstance(outcome, Committed):
@@ -174,11 +234,10 @@ def commit_with_retries(
         winner = outcome.version
         log.info("version %s was taken by another writer; checking for conflicts", winner)
         with storage_faults(f"checking concurrent version {winner} for conflicts"):
-            fmt.check_conflicts(storage, base, winner, actions, info)
+            prepared = committer.rebase(prepared, winner)
         if on_retry:
             on_retry(winner)
-        version = fmt.next_version_after(winner)
     raise CommitConflictError(
         f"gave up after {MAX_COMMIT_ATTEMPTS} attempts: other writers keep committing first",
-        winning_version=version,
+        winning_version=prepared.version,
     )

@@ -1,4 +1,4 @@
-"""The protocols of writable formats: schema updates, writers, commits."""
+"""The protocols of writable formats: schema updates, writers, and the Committer hook."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from lakecore.format.committer import Committer
 from lakecore.format.reading import TableFormat
-from lakecore.model.actions import Action, CommitInfo, CommitOutcome
+from lakecore.model.actions import Action, CommitInfo
 from lakecore.model.merge import MergeClauses
 from lakecore.storage import Storage
 
@@ -117,35 +118,11 @@ class WritableFormat(TableFormat, Protocol):
         """Return a writer planning changes against ``snapshot``; gates writer features."""
         ...
 
-    def next_version(self, base: Snapshot) -> int | str:
-        """The version a commit on top of ``base`` takes."""
-        ...
+    def committer(self, storage: Storage, base: Snapshot) -> Committer:
+        """Return the Committer that lands one transaction's actions on top of ``base``.
 
-    def next_version_after(self, version: int | str) -> int | str:
-        """The version after ``version``."""
-        ...
-
-    def commit(
-        self,
-        storage: Storage,
-        base: Snapshot,
-        actions: Sequence[Action],
-        info: CommitInfo,
-        version: int | str,
-    ) -> CommitOutcome:
-        """Write ``actions`` as ``version`` with one atomic put-if-absent.
-
-        Returns ``Conflict(version)`` when another writer took the version (nothing written).
+        One per transaction (it may remember what it attempted, to abort correctly); see
+        ``lakecore.format.committer`` for the contract and ``lakecore.transaction`` for the
+        retry loop that drives it.
         """
-        ...
-
-    def check_conflicts(
-        self,
-        storage: Storage,
-        base: Snapshot,
-        winner: int | str,
-        actions: Sequence[Action],
-        info: CommitInfo,
-    ) -> None:
-        """Raise ``CommitConflictError`` if commit ``winner`` conflicts with this transaction."""
         ...

@@ -15,10 +15,16 @@ import pyarrow as pa
 
 @dataclass(frozen=True, slots=True)
 class AddFiles:
-    """New data files (already written, not yet visible): rows in the file-index layout."""
+    """New data files (already written, not yet visible): rows in the file-index layout.
+
+    ``owned``: this transaction wrote the files, so aborting it deletes them. False (the
+    default) for files that exist independently of the transaction (a restore re-adding old
+    files, a zero-copy conversion): an abort never deletes those.
+    """
 
     files: pa.Table
     data_change: bool = True
+    owned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +38,13 @@ class RemoveFiles:
 @dataclass(frozen=True, slots=True)
 class DeleteRows:
     """Row-level deletes on existing files: index rows whose ``deletion`` is the NEW state
-    (e.g. a Delta deletion vector covering old and new deletes)."""
+    (e.g. a Delta deletion vector covering old and new deletes).
+
+    ``owned``: this transaction wrote the deletion files the rows name (an abort deletes
+    them; see ``AddFiles.owned``)."""
 
     files: pa.Table
+    owned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +71,16 @@ class SetTransaction:
 
 @dataclass(frozen=True, slots=True)
 class AddChangeFiles:
-    """Change-data files written for this commit (rows with a change-type column)."""
+    """Change-data files written for this commit (rows with a change-type column);
+    ``owned`` as for ``AddFiles``."""
 
     files: pa.Table
+    owned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class FormatPayload:
-    """A format-specific staged change that only that format's ``commit`` understands.
+    """A format-specific staged change that only that format's Committer understands.
 
     Formats whose commits are not Delta-like actions (Hudi: a planned instant with the files
     it wrote and its commit metadata) stage one of these; ``payload`` is the format's own

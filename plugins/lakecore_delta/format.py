@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from lakecore.errors import TableNotFoundError, VersionNotFoundError
 from lakecore.format import Capability
-from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, SetProperties
+from lakecore.model.actions import Action, CommitInfo
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -20,10 +20,9 @@ from lakecore_delta.log.segment import latest_version, list_log
 from lakecore_delta.protocol import ensure_readable, table_features
 from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import list_for, load_state
-from lakecore_delta.write import commit as delta_commit
+from lakecore_delta.write.committer import DeltaCommitter
 from lakecore_delta.write.create import create_table
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE
-from lakecore_delta.write.properties import validate_properties
 from lakecore_delta.write.writer import DeltaWriter, state_of
 
 if TYPE_CHECKING:
@@ -141,30 +140,8 @@ class DeltaFormat:
     def writer(self, storage: Storage, snapshot: Snapshot) -> DeltaWriter:
         return DeltaWriter(storage, snapshot)
 
-    def next_version(self, base: Snapshot) -> int:
-        return _as_version(base.version) + 1
-
-    def next_version_after(self, version: int | str) -> int:
-        return _as_version(version) + 1
-
-    def commit(
-        self,
-        storage: Storage,
-        base: Snapshot,
-        actions: Sequence[Action],
-        info: CommitInfo,
-        version: int | str,
-    ) -> CommitOutcome:
-        for action in actions:
-            if isinstance(action, SetProperties):
-                validate_properties(action.properties)  # before the commit file is written
-        outcome = delta_commit.commit(storage, state_of(base), actions, info, _as_version(version))
-        if isinstance(outcome, Committed):
-            # The base configuration decides, unless this commit changed properties.
-            changed = any(isinstance(a, SetProperties) for a in actions)
-            conf = None if changed else state_of(base).configuration
-            delta_commit.after_commit(storage, int(outcome.version), conf)
-        return outcome
+    def committer(self, storage: Storage, base: Snapshot) -> DeltaCommitter:
+        return DeltaCommitter(storage, base)
 
     def checkpoint(self, storage: Storage, snapshot: Snapshot) -> int:
         return maintenance.checkpoint(storage, snapshot)
@@ -192,13 +169,3 @@ class DeltaFormat:
         target = target_file_size or DEFAULT_TARGET_FILE_SIZE
         actions, info, _ = maintenance.optimize_actions(storage, snapshot, target)
         return actions, info
-
-    def check_conflicts(
-        self,
-        storage: Storage,
-        base: Snapshot,
-        winner: int | str,
-        actions: Sequence[Action],
-        info: CommitInfo,
-    ) -> None:
-        delta_commit.check_conflicts(storage, state_of(base), _as_version(winner), actions, info)

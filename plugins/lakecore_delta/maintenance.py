@@ -175,6 +175,7 @@ def restore_actions(storage: Storage, snapshot: Snapshot, version: int) -> list[
     add = add.append_column(
         "stats", pa.array([stats.get(p) for p in add.column(fi.PATH).to_pylist()], pa.string())
     )
+    # Not ``owned``: other versions reference these files, an aborted restore keeps them.
     return [RemoveFiles(remove), AddFiles(add)]
 
 
@@ -234,7 +235,8 @@ def optimize_actions(
         rows = pa.Table.from_batches(list(source.read(files, None)), schema=snapshot.schema)
         actions.append(RemoveFiles(files, data_change=False))
         if rows.num_rows:
-            actions.append(AddFiles(write_data_files(storage, layout, rows), data_change=False))
+            written = write_data_files(storage, layout, rows)
+            actions.append(AddFiles(written, data_change=False, owned=True))
         removed += files.num_rows
     info = CommitInfo("OPTIMIZE", {"targetFileSize": str(target_size), "predicate": "[]"})
     return actions, info, removed

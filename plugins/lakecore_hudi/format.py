@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakecore.errors import CommitConflictError, TableNotFoundError
+from lakecore.errors import TableNotFoundError
 from lakecore.format import Capability, TableFeatures
-from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -21,11 +20,8 @@ from lakecore_hudi.timeline.active import load_timeline
 
 if TYPE_CHECKING:
     from lakecore.planning.tasks import ScanContext, ScanTask
+    from lakecore_hudi.write.committer import HudiCommitter
     from lakecore_hudi.write.writer import HudiWriter
-
-PLANNED_INSTANT = "planned"
-"""What ``next_version`` returns: a Hudi write's instant is taken when it is planned."""
-
 
 CAPABILITIES = frozenset(
     {
@@ -136,46 +132,11 @@ class HudiFormat:
 
         return HudiWriter(storage, snapshot)
 
-    def next_version(self, base: Snapshot) -> str:
-        # The instant was taken when the write was planned; commit reports it.
-        return PLANNED_INSTANT
+    def committer(self, storage: Storage, base: Snapshot) -> HudiCommitter:
+        """Completes the transaction's planned instants (no numbered versions, no rebase)."""
+        from lakecore_hudi.write.committer import HudiCommitter
 
-    def next_version_after(self, version: int | str) -> str:
-        # Hudi instants never collide (commit never returns Conflict), so there is no retry.
-        return str(version)
-
-    def commit(
-        self,
-        storage: Storage,
-        base: Snapshot,
-        actions: Sequence[Action],
-        info: CommitInfo,
-        version: int | str,
-    ) -> CommitOutcome:
-        """Complete the planned instants in ``actions``; ``version`` is ignored.
-
-        Raises ``CommitConflictError`` itself when a concurrent completed write touched the
-        same file groups (see ``lakecore_hudi.write.commit``).
-        """
-        from lakecore_hudi.write.commit import commit_actions
-        from lakecore_hudi.write.writer import state_of
-
-        return Committed(commit_actions(storage, state_of(base), actions))
-
-    def check_conflicts(
-        self,
-        storage: Storage,
-        base: Snapshot,
-        winner: int | str,
-        actions: Sequence[Action],
-        info: CommitInfo,
-    ) -> None:
-        # commit() decides conflicts itself and never reports Conflict, so this only runs if
-        # a caller asks directly: any winner it names is treated as conflicting.
-        raise CommitConflictError(
-            f"Hudi commits check conflicts when they complete; instant {winner} won",
-            winning_version=winner,
-        )
+        return HudiCommitter(storage, base)
 
     def compact(self, storage: Storage, snapshot: Snapshot) -> str | None:
         """Compact every MoR file slice with log files into a new base file.

@@ -351,9 +351,9 @@ def test_a_fault_while_checking_a_winner_for_conflicts_commits_nothing(
 def test_a_format_commit_that_leaks_a_storage_fault_is_state_unknown(
     tmp_path: Path, templates: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The generic retry loop's safety net: any OSError out of a format's commit means the
+    """The generic retry loop's safety net: any OSError out of a Committer's commit means the
     outcome is unknown (the format could not tell)."""
-    from lakecore_delta.format import DeltaFormat
+    from lakecore_delta.write.committer import DeltaCommitter
 
     def leaking(*args: object, **kwargs: object) -> object:
         raise ConnectionResetError("connection reset by peer")
@@ -361,7 +361,7 @@ def test_a_format_commit_that_leaks_a_storage_fault_is_state_unknown(
     root = tmp_path / "t"
     copy_table(templates["delta"], root)
     table = lakecore.open(str(root))
-    monkeypatch.setattr(DeltaFormat, "commit", leaking)
+    monkeypatch.setattr(DeltaCommitter, "commit", leaking)
     with pytest.raises(CommitStateUnknownError) as caught:
         table.append(delta_rows(10))
     assert isinstance(caught.value.__cause__, ConnectionResetError)

@@ -1,4 +1,5 @@
-"""Committing to the Delta log: one put-if-absent per version, and Delta's conflict checks."""
+"""Committing to the Delta log: a version's bytes, one put-if-absent per version, and Delta's
+conflict checks (``DeltaCommitter`` in ``committer`` drives them)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from lakecore.errors import (
     LakecoreError,
 )
 from lakecore.expr.evaluate import evaluate_predicate, parse
-from lakecore.faults import storage_faults
 from lakecore.model.actions import (
     Action,
     AddFiles,
@@ -139,24 +139,6 @@ def _normalized(protocol: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def commit(
-    storage: Storage, state: DeltaState, actions: Sequence[Action], info: CommitInfo, version: int
-) -> CommitOutcome:
-    """Write commit ``version`` atomically; ``Conflict`` if another writer has it.
-
-    Raises:
-        CommitStorageError: the storage failed before the commit file was put (nothing landed).
-        CommitStateUnknownError: putting the commit file failed and reading it back could not
-            tell whether it landed (see ``put_commit``).
-    """
-    previous_ict = 0
-    if version > state.version + 1:
-        with storage_faults(f"reading commit {version - 1} before committing {version}"):
-            previous_ict = _in_commit_timestamp(storage, version - 1)
-    payload = commit_bytes(state, actions, info, version, previous_ict)
-    return put_commit(storage, version, payload)
-
-
 def put_commit(storage: Storage, version: int, payload: bytes) -> CommitOutcome:
     """Put ``payload`` as commit ``version`` unless it exists; a failed put is read back.
 
@@ -232,7 +214,7 @@ def after_commit(storage: Storage, version: int, configuration: Mapping[str, str
         )
 
 
-def _in_commit_timestamp(storage: Storage, version: int) -> int:
+def in_commit_timestamp(storage: Storage, version: int) -> int:
     """The in-commit timestamp of commit ``version`` (0 when it has none)."""
     path = commit_path(version)
     f = LogFile(storage.head(path), LogFileKind.COMMIT, version)

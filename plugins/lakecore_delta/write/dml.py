@@ -248,7 +248,7 @@ def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]
     if out.removed:
         actions.append(RemoveFiles(_index_rows(out.removed)))
     if out.new_dvs:
-        actions.append(DeleteRows(_index_rows(out.new_dvs)))
+        actions.append(DeleteRows(_index_rows(out.new_dvs), owned=True))
     rows = [t for t in out.new_rows if t.num_rows]
     if rows:
         actions.append(write_rows(pa.concat_tables(rows)))
@@ -263,7 +263,7 @@ def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]
             prefix="_change_data",
         )
         cdc = write_data_files(ctx.storage, layout, pa.concat_tables(changes).cast(cdc_schema))
-        actions.append(AddChangeFiles(cdc))
+        actions.append(AddChangeFiles(cdc, owned=True))
     return actions
 
 

@@ -133,7 +133,7 @@ class DeltaWriter:
         table = fill_generated(table, self._generated, verify=False)
         table = conform_to_schema(table, self._state.schema)
         check_rows(table, self._constraints)
-        return AddFiles(write_data_files(self._storage, self._layout(), table))
+        return AddFiles(write_data_files(self._storage, self._layout(), table), owned=True)
 
     def _dml(self) -> DmlContext:
         if self._dml_context is None:

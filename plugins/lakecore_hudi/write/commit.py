@@ -1,5 +1,7 @@
 """Completing planned instants, with optimistic conflict detection between writers.
 
+``HudiCommitter`` (``committer``) drives this from the core's commit loop.
+
 Hudi instants never collide (each writer takes its own instant time), so a commit does not
 retry: it checks the instants that completed since its base snapshot was read and completes
 its own. Two writers conflict when a concurrent completed write touched a file group this one
@@ -37,7 +39,6 @@ from lakecore.errors import (
     LakecoreError,
     UnsupportedFeatureError,
 )
-from lakecore.model.actions import Action, FormatPayload
 from lakecore.storage import Storage
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
@@ -51,30 +52,6 @@ from lakecore_hudi.write.planned import PlannedInstant, file_groups_of
 from lakecore_hudi.write.rollback import rollback_instant, rolled_back
 
 log = logging.getLogger(__name__)
-
-
-def commit_actions(storage: Storage, base: HudiState, actions: Sequence[Action]) -> str:
-    """Complete the planned instants staged as ``actions`` (see ``commit_planned``).
-
-    Raises:
-        UnsupportedFeatureError: an action that is not a Hudi write (table properties,
-            application transactions, schema changes, ...); the planned instants among the
-            actions are rolled back.
-    """
-    planned: list[PlannedInstant] = []
-    others: list[Action] = []
-    for a in actions:
-        if isinstance(a, FormatPayload) and isinstance(a.payload, PlannedInstant):
-            planned.append(a.payload)
-        else:
-            others.append(a)
-    if others:
-        _abort_all(storage, base.config, planned)
-        name = type(others[0]).__name__
-        raise UnsupportedFeatureError(
-            f"hudi-action-{name}", f"lakecore cannot commit {name} to a Hudi table"
-        )
-    return commit_planned(storage, base, planned)
 
 
 def commit_planned(storage: Storage, base: HudiState, planned: Sequence[PlannedInstant]) -> str:
@@ -91,7 +68,11 @@ def commit_planned(storage: Storage, base: HudiState, planned: Sequence[PlannedI
     config = base.config
     if not planned:
         raise ValueError("nothing to commit")
-    _check_disjoint(storage, config, planned)
+    try:
+        check_disjoint(planned)
+    except UnsupportedFeatureError:
+        _abort_all(storage, config, planned)
+        raise
     try:
         lock = _prepare(storage, config, planned)
         try:  # however this ends (KeyboardInterrupt too), the lock is released
@@ -226,13 +207,13 @@ def _abort_all(storage: Storage, config: TableConfig, planned: Sequence[PlannedI
             log.warning("could not roll back instant %s: %s", p.timestamp, exc)
 
 
-def _check_disjoint(
-    storage: Storage, config: TableConfig, planned: Sequence[PlannedInstant]
-) -> None:
+def check_disjoint(planned: Sequence[PlannedInstant]) -> None:
+    """Raise ``UnsupportedFeatureError`` if instants of one transaction change the same file
+    groups (or one of several rewrites the whole table): they could not complete one after
+    the other without conflicting with each other."""
     seen: set[tuple[str, str]] = set()
     for p in planned:
         if seen & p.touched or (len(planned) > 1 and p.exclusive):
-            _abort_all(storage, config, planned)
             raise UnsupportedFeatureError(
                 "hudi-overlapping-operations",
                 "the operations of this transaction change the same Hudi file groups; "

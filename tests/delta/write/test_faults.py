@@ -1,6 +1,7 @@
 """Writers that die before committing leave the table readable and unchanged.
 
-Data files written before the crash stay on disk as orphans (for vacuum), never in the table.
+Data files written before the crash stay on disk as orphans (for vacuum), never in the table;
+a transaction whose block raises is aborted and deletes its own files.
 """
 
 from __future__ import annotations
@@ -35,13 +36,18 @@ def live_files(table: lakecore.Table) -> set[str]:
     return set(lakecore.open(table.uri).snapshot().files().column("path").to_pylist())
 
 
-def assert_unchanged_with_orphans(table: lakecore.Table, version: int, before: set[str]) -> None:
+def assert_unchanged_with_orphans(
+    table: lakecore.Table, version: int, before: set[str], orphans_left: bool = True
+) -> None:
     path = Path(table.uri)
     assert lakecore.open(table.uri).version == version
     assert commit_versions(path) == list(range(version + 1))
     expected = canonical(rows(1, 2, 3))
     assert lakecore_rows(path) == delta_rs_rows(path) == expected
     orphans = data_files(path) - before
+    if not orphans_left:
+        assert orphans == set(), "the aborted transaction should have deleted its files"
+        return
     assert orphans, "the dead writer should have left its data files behind"
     assert not orphans & live_files(table)
 
@@ -61,7 +67,7 @@ def test_transaction_block_that_raises_commits_nothing(table: lakecore.Table) ->
         tx.append(rows(10, 11))
         tx.set_app_transaction("job", 1)
         raise RuntimeError("boom")
-    assert_unchanged_with_orphans(table, 1, before)
+    assert_unchanged_with_orphans(table, 1, before, orphans_left=False)
 
 
 CHILD = textwrap.dedent(

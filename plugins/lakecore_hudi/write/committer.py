@@ -1,0 +1,114 @@
+"""HudiCommitter: Hudi's side of the core's commit loop (see ``lakecore.format.committer``).
+
+A Hudi write takes its instant when it is planned (requested, then inflight, files written),
+so there is no version to race for and no rebase: ``prepare`` checks that the actions are the
+planned instants of Hudi writes, ``commit`` completes them under the table lock and returns
+``Committed(instant)`` or raises ``CommitConflictError`` (``commit_planned``), and ``rebase``
+is never reached (it raises). ``abort`` rolls back the planned instants that were never handed
+to ``commit`` (under the table lock, with ``rollback``): their data and log files, then their
+requested and inflight files and heartbeat. An instant ``commit`` was given is settled by
+``commit_planned`` itself: rolled back on a conflict or a storage fault, deliberately left to
+its heartbeat's expiry when the lock could not be taken (a rollback would wait for the same
+lock), or possibly completed (outcome unknown).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from lakecore.errors import CommitConflictError, UnsupportedFeatureError
+from lakecore.format.committer import Prepared
+from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, FormatPayload
+from lakecore.snapshot import Snapshot
+from lakecore.storage import Storage
+from lakecore_hudi.write import commit as hudi_commit
+from lakecore_hudi.write.planned import PlannedInstant
+from lakecore_hudi.write.writer import state_of
+
+log = logging.getLogger(__name__)
+
+
+class HudiCommitter:
+    """Lands one transaction's planned instants on a Hudi table (one per transaction).
+
+    It remembers which instants it handed to ``commit_planned``: those are never rolled back
+    by ``abort`` (see the module docstring).
+    """
+
+    def __init__(self, storage: Storage, base: Snapshot) -> None:
+        self._storage = storage
+        self._state = state_of(base)
+        self._attempted: set[str] = set()
+
+    def prepare(self, actions: Sequence[Action], info: CommitInfo) -> Prepared:
+        """The planned instants of ``actions``; ``version`` is the last one's instant time.
+
+        Raises:
+            UnsupportedFeatureError: an action that is not a Hudi write (table properties,
+                application transactions, schema changes, ...), or instants of one
+                transaction that change the same file groups.
+            ValueError: no action at all.
+        """
+        planned = planned_instants(actions)
+        others = [a for a in actions if not _is_planned(a)]
+        if others:
+            name = type(others[0]).__name__
+            raise UnsupportedFeatureError(
+                f"hudi-action-{name}", f"lakecore cannot commit {name} to a Hudi table"
+            )
+        if not planned:
+            raise ValueError("nothing to commit")
+        hudi_commit.check_disjoint(planned)
+        return Prepared(planned[-1].timestamp, tuple(actions), info, planned)
+
+    def commit(self, prepared: Prepared) -> CommitOutcome:
+        """Complete the prepared instants (``commit_planned``): ``Committed(instant)``, or
+        ``CommitConflictError`` / ``CommitStorageError`` / ``CommitStateUnknownError``; never
+        ``Conflict``."""
+        planned = planned_instants(prepared.actions)
+        self._attempted.update(p.timestamp for p in planned)
+        return Committed(hudi_commit.commit_planned(self._storage, self._state, planned))
+
+    def rebase(self, prepared: Prepared, winner: int | str) -> Prepared:
+        """Never reached (``commit`` never returns ``Conflict``); raises ``CommitConflictError``."""
+        raise CommitConflictError(
+            f"Hudi commits check conflicts under the table lock when they complete; instant "
+            f"{winner} won",
+            winning_version=winner,
+        )
+
+    def abort(self, actions: Sequence[Action]) -> None:
+        """Roll back the planned instants of ``actions`` not handed to ``commit`` yet.
+
+        Every instant is tried; the first failure is raised after the others were tried.
+
+        Raises:
+            CommitConflictError: the table lock stayed held by another writer (the instant is
+                left to its heartbeat's expiry; a later writer rolls it back).
+            OSError: the storage failed (the same).
+        """
+        failure: Exception | None = None
+        for p in planned_instants(actions):
+            if p.timestamp in self._attempted:
+                continue
+            try:
+                hudi_commit.abort(self._storage, self._state.config, p)
+            except Exception as exc:  # try the others, then report the first
+                log.warning("could not roll back instant %s: %s", p.timestamp, exc)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+
+def _is_planned(action: Action) -> bool:
+    return isinstance(action, FormatPayload) and isinstance(action.payload, PlannedInstant)
+
+
+def planned_instants(actions: Sequence[Action]) -> tuple[PlannedInstant, ...]:
+    """The planned instants staged among ``actions``, in order."""
+    return tuple(
+        a.payload
+        for a in actions
+        if isinstance(a, FormatPayload) and isinstance(a.payload, PlannedInstant)
+    )
