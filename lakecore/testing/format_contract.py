@@ -1,0 +1,708 @@
+"""The format contract as abstract pytest suites, written against the public API only.
+
+A format plugin opts in with a fixture class naming its format (and the table properties its
+tables need), then one line per suite, as fsspec's abstract tests::
+
+    class DeltaFixtures(FormatFixtures):
+        format_name = "delta"
+        create_properties = {"delta.enableChangeDataFeed": "true"}
+
+    class TestDeltaRead(ReadContract, DeltaFixtures): pass
+    class TestDeltaCapabilities(CapabilityContract, DeltaFixtures): pass
+
+Every suite works on fresh tables of ``SCHEMA`` (``id``, ``name``, ``ts``, ``part``),
+partitioned by ``part``, created with ``lakecore.create``. Suites: ``ReadContract``,
+``TimeTravelContract``, ``WriteContract``, ``CommitContract``, ``DeleteContract``,
+``DetectContract``, ``CapabilityContract``; ``FormatContract`` is all of them. A test that
+needs a capability the format does not declare is skipped with that reason; the
+``CapabilityContract`` then checks that the capability is refused before any IO.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow as pa
+import pytest
+
+import lakecore
+from lakecore import (
+    CommitConflictError,
+    ConstraintViolationError,
+    SchemaError,
+    Table,
+    TableExistsError,
+    TableNotFoundError,
+    UnknownFormatError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+from lakecore.format import (
+    Capability,
+    MaintainableFormat,
+    MergeOnReadFormat,
+    TableFeatures,
+    WritableFormat,
+)
+from lakecore.plugins import load_registry
+from lakecore.testing.faults import CountingStorage
+from lakecore.transaction import Transaction
+
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("part", pa.string())]
+)
+"""The schema of every contract table: ``id`` is unique (a record key where formats need
+one), ``ts`` orders versions of a row, ``part`` is the partition column."""
+COLUMNS = SCHEMA.names
+PARTITION = "part"
+
+Content = dict[int, tuple[str | None, int | None, str | None]]
+"""A table's rows by ``id``: (name, ts, part)."""
+
+
+def rows(ids: Iterable[int], name: str = "a", part: str = "a", ts: int = 1) -> pa.Table:
+    """Rows of ``SCHEMA`` with the given ids, all with ``name``, ``ts`` and ``part``."""
+    items = [{"id": i, "name": name, "ts": ts, "part": part} for i in ids]
+    return pa.Table.from_pylist(items, schema=SCHEMA)
+
+
+def content(data: pa.Table) -> Content:
+    """``data``'s rows by id; fails if an id appears twice (a lost update or delete)."""
+    items = data.select(COLUMNS).to_pylist()
+    out = {r["id"]: (r["name"], r["ts"], r["part"]) for r in items}
+    assert len(out) == len(items), f"duplicate ids in {sorted(r['id'] for r in items)}"
+    return out
+
+
+def read(table: Table, version: int | str | None = None) -> Content:
+    """The rows of ``table`` at ``version`` (latest by default) by id."""
+    return content(table.to_arrow(version=version, columns=COLUMNS))
+
+
+def expect(*groups: tuple[Iterable[int], str, str]) -> Content:
+    """The content of rows written by ``rows(ids, name, part)`` for each group (ts 1)."""
+    return {i: (name, 1, part) for ids, name, part in groups for i in ids}
+
+
+def needs(table: Table, *capabilities: Capability) -> None:
+    """Skip the test (saying why) unless the table's format declares ``capabilities``."""
+    missing = [c.value for c in capabilities if c not in table.capabilities]
+    if missing:
+        pytest.skip(f"the {table.format} format does not declare {', '.join(missing)}")
+
+
+def counted(table: Table) -> tuple[Table, CountingStorage]:
+    """``table`` reopened through a ``CountingStorage`` (to see which calls an operation makes)."""
+    storage = CountingStorage(table.storage)
+    return lakecore.open(table.uri, format=table.format, storage=storage), storage
+
+
+def missing_version(latest: int | str) -> int | str:
+    """A version newer than ``latest`` that the table cannot have."""
+    if isinstance(latest, int):
+        return latest + 1000
+    return "9" * len(latest)
+
+
+class FormatFixtures:
+    """Base of a plugin's fixture class: set ``format_name`` and ``create_properties``."""
+
+    format_name: ClassVar[str] = ""
+    """The registered name of the format under test."""
+    create_properties: ClassVar[Mapping[str, str]] = {}
+    """Properties every contract table is created with (e.g. a record key, the change feed)."""
+
+    @pytest.fixture
+    def table_uri(self, tmp_path: Path) -> str:
+        """Where the test's table is created (a fresh local directory)."""
+        return str(tmp_path / "table")
+
+    @pytest.fixture
+    def table(self, table_uri: str) -> Table:
+        """A new, empty table of ``SCHEMA`` partitioned by ``part``."""
+        assert self.format_name, "set format_name on the fixture class"
+        properties = dict(self.create_properties)
+        return lakecore.create(table_uri, SCHEMA, self.format_name, [PARTITION], properties)
+
+
+# ---------------------------------------------------------------------------------- read
+
+
+class ReadContract:
+    """Reading: schema, partitioning, rows, projection, predicates, snapshots, history."""
+
+    def test_new_table_is_empty_with_the_schema(self, table: Table) -> None:
+        snapshot = table.snapshot()
+        for field in SCHEMA:
+            assert snapshot.schema.field(field.name).type == field.type
+        assert snapshot.partition_columns == (PARTITION,)
+        assert table.to_arrow(columns=COLUMNS).num_rows == 0
+
+    def test_appended_rows_read_back(self, table: Table) -> None:
+        table.append(rows([1, 2]))
+        table.append(rows([3], "b", "b"))
+        assert read(table) == expect(([1, 2], "a", "a"), ([3], "b", "b"))
+        assert lakecore.open(table.uri).to_arrow(columns=COLUMNS).num_rows == 3
+
+    def test_columns_restrict_and_order_the_output(self, table: Table) -> None:
+        table.append(rows([1]))
+        out = table.to_arrow(columns=["part", "id"])
+        assert out.column_names == ["part", "id"]
+        assert out.to_pylist() == [{"part": "a", "id": 1}]
+
+    def test_unknown_column_is_a_schema_error(self, table: Table) -> None:
+        table.append(rows([1]))
+        with pytest.raises(SchemaError):
+            table.to_arrow(columns=["id", "nope"])
+
+    def test_scan_returns_exactly_the_matching_rows(self, table: Table) -> None:
+        table.append(rows([1, 2, 3]))
+        table.append(rows([4, 5], "b", "b"))
+        scan = table.scan("part = 'b' AND id > 4", columns=COLUMNS)
+        assert content(scan.to_arrow()) == expect(([5], "b", "b"))
+        assert content(table.scan("id <= 1 OR name = 'b'").to_arrow()) == expect(
+            ([1], "a", "a"), ([4, 5], "b", "b")
+        )
+
+    def test_snapshot_describes_its_version(self, table: Table) -> None:
+        table.append(rows([1]))
+        version = table.append(rows([2], "b", "b"))
+        snapshot = table.snapshot()
+        assert snapshot.version == version == table.version
+        assert snapshot.format == table.format
+        assert isinstance(snapshot.timestamp, int)
+        assert isinstance(snapshot.features, TableFeatures)
+        assert snapshot.features.format_version
+        assert isinstance(snapshot.properties, dict)
+        assert snapshot.files().num_rows >= 2
+        batches = list(snapshot.to_batches(COLUMNS))
+        assert sum(b.num_rows for b in batches) == snapshot.to_arrow(COLUMNS).num_rows == 2
+
+    def test_history_is_newest_first(self, table: Table) -> None:
+        first = table.append(rows([1]))
+        second = table.append(rows([2]))
+        history = table.history()
+        versions = [entry.version for entry in history]
+        assert versions[0] == second
+        assert first in versions
+        assert versions.index(first) > versions.index(second)
+        assert [e.version for e in table.history(limit=1)] == [second]
+
+
+# ---------------------------------------------------------------------------- time travel
+
+
+class TimeTravelContract:
+    """Older versions stay readable, by version and (where declared) by timestamp."""
+
+    def test_by_version(self, table: Table) -> None:
+        first = table.append(rows([1, 2]))
+        table.append(rows([3], "b", "b"))
+        assert read(table, first) == expect(([1, 2], "a", "a"))
+        assert table.snapshot(first).version == first
+        assert len(read(table)) == 3
+
+    def test_a_version_the_table_lacks_is_refused(self, table: Table) -> None:
+        latest = table.append(rows([1]))
+        with pytest.raises(VersionNotFoundError):
+            table.snapshot(missing_version(latest))
+
+    def test_by_timestamp(self, table: Table) -> None:
+        needs(table, Capability.TIME_TRAVEL_BY_TIMESTAMP)
+        first = table.append(rows([1]))
+        time.sleep(0.01)  # commits in distinct milliseconds
+        second = table.append(rows([2]))
+        at_first = table.snapshot(first).timestamp
+        at_second = table.snapshot(second).timestamp
+        assert at_first is not None and at_second is not None and at_first < at_second
+        assert table.snapshot(timestamp=at_first).version == first
+        assert table.snapshot(timestamp=at_second - 1).version == first
+        assert table.snapshot(timestamp=at_second).version == second
+        assert content(table.scan(timestamp=at_first).to_arrow()) == expect(([1], "a", "a"))
+
+    def test_a_timestamp_before_the_table_is_refused(self, table: Table) -> None:
+        needs(table, Capability.TIME_TRAVEL_BY_TIMESTAMP)
+        table.append(rows([1]))
+        with pytest.raises(VersionNotFoundError):
+            table.snapshot(timestamp=1000)
+
+
+# --------------------------------------------------------------------------------- write
+
+
+class WriteContract:
+    """Appends and overwrites: versions, results, and bad input that changes nothing."""
+
+    def test_append_returns_the_new_version(self, table: Table) -> None:
+        needs(table, Capability.WRITE)
+        version = table.append(rows([1]))
+        assert table.version == version
+        later = table.append(rows([2]))
+        assert later != version and table.version == later
+
+    def test_overwrite_replaces_every_row(self, table: Table) -> None:
+        needs(table, Capability.OVERWRITE)
+        table.append(rows([1, 2]))
+        table.append(rows([3], "b", "b"))
+        table.overwrite(rows([7], "c", "c"))
+        assert read(table) == expect(([7], "c", "c"))
+
+    def test_overwrite_where_replaces_only_the_matching_rows(self, table: Table) -> None:
+        needs(table, Capability.OVERWRITE)
+        table.append(rows([1, 2]))
+        table.append(rows([3], "b", "b"))
+        table.overwrite(rows([8], "n", "b"), where="part = 'b'")
+        assert read(table) == expect(([1, 2], "a", "a"), ([8], "n", "b"))
+
+    def test_overwrite_where_refuses_rows_outside_it(self, table: Table) -> None:
+        needs(table, Capability.OVERWRITE)
+        version = table.append(rows([1]))
+        with pytest.raises(ConstraintViolationError):
+            table.overwrite(rows([2], "x", "a"), where="part = 'b'")
+        assert table.version == version
+        assert read(table) == expect(([1], "a", "a"))
+
+    def test_rows_that_do_not_fit_the_schema_change_nothing(self, table: Table) -> None:
+        needs(table, Capability.WRITE)
+        version = table.append(rows([1]))
+        bad = pa.table({"id": ["x"], "name": ["a"], "ts": [1], "part": ["a"]})
+        with pytest.raises(SchemaError):
+            table.append(bad)
+        assert table.version == version
+        assert read(table) == expect(([1], "a", "a"))
+
+
+# --------------------------------------------------------------------------------- commit
+
+
+class CommitContract:
+    """Transactions: atomic, and a concurrent commit is never lost."""
+
+    def test_two_transactions_from_one_snapshot(self, table: Table) -> None:
+        needs(table, Capability.WRITE)
+        table.append(rows([1]))
+        first, second = table.transaction(), table.transaction()
+        assert first.snapshot.version == second.snapshot.version
+        first.append(rows([2]))
+        second.append(rows([3], "b", "b"))
+        won = first.commit()
+        try:
+            rebased = second.commit()
+        except CommitConflictError:
+            assert read(table) == expect(([1, 2], "a", "a"))
+        else:
+            assert rebased != won
+            assert read(table) == expect(([1, 2], "a", "a"), ([3], "b", "b"))
+        assert read(table, won) == expect(([1, 2], "a", "a"))
+
+    def test_a_conflicting_change_never_undoes_the_first(self, table: Table) -> None:
+        needs(table, Capability.DELETE, Capability.UPDATE)
+        table.append(rows([1, 2]))
+        deleting, updating = table.transaction(), table.transaction()
+        deleting.delete("id = 1")
+        updating.update({"name": "'u'"}, "id = 1")
+        deleting.commit()
+        # A format may refuse the update (CommitConflictError) or rebase it on the delete;
+        # either way the deleted row must stay deleted.
+        with contextlib.suppress(CommitConflictError):
+            updating.commit()
+        assert read(table) == expect(([2], "a", "a"))
+
+    def test_a_block_that_raises_commits_nothing(self, table: Table) -> None:
+        needs(table, Capability.WRITE)
+        version = table.append(rows([1]))
+
+        class Stop(Exception):
+            pass
+
+        with pytest.raises(Stop), table.transaction() as tx:
+            tx.append(rows([2]))
+            raise Stop
+        assert table.version == version
+        assert read(table) == expect(([1], "a", "a"))
+
+    def test_one_transaction_commits_its_operations_together(self, table: Table) -> None:
+        needs(table, Capability.DELETE)
+        table.append(rows([1, 2]))
+        with table.transaction() as tx:
+            tx.delete("id = 1")
+            tx.append(rows([9], "n", "n"))
+        assert tx.version == table.version
+        assert read(table) == expect(([2], "a", "a"), ([9], "n", "n"))
+
+
+# --------------------------------------------------------------------------------- delete
+
+
+class DeleteContract:
+    """Deletes (and updates where declared) change exactly the matching rows."""
+
+    def test_delete_where(self, table: Table) -> None:
+        needs(table, Capability.DELETE)
+        table.append(rows([1, 2, 3]))
+        table.append(rows([4], "b", "b"))
+        before = table.version
+        version = table.delete("id = 2 OR part = 'b'")
+        assert version == table.version != before
+        assert read(table) == expect(([1, 3], "a", "a"))
+        assert len(read(table, before)) == 4
+
+    def test_delete_everything(self, table: Table) -> None:
+        needs(table, Capability.DELETE)
+        table.append(rows([1, 2]))
+        table.delete()
+        assert read(table) == {}
+
+    def test_delete_matching_nothing_keeps_every_row(self, table: Table) -> None:
+        needs(table, Capability.DELETE)
+        table.append(rows([1, 2]))
+        table.delete("id > 100")
+        assert read(table) == expect(([1, 2], "a", "a"))
+
+    def test_delete_with_an_unknown_column_changes_nothing(self, table: Table) -> None:
+        needs(table, Capability.DELETE)
+        version = table.append(rows([1]))
+        with pytest.raises(SchemaError):
+            table.delete("nope = 1")
+        assert table.version == version
+
+    def test_update_where(self, table: Table) -> None:
+        needs(table, Capability.UPDATE)
+        table.append(rows([1, 2]))
+        table.update({"name": "'z'", "ts": "ts + 1"}, "id = 2")
+        assert read(table) == {1: ("a", 1, "a"), 2: ("z", 2, "a")}
+
+
+# --------------------------------------------------------------------------------- detect
+
+
+class DetectContract:
+    """``lakecore.open`` recognises the format; other locations raise typed errors."""
+
+    def test_open_detects_the_format(self, table: Table) -> None:
+        table.append(rows([1]))
+        opened = lakecore.open(table.uri)
+        assert opened.format == table.format
+        assert read(opened) == expect(([1], "a", "a"))
+
+    def test_open_with_the_format_named(self, table: Table) -> None:
+        table.append(rows([1]))
+        assert lakecore.open(table.uri, format=table.format).format == table.format
+
+    def test_an_empty_location_is_not_a_table(self, tmp_path: Path) -> None:
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        with pytest.raises(TableNotFoundError):
+            lakecore.open(str(empty))
+        with pytest.raises(TableNotFoundError):
+            lakecore.open(str(tmp_path / "missing"))
+
+    def test_a_location_holding_no_table_is_typed(self, tmp_path: Path) -> None:
+        assert isinstance(self, FormatFixtures)
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "notes.txt").write_text("not a table")
+        with pytest.raises(UnknownFormatError):
+            lakecore.open(str(other))
+        with pytest.raises(TableNotFoundError):
+            lakecore.open(str(other), format=self.format_name)
+
+    def test_create_over_a_table_is_refused(self, table: Table) -> None:
+        table.append(rows([1]))
+        with pytest.raises(TableExistsError):
+            lakecore.create(table.uri, SCHEMA, table.format, [PARTITION])
+        assert read(table) == expect(([1], "a", "a"))
+
+
+# ---------------------------------------------------------------------------- capabilities
+
+
+def _check_write(t: Table) -> None:
+    t.append(rows([1]))
+    assert read(t) == expect(([1], "a", "a"))
+
+
+def _check_overwrite(t: Table) -> None:
+    t.append(rows([1]))
+    t.overwrite(rows([2], "o", "o"))
+    assert read(t) == expect(([2], "o", "o"))
+
+
+def _check_delete(t: Table) -> None:
+    t.append(rows([1, 2]))
+    t.delete("id = 1")
+    assert read(t) == expect(([2], "a", "a"))
+
+
+def _check_update(t: Table) -> None:
+    t.append(rows([1, 2]))
+    t.update({"name": "'u'"}, "id = 1")
+    assert read(t) == {1: ("u", 1, "a"), 2: ("a", 1, "a")}
+
+
+def _check_merge(t: Table) -> None:
+    t.append(rows([1, 2]))
+    source = rows([2, 3], "m")
+    t.merge(source, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert read(t) == expect(([1], "a", "a"), ([2, 3], "m", "a"))
+
+
+def _check_upsert(t: Table) -> None:
+    t.append(rows([1, 2]))
+    t.upsert(rows([2, 4], "u", ts=2))
+    assert read(t) == {1: ("a", 1, "a"), 2: ("u", 2, "a"), 4: ("u", 2, "a")}
+
+
+def _check_set_properties(t: Table) -> None:
+    t.set_properties({"lakecore.contract.colour": "blue"})
+    assert t.snapshot().properties["lakecore.contract.colour"] == "blue"
+    t.set_properties({"lakecore.contract.colour": None})
+    assert "lakecore.contract.colour" not in t.snapshot().properties
+
+
+def _check_constraints(t: Table) -> None:
+    t.append(rows([1, 2]))
+    with pytest.raises(ConstraintViolationError):
+        t.add_constraint("id_small", "id < 2")
+    t.add_constraint("id_positive", "id > 0")
+    with pytest.raises(ConstraintViolationError):
+        t.append(rows([-1]))
+    t.drop_constraint("id_positive")
+    t.append(rows([-1]))
+    with pytest.raises(SchemaError):
+        t.drop_constraint("id_positive")
+    assert sorted(read(t)) == [-1, 1, 2]
+
+
+def _check_app_transactions(t: Table) -> None:
+    with t.transaction() as tx:
+        tx.append(rows([7]))
+        tx.set_app_transaction("contract-job", 3)
+    assert read(t) == expect(([7], "a", "a"))
+
+
+def _check_schema_evolution(t: Table) -> None:
+    t.append(rows([1]))
+    with t.update_schema() as update:
+        update.add_column("email", pa.string())
+    assert t.snapshot().schema.field("email").type == pa.string()
+    assert t.to_arrow(columns=["id", "email"]).to_pylist() == [{"id": 1, "email": None}]
+
+
+def _check_change_feed(t: Table) -> None:
+    first = t.append(rows([1, 2]))
+    second = t.append(rows([3]))
+    changes = t.changes(second)
+    assert {"_change_type", "_commit_version", "_commit_timestamp"} <= set(changes.column_names)
+    assert changes.column("id").to_pylist() == [3]
+    assert sorted(t.changes(first, second).column("id").to_pylist()) == [1, 2, 3]
+
+
+def _check_time_travel_by_timestamp(t: Table) -> None:
+    first = t.append(rows([1]))
+    time.sleep(0.01)
+    t.append(rows([2]))
+    at = t.snapshot(first).timestamp
+    assert at is not None
+    assert t.snapshot(timestamp=at).version == first
+
+
+def _check_checkpoint(t: Table) -> None:
+    t.append(rows([1]))
+    version = t.append(rows([2]))
+    assert t.checkpoint() == version
+    assert read(lakecore.open(t.uri)) == expect(([1, 2], "a", "a"))
+
+
+def _check_vacuum(t: Table) -> None:
+    t.append(rows([1]))
+    t.overwrite(rows([2]))
+    listed = t.vacuum(retention_hours=0, dry_run=True, enforce_retention=False)
+    assert listed and all(isinstance(p, str) for p in listed)
+    assert t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False) == listed
+    assert t.vacuum(retention_hours=0, dry_run=True, enforce_retention=False) == []
+    assert read(t) == expect(([2], "a", "a"))
+
+
+def _check_restore(t: Table) -> None:
+    first = t.append(rows([1]))
+    t.append(rows([2]))
+    restored = t.restore(first)
+    assert restored == t.version != first
+    assert read(t) == expect(([1], "a", "a"))
+
+
+def _check_optimize(t: Table) -> None:
+    for i in range(3):
+        t.append(rows([i]))
+    before = t.snapshot().files().num_rows
+    t.optimize()
+    assert t.snapshot().files().num_rows < before
+    assert read(t) == expect(([0, 1, 2], "a", "a"))
+
+
+def _check_compact(t: Table) -> None:
+    t.append(rows([1, 2]))
+    if Capability.DELETE in t.capabilities:
+        t.delete("id = 1")  # merge-on-read formats keep this apart from the data file
+    want = read(t)
+    version = t.compact()
+    assert version is None or version == t.version
+    assert read(t) == want
+
+
+def _check_clean(t: Table) -> None:
+    first = t.append(rows([1]))
+    t.overwrite(rows([2]))
+    t.append(rows([3]))
+    deleted = t.clean(retain_commits=1)
+    assert all(isinstance(p, str) for p in deleted)
+    assert read(t) == expect(([2, 3], "a", "a"))
+    assert first != t.version
+
+
+CHECKS: dict[Capability, Callable[[Table], None]] = {
+    Capability.WRITE: _check_write,
+    Capability.OVERWRITE: _check_overwrite,
+    Capability.DELETE: _check_delete,
+    Capability.UPDATE: _check_update,
+    Capability.MERGE: _check_merge,
+    Capability.UPSERT: _check_upsert,
+    Capability.SET_PROPERTIES: _check_set_properties,
+    Capability.CONSTRAINTS: _check_constraints,
+    Capability.APP_TRANSACTIONS: _check_app_transactions,
+    Capability.SCHEMA_EVOLUTION: _check_schema_evolution,
+    Capability.CHANGE_FEED: _check_change_feed,
+    Capability.TIME_TRAVEL_BY_TIMESTAMP: _check_time_travel_by_timestamp,
+    Capability.CHECKPOINT: _check_checkpoint,
+    Capability.VACUUM: _check_vacuum,
+    Capability.RESTORE: _check_restore,
+    Capability.OPTIMIZE: _check_optimize,
+    Capability.COMPACT: _check_compact,
+    Capability.CLEAN: _check_clean,
+}
+"""How the contract shows that a declared capability works (on a new, empty table)."""
+
+Refusal = Callable[[Table], Callable[[], object]]
+"""Given a table (opened through a CountingStorage), return the call that must be refused;
+whatever the preparation reads is not counted."""
+
+
+def _in_transaction(call: Callable[[Transaction], object]) -> Refusal:
+    def prepare(t: Table) -> Callable[[], object]:
+        tx = t.transaction()
+        return lambda: call(tx)
+
+    return prepare
+
+
+def _at_latest(call: Callable[[Table, int | str], object]) -> Refusal:
+    # The version is read while preparing: only the refused call itself is counted.
+    def prepare(t: Table) -> Callable[[], object]:
+        version = t.version
+        return lambda: call(t, version)
+
+    return prepare
+
+
+REFUSALS: dict[Capability, Refusal] = {
+    Capability.WRITE: lambda t: lambda: t.append(rows([1])),
+    Capability.OVERWRITE: lambda t: lambda: t.overwrite(rows([1])),
+    Capability.DELETE: lambda t: lambda: t.delete("id = 1"),
+    Capability.UPDATE: lambda t: lambda: t.update({"name": "'u'"}, "id = 1"),
+    Capability.MERGE: lambda t: lambda: t.merge(rows([1]), on="id"),
+    Capability.UPSERT: lambda t: lambda: t.upsert(rows([1])),
+    Capability.SET_PROPERTIES: lambda t: lambda: t.set_properties({"k": "v"}),
+    Capability.CONSTRAINTS: lambda t: lambda: t.add_constraint("c", "id > 0"),
+    Capability.APP_TRANSACTIONS: _in_transaction(lambda tx: tx.set_app_transaction("j", 1)),
+    Capability.SCHEMA_EVOLUTION: lambda t: lambda: t.update_schema(),
+    Capability.CHANGE_FEED: _at_latest(lambda t, version: t.changes(version)),
+    Capability.TIME_TRAVEL_BY_TIMESTAMP: lambda t: lambda: t.snapshot(timestamp=1000),
+    Capability.CHECKPOINT: lambda t: lambda: t.checkpoint(),
+    Capability.VACUUM: lambda t: lambda: t.vacuum(),
+    Capability.RESTORE: _at_latest(lambda t, version: t.restore(version)),
+    Capability.OPTIMIZE: lambda t: lambda: t.optimize(),
+    Capability.COMPACT: lambda t: lambda: t.compact(),
+    Capability.CLEAN: lambda t: lambda: t.clean(),
+}
+"""The verb of each capability, as the contract calls it on a format that does not declare it."""
+
+ALL_CAPABILITIES = sorted(Capability, key=lambda c: c.value)
+
+
+class CapabilityContract:
+    """Capabilities are honest: each declared one works, each other one is refused before IO."""
+
+    def test_capabilities_are_a_frozenset_of_capability(self, table: Table) -> None:
+        assert isinstance(table.capabilities, frozenset)
+        assert all(isinstance(c, Capability) for c in table.capabilities)
+
+    def test_declared_capabilities_come_with_their_protocols(self, table: Table) -> None:
+        fmt = load_registry().get(table.format)
+        declared = fmt.capabilities
+        if Capability.WRITE in declared:
+            assert isinstance(fmt, WritableFormat)
+        maintenance = {c.value for c in declared} & {"checkpoint", "vacuum", "restore", "optimize"}
+        if maintenance:
+            assert isinstance(fmt, MaintainableFormat), maintenance
+        if declared & {Capability.COMPACT, Capability.CLEAN}:
+            assert isinstance(fmt, MergeOnReadFormat)
+
+    def test_every_capability_has_a_check_and_a_refusal(self) -> None:
+        assert set(CHECKS) == set(REFUSALS) == set(Capability)
+
+    @pytest.mark.parametrize("capability", ALL_CAPABILITIES, ids=lambda c: c.value)
+    def test_capability(self, table: Table, capability: Capability) -> None:
+        if capability in table.capabilities:
+            CHECKS[capability](table)
+            return
+        if capability is Capability.APP_TRANSACTIONS and Capability.WRITE not in table.capabilities:
+            capability = Capability.WRITE  # no transaction to stage in: refused at its start
+        if Capability.WRITE in table.capabilities:
+            table.append(rows([1]))
+        reopened, storage = counted(table)
+        call = REFUSALS[capability](reopened)
+        storage.reset()
+        with pytest.raises(UnsupportedFeatureError) as caught:
+            call()
+        assert caught.value.feature == capability.value
+        assert storage.calls == [], f"{capability.value} was refused only after {storage.calls}"
+
+
+class FormatContract(
+    ReadContract,
+    TimeTravelContract,
+    WriteContract,
+    CommitContract,
+    DeleteContract,
+    DetectContract,
+    CapabilityContract,
+):
+    """Every suite of the format contract."""
+
+
+__all__ = [
+    "CHECKS",
+    "COLUMNS",
+    "REFUSALS",
+    "SCHEMA",
+    "CapabilityContract",
+    "CommitContract",
+    "DeleteContract",
+    "DetectContract",
+    "FormatContract",
+    "FormatFixtures",
+    "ReadContract",
+    "TimeTravelContract",
+    "WriteContract",
+    "content",
+    "counted",
+    "expect",
+    "needs",
+    "read",
+    "rows",
+]
