@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakecore.errors import StorageError
-from lakecore.faults import storage_faults, typed_iteration
+from lakecore.faults import storage_faults
 from lakecore.format import SnapshotSource, TableFeatures
 
 if TYPE_CHECKING:
@@ -53,12 +53,11 @@ class Snapshot:
     def to_batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Yield the snapshot's rows as record batches in the logical schema.
 
-        Raises ``StorageError`` (while iterating) when the storage fails.
+        Raises ``SchemaError`` for an unknown column, ``StorageError`` (while iterating) when
+        the storage fails.
         """
-        what = f"reading the rows of version {self.version}"
-        with storage_faults(what, StorageError):
-            batches = self.source.read(self.files(), columns)
-        return typed_iteration(what, batches)
+        # The one read path (``lakecore.planning.read.read_files``), as scans and Spark use.
+        return self.scan(columns=columns).to_batches()
 
     def to_arrow(self, columns: Sequence[str] | None = None) -> pa.Table:
         """Return all rows of the snapshot (row-level deletes applied) as one Arrow table.

@@ -12,33 +12,28 @@ from lakecore.model.history import HistoryEntry
 from lakecore.storage import Storage
 
 if TYPE_CHECKING:
-    from lakecore.planning.tasks import ScanContext, ScanTask
+    from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
     from lakecore.snapshot import Snapshot
 
 
 @runtime_checkable
 class SnapshotSource(Protocol):
-    """The format-specific state behind a Snapshot: its file index and how to read rows."""
+    """The format-specific state behind a Snapshot: its file index and its scan context.
+
+    Rows are read by the format's ``TableFormat.read_files`` through
+    ``lakecore.planning.read_files`` (the one read path), never by the source itself.
+    """
 
     def files(self) -> pa.Table:
         """Return the file index (layout in ``lakecore.model.files``); must be cheap to repeat."""
         ...
 
-    def read(self, files: pa.Table, columns: Sequence[str] | None) -> Iterator[pa.RecordBatch]:
-        """Yield the live rows of ``files`` (a subset of ``files()``) in the logical schema.
-
-        Must apply row-level deletes, partition values and column renames; ``columns`` (logical
-        top-level names) restricts and orders the output columns; unknown names must raise
-        ``SchemaError``.
-        """
-        ...
-
     def scan_context(self) -> ScanContext:
         """Return the per-scan facts readers of this snapshot's files need (picklable).
 
-        Must name the table root and storage options (so that ``read_tasks`` can reopen the
-        storage in another process), the logical schema, the partition columns, the format's
-        reading options and how its writers truncate stats (``StatsPrecision``).
+        Must name the table root and storage options (so that ``read_files`` can reopen the
+        storage in another process), the logical schema, the partition columns, how its
+        writers truncate stats (``StatsPrecision``) and the format's typed reading ``state``.
         """
         ...
 
@@ -100,15 +95,30 @@ class TableFormat(Protocol):
         """Raise ``UnsupportedFeatureError`` naming the first feature lakecore cannot read."""
         ...
 
-    def read_tasks(
-        self, context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None
-    ) -> Iterator[pa.RecordBatch]:
-        """Yield the live rows of ``tasks`` (planned by ``lakecore.planning``) in task order.
+    def read_files(
+        self, context: ScanContext, files: pa.Table, columns: Sequence[str]
+    ) -> Iterator[FileRows]:
+        """Yield the rows of each row of ``files`` (file-index rows, stats columns optional).
 
-        Must open storage itself from ``context.table_uri``/``context.storage_options`` (it
-        may run in a Spark executor), apply each task's row-level deletes, fill partition
-        values and map physical to logical names; ``columns`` (logical top-level names, all by
-        default) restricts and orders the output columns. Residual filters are not applied
-        here (``lakecore.planning.read_tasks`` does that).
+        Called by ``lakecore.planning.read_files`` (the one read path), possibly in a Spark
+        executor: must open storage itself from ``context.table_uri``/``storage_options`` and
+        take its own reading state from ``context.state``. Must yield, in file-index order,
+        ``FileRows(index, offset, batch)`` holding every row of the row's data files (merged,
+        for merge-on-read units) in position order, deleted positions INCLUDED (the caller
+        drops ``deleted_positions``), with partition values filled and physical names mapped
+        to the logical ``columns`` (names of ``context.schema``, in that order). Raises
+        ``CorruptTableError`` for a missing or unreadable data file, ``StorageError`` when the
+        store fails.
+        """
+        ...
+
+    def deleted_positions(self, context: ScanContext, files: pa.Table) -> list[RowPositions | None]:
+        """Answer, per row of ``files``, which row positions of its data are deleted.
+
+        Must return one entry per row: a sorted, duplicate-free ``numpy.uint64`` array of
+        positions (as ``read_files`` numbers them), or None when the row's ``deletion`` is
+        null. Only called when some row has a non-null ``deletion``; the format decodes its
+        own opaque ``deletion.descriptor`` (Delta: a deletion vector). Raises
+        ``CorruptTableError`` when the descriptor or what it points at is malformed.
         """
         ...

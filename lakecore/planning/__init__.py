@@ -1,18 +1,20 @@
 """The stats-pruning scan planner shared by every format (see ``docs/planning.md``).
 
-``Table.scan(where, columns)`` / ``Snapshot.scan`` build a ``Scan``; its ``tasks()`` are
-picklable ``ScanTask``s that ``read_tasks(context, tasks, columns)`` reads anywhere.
+``Table.scan(where, columns)`` / ``Snapshot.scan`` build a ``Scan``; its ``files()`` (planned
+file-index rows, Arrow) and ``context`` (picklable) are what ``read_files(context, files,
+columns, residual)`` reads anywhere: the one read path of every format.
 """
 
 from __future__ import annotations
 
 from lakecore.expr.binding import Where, bind, parse_predicate
 from lakecore.planning.explain import ScanExplain
-from lakecore.planning.read import read_tasks
+from lakecore.planning.read import read_files
 from lakecore.planning.scan import Scan
-from lakecore.planning.tasks import ScanContext, ScanTask, StatsPrecision
+from lakecore.planning.tasks import FileRows, ScanContext, ScanTask, StatsPrecision
 
 __all__ = [
+    "FileRows",
     "Scan",
     "ScanContext",
     "ScanExplain",
@@ -21,5 +23,5 @@ __all__ = [
     "Where",
     "bind",
     "parse_predicate",
-    "read_tasks",
+    "read_files",
 ]

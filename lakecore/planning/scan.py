@@ -1,10 +1,11 @@
-"""``Scan``: one planned read of a snapshot (predicate, columns) -> tasks -> rows.
+"""``Scan``: one planned read of a snapshot (predicate, columns) -> file-index rows -> rows.
 
-Planning takes the snapshot's file index (``Snapshot.files()``), prunes it in two vectorised
-stages (partition values, then min/max/null-count stats; see ``pruning``) and turns the
-surviving files into ``ScanTask``s. Reading goes through the format plugin
-(``TableFormat.read_tasks``) and applies the residual filter, so only rows for which the whole
-predicate is TRUE come back.
+Planning takes the snapshot's file index (``Snapshot.files()``) and prunes it in two
+vectorised stages (partition values, then min/max/null-count stats; see ``pruning``). Reading
+hands the surviving rows to the one read path (``lakecore.planning.read.read_files``: the
+format's reader, its deleted positions, the residual filter, the projection), so only live
+rows for which the whole predicate is TRUE come back. ``ScanTask``s describe the same rows
+for users; nothing reads through them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from lakecore.model import files as fi
 from lakecore.planning.bounds import FileBounds, Mask
 from lakecore.planning.explain import ScanExplain
 from lakecore.planning.pruning import may_be
-from lakecore.planning.read import read_tasks
+from lakecore.planning.read import read_files, reading_columns
 from lakecore.planning.tasks import ScanContext, ScanTask
 
 if TYPE_CHECKING:
@@ -86,7 +87,8 @@ class Scan:
         return self._prune().files
 
     def tasks(self) -> list[ScanTask]:
-        """One ``ScanTask`` per file to read, in file-index order."""
+        """One ``ScanTask`` per file-index row to read, in file-index order (a description
+        of ``files()`` for users; reading goes through ``to_batches``)."""
         return build_tasks(self.files(), self.context, self.predicate)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
@@ -96,8 +98,13 @@ class Scan:
         """
         what = f"reading the rows of version {self.snapshot.version}"
         with storage_faults(what, StorageError):
-            tasks = self.tasks()
-            batches = read_tasks(self.context, tasks, self.columns, table_format=self._format)
+            batches = read_files(
+                self.context,
+                reading_columns(self.files()),
+                self.columns,
+                self.predicate,
+                table_format=self._format,
+            )
         return typed_iteration(what, batches)
 
     def to_arrow(self) -> pa.Table:

@@ -1,18 +1,18 @@
-"""``lakecore.spark.read``: plan on the driver, ship the task list, read inside Spark tasks.
+"""``lakecore.spark.read``: plan on the driver, ship file-index rows, read inside Spark tasks.
 
-The driver plans the scan with lakecore (log replay, partition and stats pruning) and packs
-the ``ScanTask``s into a few chunks, balanced by bytes. Each chunk becomes one row (pickled
-task list) of a small DataFrame with one row per Spark partition; ``mapInArrow`` then runs
-``lakecore.planning.read_tasks`` in the Python workers, which reopen the storage from the
-``ScanContext``, apply deletion vectors, column mapping, partition values and the residual
-filter, and yield Arrow batches in the schema Spark expects. Spark never lists or stats a
-data file.
+The driver plans the scan with lakecore (log replay, partition and stats pruning) and splits
+the planned file-index rows (Arrow, stats columns left out) into a few chunks, balanced by
+bytes. Each chunk becomes one row (the chunk's Arrow IPC stream bytes) of a small DataFrame
+with one row per Spark partition; ``mapInArrow`` then runs ``lakecore.planning.read_files``
+(the one read path ``Snapshot.to_arrow`` uses too) in the Python workers, which reopen the
+storage from the pickled ``ScanContext``, apply the format's reader (column mapping,
+partition values, merge-on-read), its deleted positions and the residual filter, and yield
+Arrow batches in the schema Spark expects. Spark never lists or stats a data file.
 """
 
 from __future__ import annotations
 
 import functools
-import pickle
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,10 @@ from pyspark.sql import types as st
 
 import lakecore
 from lakecore.errors import UnsupportedFeatureError
-from lakecore.planning import ScanContext, ScanTask, read_tasks
+from lakecore.expr import tree as ex
+from lakecore.model import files as fi
+from lakecore.planning import ScanContext, read_files
+from lakecore.planning.read import reading_columns
 from lakecore.spark.types import spark_arrow_schema, to_spark_schema
 
 if TYPE_CHECKING:
@@ -32,10 +35,10 @@ if TYPE_CHECKING:
 TASKS_SCHEMA = st.StructType(
     [
         st.StructField("chunk", st.IntegerType(), nullable=False),
-        st.StructField("tasks", st.BinaryType(), nullable=False),
+        st.StructField("files", st.BinaryType(), nullable=False),
     ]
 )
-"""The task DataFrame: one row per chunk, ``tasks`` the pickled ``list[ScanTask]``."""
+"""The task DataFrame: one row per chunk, ``files`` an Arrow IPC stream of file-index rows."""
 
 
 def read(
@@ -95,24 +98,22 @@ def read(
     context = scan.context
     schema = scan.snapshot.output_schema(scan.columns)
     spark_schema = to_spark_schema(schema)
-    tasks = scan.tasks()
-    if not tasks:
+    files = reading_columns(scan.files())
+    if files.num_rows == 0:
         return spark.createDataFrame([], spark_schema)
     parallelism = default_parallelism(spark)
     wanted = partitions or parallelism
-    chunks = balanced_chunks(tasks, min(wanted, len(tasks)))
-    rows = [
-        (i, pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)) for i, chunk in enumerate(chunks)
-    ]
+    sizes = files.column(fi.SIZE).to_pylist()
+    chunks = balanced_chunks(sizes, min(wanted, files.num_rows))
+    rows = [(i, to_ipc(files.take(pa.array(chunk, pa.int64())))) for i, chunk in enumerate(chunks)]
     # Local rows are sliced evenly into ``parallelism`` partitions: one chunk each by default.
     task_frame = spark.createDataFrame(rows, TASKS_SCHEMA)
     if len(chunks) > parallelism:
         task_frame = task_frame.repartitionByRange(len(chunks), "chunk")
     elif len(chunks) < parallelism:
         task_frame = task_frame.coalesce(len(chunks))
-    reader = functools.partial(
-        read_chunks, context, None if scan.columns is None else list(scan.columns)
-    )
+    names = None if scan.columns is None else list(scan.columns)
+    reader = functools.partial(read_chunks, context, names, scan.predicate)
     return task_frame.mapInArrow(reader, spark_schema)
 
 
@@ -124,38 +125,54 @@ def default_parallelism(spark: SparkSession) -> int:
         return max(1, int(spark.conf.get("spark.default.parallelism", "2") or 2))
 
 
-def balanced_chunks(tasks: Sequence[ScanTask], n: int) -> list[list[ScanTask]]:
-    """Split ``tasks`` into ``n`` non-empty chunks of about equal bytes (``n <= len(tasks)``).
+def balanced_chunks(sizes: Sequence[int | None], n: int) -> list[list[int]]:
+    """Split row numbers ``0..len(sizes)-1`` into ``n`` non-empty chunks of about equal bytes.
 
-    Largest files first, dealt in a snake order (0..n-1, n-1..0, ...); every task lands in
-    exactly one chunk, and each chunk keeps the tasks' planned order.
+    ``sizes`` are the rows' bytes (None counts as 0); ``n`` must be in ``1..len(sizes)``.
+    Largest rows first, dealt in a snake order (0..n-1, n-1..0, ...); every row lands in
+    exactly one chunk, and each chunk keeps the rows' planned (ascending) order.
     """
-    if not 1 <= n <= max(1, len(tasks)):
-        raise ValueError(f"cannot split {len(tasks)} tasks into {n} chunks")
-    order = sorted(range(len(tasks)), key=lambda i: -(tasks[i].size or 0))
+    if not 1 <= n <= max(1, len(sizes)):
+        raise ValueError(f"cannot split {len(sizes)} rows into {n} chunks")
+    order = sorted(range(len(sizes)), key=lambda i: -(sizes[i] or 0))
     members: list[list[int]] = [[] for _ in range(n)]
     for rank, index in enumerate(order):
         lap, pos = divmod(rank, n)
         members[pos if lap % 2 == 0 else n - 1 - pos].append(index)
-    return [[tasks[i] for i in sorted(chunk)] for chunk in members]
+    return [sorted(chunk) for chunk in members]
+
+
+def to_ipc(files: pa.Table) -> bytes:
+    """``files`` as Arrow IPC stream bytes (what one task row carries)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, files.schema) as writer:
+        writer.write_table(files)
+    return bytes(sink.getvalue())
+
+
+def from_ipc(payload: bytes) -> pa.Table:
+    """The file-index rows of one task row (inverse of ``to_ipc``)."""
+    return pa.ipc.open_stream(payload).read_all()
 
 
 def read_chunks(
-    context: ScanContext, columns: list[str] | None, batches: Iterator[pa.RecordBatch]
+    context: ScanContext,
+    columns: list[str] | None,
+    residual: ex.Predicate | None,
+    batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function: read the pickled task chunks of ``batches`` (executor side).
+    """The ``mapInArrow`` function: read the file-index chunks of ``batches`` (executor side).
 
-    Yields the live, matching rows as batches in the Arrow form Spark expects for the output
-    schema.
+    Yields the live rows matching ``residual`` as batches in the Arrow form Spark expects
+    for the output schema, through ``lakecore.planning.read_files``.
     """
     output = (
         context.schema if columns is None else pa.schema([context.schema.field(c) for c in columns])
     )
     target = spark_arrow_schema(output)
     for batch in batches:
-        for payload in batch.column("tasks").to_pylist():
-            tasks: list[ScanTask] = pickle.loads(payload)
-            for rows in read_tasks(context, tasks, columns):
+        for payload in batch.column("files").to_pylist():
+            for rows in read_files(context, from_ipc(payload), columns, residual):
                 yield conform_batch(rows, target)
 
 

@@ -43,10 +43,10 @@ from lakecore.errors import (
 )
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.format import WritableFormat
+from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
 from lakecore.model.schema import has_not_null_inside, is_ordered_scalar
-from lakecore.planning import read_tasks
-from lakecore.planning.scan import build_tasks
+from lakecore.planning import read_files
 from lakecore.plugins import load_registry
 from lakecore.snapshot import Snapshot
 from lakecore.spark.session import temporary_conf
@@ -370,8 +370,9 @@ def _check_rows(snapshot: Snapshot, files: pa.Table, where: str | None) -> None:
     if not constraints and not not_null and where is None:
         return
     context = snapshot.scan().context
-    for task in build_tasks(files, context, None):
-        rows = pa.Table.from_batches(list(read_tasks(context, [task])), schema=schema)
+    for i in range(files.num_rows):
+        path = files.column(fi.PATH)[i].as_py()
+        rows = pa.Table.from_batches(list(read_files(context, files.slice(i, 1))), schema=schema)
         if not_null:
             conform_to_schema(rows, schema)
         check_rows(rows, constraints)
@@ -380,7 +381,7 @@ def _check_rows(snapshot: Snapshot, files: pa.Table, where: str | None) -> None:
             count = pc.sum(outside).as_py() or 0
             if count:
                 raise ConstraintViolationError(
-                    f"{count} new row(s) do not match where={where!r} (file {task.path})"
+                    f"{count} new row(s) do not match where={where!r} (file {path})"
                 )
 
 

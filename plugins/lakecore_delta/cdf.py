@@ -8,6 +8,7 @@ deleted rows.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,8 @@ import pyarrow as pa
 from lakecore.errors import VersionNotFoundError
 from lakecore.model import files as fi
 from lakecore.model.schema import physical_name
+from lakecore.planning.read import read_files
+from lakecore.planning.tasks import ScanContext
 from lakecore.storage import Storage
 from lakecore_delta.deletion_vectors import DeletionVectorDescriptor, load_deletion_vector
 from lakecore_delta.file_index import index_actions
@@ -25,7 +28,7 @@ from lakecore_delta.log.schemas import DV_TYPE, partition_values_type
 from lakecore_delta.log.segment import list_log
 from lakecore_delta.paths import decode_paths
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
-from lakecore_delta.reader import FileReader
+from lakecore_delta.scan import scan_context
 from lakecore_delta.state import ICT_ENABLED, DeltaState, commit_timestamp, load_state
 
 CHANGE_TYPE = "_change_type"
@@ -78,7 +81,7 @@ def _commit_changes(
     mode = state.configuration.get(COLUMN_MAPPING_MODE, "none")
     if cdc:
         schema = pa.schema([*state.schema, pa.field(CHANGE_TYPE, pa.string())])
-        reader = FileReader(storage, schema, state.partition_columns, mode)
+        reader = _context(storage, state, schema)
         table = _read(reader, _index(cdc, state, storage), None)
     else:
         table = _derived_changes(storage, state, actions, mode)
@@ -104,7 +107,7 @@ def _derived_changes(
         for a in actions
         if isinstance(a.get("remove"), dict) and a["remove"].get("dataChange", True)
     ]
-    reader = FileReader(storage, state.schema, state.partition_columns, mode)
+    reader = _context(storage, state, state.schema)
     added_paths = {a["path"] for a in adds}
     removed_by_path = {r["path"]: r for r in removes}
     pieces = []
@@ -124,7 +127,7 @@ def _derived_changes(
 
 def _newly_deleted(
     storage: Storage,
-    reader: FileReader,
+    reader: ScanContext,
     state: DeltaState,
     old: dict[str, Any],
     new: dict[str, Any],
@@ -174,7 +177,18 @@ def _index(actions: list[dict[str, Any]], state: DeltaState, storage: Storage) -
     return index_actions(adds, state)
 
 
-def _read(reader: FileReader, index: pa.Table, columns: list[str] | None) -> pa.Table:
-    batches = list(reader.read_files(index.select([fi.PATH, fi.PARTITION, fi.DELETION]), columns))
-    schema = reader.output_schema(columns)
+def _context(storage: Storage, state: DeltaState, schema: pa.Schema) -> ScanContext:
+    """The scan context of ``state`` reading ``schema`` (the change files' own columns)."""
+    return replace(scan_context(storage, state), schema=schema)
+
+
+def _read(context: ScanContext, index: pa.Table, columns: list[str] | None) -> pa.Table:
+    """The live rows of ``index`` through the one read path (deletion vectors applied)."""
+    from lakecore_delta.format import DeltaFormat
+
+    files = index.select([fi.PATH, fi.PARTITION, fi.DELETION])
+    batches = list(read_files(context, files, columns, table_format=DeltaFormat()))
+    schema = (
+        context.schema if columns is None else pa.schema([context.schema.field(c) for c in columns])
+    )
     return pa.Table.from_batches(batches, schema=schema)

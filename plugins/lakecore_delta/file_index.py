@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.model import files as fi
+from lakecore_delta.deletion_vectors import DeletionVectorDescriptor
 from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.state import DeltaState
 from lakecore_delta.stats import merge_stats, parse_stats, stats_from_struct
@@ -59,4 +63,20 @@ def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
             fi.NULL_COUNT: stats.column("null_count"),
             fi.DELETION: deletion,
         }
+    )
+
+
+def deletion_descriptor(deletion: Mapping[str, Any] | None) -> DeletionVectorDescriptor | None:
+    """The deletion vector a file-index ``deletion`` value describes (None: no deletes).
+
+    Raises ``CorruptTableError`` when the descriptor is malformed.
+    """
+    if deletion is None:
+        return None
+    return DeletionVectorDescriptor(
+        deletion["storage_type"],
+        deletion["path_or_inline_dv"],
+        deletion["offset"],
+        deletion["size_in_bytes"],
+        deletion["cardinality"],
     )

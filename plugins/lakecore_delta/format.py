@@ -26,7 +26,7 @@ from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE
 from lakecore_delta.write.writer import DeltaWriter, state_of
 
 if TYPE_CHECKING:
-    from lakecore.planning.tasks import ScanContext, ScanTask
+    from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
 
 
 CAPABILITIES = frozenset(
@@ -119,12 +119,17 @@ class DeltaFormat:
     def ensure_readable(self, snapshot: Snapshot) -> None:
         ensure_readable(state_of(snapshot).protocol, snapshot.properties)
 
-    def read_tasks(
-        self, context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None
-    ) -> Iterator[pa.RecordBatch]:
-        from lakecore_delta.scan import read_tasks
+    def read_files(
+        self, context: ScanContext, files: pa.Table, columns: Sequence[str]
+    ) -> Iterator[FileRows]:
+        from lakecore_delta.scan import read_files
 
-        return read_tasks(context, tasks, columns)
+        return read_files(context, files, columns)
+
+    def deleted_positions(self, context: ScanContext, files: pa.Table) -> list[RowPositions | None]:
+        from lakecore_delta.scan import deleted_positions
+
+        return deleted_positions(context, files)
 
     # ------------------------------------------------------------------ writing
 

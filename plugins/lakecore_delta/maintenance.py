@@ -12,6 +12,7 @@ from lakecore.arguments import check_number
 from lakecore.errors import CorruptTableError, InvalidArgumentError, LakecoreError
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
+from lakecore.planning.read import read_files
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore.storage.paths import contained_path, is_absolute
@@ -226,13 +227,13 @@ def optimize_actions(
     """
     check_number("target_file_size", target_size, minimum=1, integral=True)
     writer = DeltaWriter(storage, snapshot)
-    source = snapshot.source
+    context = snapshot.source.scan_context()
     plan = plan_optimize(snapshot.files(), target_size)
     actions: list[Action] = []
     removed = 0
     layout = replace(writer.layout(), target_file_size=target_size)
     for files in plan.bins:
-        rows = pa.Table.from_batches(list(source.read(files, None)), schema=snapshot.schema)
+        rows = pa.Table.from_batches(list(read_files(context, files)), schema=snapshot.schema)
         actions.append(RemoveFiles(files, data_change=False))
         if rows.num_rows:
             written = write_data_files(storage, layout, rows)

@@ -1,8 +1,8 @@
-"""Reading a Delta snapshot's rows: data files + partition values + deletion vectors."""
+"""Reading Delta data files into the logical schema: partition values, column mapping."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -11,14 +11,11 @@ import pyarrow as pa
 from lakecore.errors import CorruptTableError, StorageError
 from lakecore.model import files as fi
 from lakecore.model.parquet_read import open_parquet
+from lakecore.planning.tasks import FileRows
 from lakecore.storage import Storage
 from lakecore_delta.conform import conform, find_source
-from lakecore_delta.deletion_vectors import (
-    DeletionVectorDescriptor,
-    RowIndexes,
-    keep_mask,
-    load_deletion_vector,
-)
+from lakecore_delta.deletion_vectors import RowIndexes, load_deletion_vector
+from lakecore_delta.file_index import deletion_descriptor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -58,23 +55,20 @@ class FileReader:
             return self._schema
         return pa.schema([self._schema.field(c) for c in columns])
 
-    def read_files(
-        self, files: pa.Table, columns: Sequence[str] | None
-    ) -> Iterator[pa.RecordBatch]:
-        """Yield one batch per file of ``files`` (a file index), in order, deletes applied."""
-        out_schema = self.output_schema(columns)
-        rows = files.select([fi.PATH, fi.PARTITION, fi.DELETION]).to_pylist()
-        for batch in ordered_parallel_map(
-            lambda r: self._read_one(r, out_schema), rows, window=2 * _WORKERS
-        ):
-            if batch.num_rows:
-                yield batch
+    def read_files(self, files: pa.Table, columns: Sequence[str] | None) -> Iterator[FileRows]:
+        """Yield every row (deleted ones too) of each file of ``files``, in index order.
 
-    def _read_one(self, row: dict[str, Any], out_schema: pa.Schema) -> pa.RecordBatch:
-        batch, deleted = self.read_physical(row, out_schema)
-        if deleted is None:
-            return batch
-        return batch.filter(pa.array(keep_mask(deleted, batch.num_rows, source=row[fi.PATH])))
+        ``files`` is a file index (``path`` and ``partition`` are read); one ``FileRows`` per
+        file, batch row ``i`` being the file's row ``i`` (as deletion vectors count them).
+        """
+        out_schema = self.output_schema(columns)
+        rows = files.select([c for c in (fi.PATH, fi.PARTITION) if c in files.column_names])
+        indexed = enumerate(rows.to_pylist())
+        yield from ordered_parallel_map(
+            lambda item: FileRows(item[0], 0, self.read_batch(item[1], out_schema)),
+            indexed,
+            window=2 * _WORKERS,
+        )
 
     def read_physical(
         self, row: dict[str, Any], out_schema: pa.Schema
@@ -84,12 +78,20 @@ class FileReader:
         ``row`` is a file-index row (``path``, ``partition``, ``deletion``); the batch's row
         ``i`` is the file's row ``i``, as deletion vectors count them.
         """
+        batch = self.read_batch(row, out_schema)
+        descriptor = deletion_descriptor(row.get(fi.DELETION))
+        if descriptor is None:
+            return batch, None
+        return batch, load_deletion_vector(descriptor, self._storage)
+
+    def read_batch(self, row: Mapping[str, Any], out_schema: pa.Schema) -> pa.RecordBatch:
+        """Every row of the file of index row ``row`` in ``out_schema`` (deletes not applied)."""
         path = row[fi.PATH]
         data_fields = [f for f in out_schema if f.name not in self._partition_columns]
         table = self._read_parquet(path, data_fields)
         n = table.num_rows
         columns = []
-        partition = row[fi.PARTITION] or {}
+        partition = row.get(fi.PARTITION) or {}
         file_fields = list(table.schema)
         for f in out_schema:
             if f.name in self._partition_columns:
@@ -102,20 +104,9 @@ class FileReader:
                 columns.append(
                     conform(table.column(i).combine_chunks(), file_fields[i], f, self._by_id)
                 )
-        batch = (
-            pa.RecordBatch.from_arrays(columns, schema=out_schema) if columns else _no_columns(n)
-        )
-        dv = row[fi.DELETION]
-        if dv is None:
-            return batch, None
-        descriptor = DeletionVectorDescriptor(
-            dv["storage_type"],
-            dv["path_or_inline_dv"],
-            dv["offset"],
-            dv["size_in_bytes"],
-            dv["cardinality"],
-        )
-        return batch, load_deletion_vector(descriptor, self._storage)
+        if not columns:
+            return _no_columns(n)
+        return pa.RecordBatch.from_arrays(columns, schema=out_schema)
 
     def _read_parquet(self, path: str, fields: Sequence[pa.Field]) -> pa.Table:
         try:

@@ -1,4 +1,4 @@
-"""The Delta side of the shared planner: the ScanContext of a snapshot and reading ScanTasks.
+"""The Delta side of the one read path: a snapshot's ScanContext and reading file-index rows.
 
 Stats precision (a Delta fact the core planner must know): writers keep timestamp min/max to
 milliseconds (Spark formats them with ``.SSS``, delta-rs and lakecore truncate the same way),
@@ -13,23 +13,34 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from lakecore.model import files as fi
-from lakecore.planning.tasks import ScanContext, ScanTask, StatsPrecision
-from lakecore.storage import Storage, open_storage
-from lakecore_delta.file_index import DELETION_TYPE
+from lakecore.planning.tasks import FileRows, RowPositions, ScanContext, StatsPrecision
+from lakecore.storage import Storage
+from lakecore_delta.deletion_vectors import DeletionVectorDescriptor, load_deletion_vector
+from lakecore_delta.file_index import deletion_descriptor
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
-from lakecore_delta.reader import FileReader
+from lakecore_delta.reader import FileReader, ordered_parallel_map
 from lakecore_delta.state import DeltaState
 
 STRING_PREFIX_LENGTH = "delta.dataSkippingStringPrefixLength"
 DEFAULT_STRING_PREFIX_LENGTH = 32
 TIMESTAMP_STATS_TRUNCATION = dt.timedelta(milliseconds=1)
-MAPPING_OPTION = "column_mapping_mode"
-"""``ScanContext.options`` key: the table's column mapping mode (none, name, id)."""
+_DV_WINDOW = 16
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaScanState:
+    """What reading a Delta snapshot's files needs beyond the neutral ``ScanContext``.
+
+    ``column_mapping_mode``: ``"none"``, ``"name"`` or ``"id"`` (``delta.columnMapping.mode``):
+    how a data file's physical columns map to the logical schema's fields.
+    """
+
+    column_mapping_mode: str = "none"
 
 
 def scan_context(storage: Storage, state: DeltaState) -> ScanContext:
@@ -42,11 +53,12 @@ def scan_context(storage: Storage, state: DeltaState) -> ScanContext:
         partition_columns=tuple(state.partition_columns),
         file_format="parquet",
         storage_options=dict(getattr(storage, "storage_options", None) or {}),
-        options={MAPPING_OPTION: configuration.get(COLUMN_MAPPING_MODE, "none")},
         stats_precision=StatsPrecision(
             timestamp_truncation=TIMESTAMP_STATS_TRUNCATION,
             string_prefix_length=_prefix_length(configuration),
         ),
+        state=DeltaScanState(configuration.get(COLUMN_MAPPING_MODE, "none")),
+        storage=storage,
     )
 
 
@@ -57,30 +69,34 @@ def _prefix_length(configuration: dict[str, str]) -> int:
         return DEFAULT_STRING_PREFIX_LENGTH
 
 
-def read_tasks(
-    context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None
-) -> Iterator[pa.RecordBatch]:
-    """Yield the live rows of Delta ``tasks``, one batch per non-empty file, in task order.
+def scan_state(context: ScanContext) -> DeltaScanState:
+    """``context.state``; raises ``TypeError`` when it is not a Delta scan state."""
+    if not isinstance(context.state, DeltaScanState):
+        raise TypeError(f"expected a DeltaScanState in the scan context, got {context.state!r}")
+    return context.state
 
-    Opens the storage from the context (works in another process), then reads exactly as a
-    snapshot read does: partition values filled in, deletion vectors applied, column mapping.
+
+def context_reader(context: ScanContext) -> FileReader:
+    """A reader of the data files of the snapshot ``context`` describes."""
+    mode = scan_state(context).column_mapping_mode
+    return FileReader(context.open_storage(), context.schema, context.partition_columns, mode)
+
+
+def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) -> Iterator[FileRows]:
+    """Every row (deleted ones too) of each file of ``files``, one ``FileRows`` per file.
+
+    Partition values are filled in and column mapping applied; row ``i`` of a batch is row
+    ``i`` of its Parquet file, as deletion vectors number them.
     """
-    storage = open_storage(context.table_uri, context.storage_options)
-    mode = context.options.get(MAPPING_OPTION, "none")
-    reader = FileReader(storage, context.schema, context.partition_columns, mode)
-    return reader.read_files(tasks_index(tasks, context), columns)
+    return context_reader(context).read_files(files, columns)
 
 
-def tasks_index(tasks: Sequence[ScanTask], context: ScanContext) -> pa.Table:
-    """A file index (path, partition, deletion columns) of ``tasks``, as ``FileReader`` reads."""
-    partition_type = pa.struct(
-        [pa.field(c, context.schema.field(c).type) for c in context.partition_columns]
-    )
-    partitions: list[dict[str, Any]] = [t.partition_values for t in tasks]
-    return pa.table(
-        {
-            fi.PATH: pa.array([t.path for t in tasks], pa.string()),
-            fi.PARTITION: pa.array(partitions, partition_type),
-            fi.DELETION: pa.array([t.deletes for t in tasks], DELETION_TYPE),
-        }
-    )
+def deleted_positions(context: ScanContext, files: pa.Table) -> list[RowPositions | None]:
+    """The deletion vector of each row of ``files`` (None where ``deletion`` is null)."""
+    storage = context.open_storage()
+    descriptors = [deletion_descriptor(d) for d in files.column(fi.DELETION).to_pylist()]
+
+    def load(descriptor: DeletionVectorDescriptor | None) -> RowPositions | None:
+        return None if descriptor is None else load_deletion_vector(descriptor, storage)
+
+    return list(ordered_parallel_map(load, descriptors, window=_DV_WINDOW))

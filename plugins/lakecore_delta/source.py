@@ -1,17 +1,14 @@
-"""The SnapshotSource behind a Delta Snapshot: lazily built file index + row reading."""
+"""The SnapshotSource behind a Delta Snapshot: the lazily built file index and scan context."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from lakecore.storage import Storage
 from lakecore_delta.file_index import build_file_index
-from lakecore_delta.protocol import COLUMN_MAPPING_MODE
-from lakecore_delta.reader import FileReader
 from lakecore_delta.state import DeltaState
 
 if TYPE_CHECKING:
@@ -19,7 +16,10 @@ if TYPE_CHECKING:
 
 
 class DeltaSnapshotSource:
-    """Builds the file index on first use (stats parsing is the costly part) and reads rows."""
+    """Builds the file index on first use (stats parsing is the costly part).
+
+    Rows are read by ``lakecore_delta.scan.read_files`` through the core's one read path.
+    """
 
     def __init__(self, storage: Storage, state: DeltaState) -> None:
         self.state = state
@@ -37,19 +37,3 @@ class DeltaSnapshotSource:
         from lakecore_delta.scan import scan_context
 
         return scan_context(self._storage, self.state)
-
-    def reader(self) -> FileReader:
-        """A reader of this snapshot's data files."""
-        mode = self.state.configuration.get(COLUMN_MAPPING_MODE, "none")
-        return FileReader(self._storage, self.state.schema, self.state.partition_columns, mode)
-
-    def read(self, files: pa.Table, columns: Sequence[str] | None) -> Iterator[pa.RecordBatch]:
-        if columns is not None:
-            from lakecore.errors import SchemaError
-
-            missing = [c for c in columns if self.state.schema.get_field_index(c) < 0]
-            if missing:
-                raise SchemaError(
-                    f"unknown column(s) {missing}; the table has {self.state.schema.names}"
-                )
-        return self.reader().read_files(files, columns)

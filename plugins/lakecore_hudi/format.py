@@ -19,7 +19,7 @@ from lakecore_hudi.table_config import PROPERTIES_PATH, read_table_config
 from lakecore_hudi.timeline.active import load_timeline
 
 if TYPE_CHECKING:
-    from lakecore.planning.tasks import ScanContext, ScanTask
+    from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
     from lakecore_hudi.write.committer import HudiCommitter
     from lakecore_hudi.write.writer import HudiWriter
 
@@ -107,12 +107,17 @@ class HudiFormat:
 
         ensure_supported_version(int(snapshot.features.format_version))
 
-    def read_tasks(
-        self, context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None
-    ) -> Iterator[pa.RecordBatch]:
-        from lakecore_hudi.scan import read_tasks
+    def read_files(
+        self, context: ScanContext, files: pa.Table, columns: Sequence[str]
+    ) -> Iterator[FileRows]:
+        from lakecore_hudi.scan import read_files
 
-        return read_tasks(context, tasks, columns)
+        return read_files(context, files, columns)
+
+    def deleted_positions(self, context: ScanContext, files: pa.Table) -> list[RowPositions | None]:
+        from lakecore_hudi.scan import deleted_positions
+
+        return deleted_positions(context, files)
 
     # ------------------------------------------------------------------ writing
 

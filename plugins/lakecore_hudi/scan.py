@@ -1,40 +1,58 @@
-"""The Hudi side of the shared planner: the ScanContext of a snapshot and reading ScanTasks.
+"""The Hudi side of the one read path: a snapshot's ScanContext and reading file slices.
 
-A task is one file slice: ``path`` is its base file (or first log file), ``log_files`` its
-log files. Everything a reader in another process (a Spark executor) needs to merge a slice
-travels in ``ScanContext.options``: key fields, ordering field and mode, which instants'
-log blocks count, and the reading options.
+A file-index row is one file slice: its ``data_files`` are the base file (when it has one)
+then the log files in merge order. Everything a reader in another process (a Spark
+executor) needs to merge a slice travels in the typed ``HudiScanState``: the table schema
+(meta fields included), the merge spec (key fields, ordering field and mode), which instants'
+log blocks count, and the reading options. Hudi has no position deletes: deletes live in log
+blocks and are merged by key, so ``deleted_positions`` never has anything to answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from lakecore.planning.tasks import ScanContext, ScanTask
-from lakecore.storage import Storage, open_storage
-from lakecore_hudi.keys import META_FIELDS
+from lakecore.errors import CorruptTableError
+from lakecore.model import files as fi
+from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
+from lakecore.storage import Storage
 from lakecore_hudi.merge import MergeSpec
 from lakecore_hudi.names import is_log_file
+from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.partitions import prunable_partition_columns
 from lakecore_hudi.reader import SliceReader
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.view import Visible
 
-KEY_FIELDS = "key_fields"
-ORDERING_FIELD = "ordering_field"
-EVENT_TIME = "event_time"
-VALID_INSTANTS = "valid_instants"
-ARCHIVED_BEFORE = "archived_before"
-META = "meta_fields"
-READ_OPTIMIZED = "read_optimized"
+
+@dataclass(frozen=True, slots=True)
+class HudiScanState:
+    """What reading a Hudi snapshot's file slices needs beyond the neutral ``ScanContext``.
+
+    ``table_schema``: every column of the table, meta fields included when it has them
+    (merging needs record keys); ``merge``: how records of one key combine;
+    ``valid_instants``/``archived_before``: which instants' log blocks are part of the
+    snapshot (``Visible``); ``options``: the reading options the table was opened with.
+    """
+
+    table_schema: pa.Schema
+    merge: MergeSpec
+    valid_instants: frozenset[str]
+    archived_before: str = ""
+    options: ReadOptions = field(default_factory=ReadOptions)
+
+    def includes(self, timestamp: str) -> bool:
+        """Whether log blocks written by ``timestamp`` are part of the snapshot."""
+        return Visible(self.valid_instants, archived_before=self.archived_before).includes(
+            timestamp
+        )
 
 
 def scan_context(storage: Storage, state: HudiState) -> ScanContext:
     """The ScanContext of the snapshot ``state`` of the table in ``storage``."""
-    spec = state.merge_spec
-    has_meta = state.table_schema.get_field_index(META_FIELDS[0]) >= 0
     return ScanContext(
         format="hudi",
         table_uri=storage.root,
@@ -42,51 +60,58 @@ def scan_context(storage: Storage, state: HudiState) -> ScanContext:
         partition_columns=prunable_partition_columns(state.config, state.table_schema),
         file_format=state.config.base_file_format.lower(),
         storage_options=dict(getattr(storage, "storage_options", None) or {}),
-        options={
-            KEY_FIELDS: ",".join(spec.key_fields),
-            ORDERING_FIELD: spec.ordering_field or "",
-            EVENT_TIME: str(spec.event_time).lower(),
-            VALID_INSTANTS: ",".join(sorted(state.visible.instants)),
-            ARCHIVED_BEFORE: state.visible.archived_before,
-            META: str(has_meta).lower(),
-            READ_OPTIMIZED: str(state.options.read_optimized).lower(),
-        },
+        state=HudiScanState(
+            table_schema=state.table_schema,
+            merge=state.merge_spec,
+            valid_instants=frozenset(state.visible.instants),
+            archived_before=state.visible.archived_before,
+            options=state.options,
+        ),
+        storage=storage,
     )
 
 
-def read_tasks(
-    context: ScanContext, tasks: Sequence[ScanTask], columns: Sequence[str] | None
-) -> Iterator[pa.RecordBatch]:
-    """Yield the live rows of Hudi ``tasks`` (file slices), one batch per slice, in order."""
-    storage = open_storage(context.table_uri, context.storage_options)
-    options = context.options
-    table_schema = context.schema
-    if options.get(META) == "true" and table_schema.get_field_index(META_FIELDS[0]) < 0:
-        meta = [pa.field(n, pa.string(), nullable=False) for n in META_FIELDS]
-        table_schema = pa.schema(meta + list(table_schema))
-    visible = Visible(
-        instants=frozenset(filter(None, options.get(VALID_INSTANTS, "").split(","))),
-        archived_before=options.get(ARCHIVED_BEFORE, ""),
-    )
-    spec = MergeSpec(
-        key_fields=tuple(filter(None, options.get(KEY_FIELDS, "").split(","))),
-        ordering_field=options.get(ORDERING_FIELD) or None,
-        event_time=options.get(EVENT_TIME) == "true",
-    )
+def scan_state(context: ScanContext) -> HudiScanState:
+    """``context.state``; raises ``TypeError`` when it is not a Hudi scan state."""
+    if not isinstance(context.state, HudiScanState):
+        raise TypeError(f"expected a HudiScanState in the scan context, got {context.state!r}")
+    return context.state
+
+
+def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) -> Iterator[FileRows]:
+    """The live rows of each file slice of ``files``, merged (MoR), one ``FileRows`` each."""
+    state = scan_state(context)
     reader = SliceReader(
-        storage, table_schema, spec, visible.includes, options.get(READ_OPTIMIZED) == "true"
+        context.open_storage(),
+        state.table_schema,
+        state.merge,
+        state.includes,
+        state.options.read_optimized,
     )
-    names = list(context.schema.names if columns is None else columns)
-    out_schema = pa.schema([context.schema.field(c) for c in names])
-    root = storage.root.rstrip("/") + "/"
-    for task in tasks:
-        base = None if is_log_file(task.path) else _relative(task.path, root)
-        logs = [_relative(p, root) for p in task.log_files]
-        rows = reader.read(base, logs, names)
-        for batch in rows.to_batches():
-            if batch.num_rows:
-                yield pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
+    out_schema = pa.schema([context.schema.field(c) for c in columns])
+    for index, unit in enumerate(slice_files(files)):
+        base = unit[0] if unit and not is_log_file(unit[0]) else None
+        logs = unit[1:] if base is not None else unit
+        rows = reader.read(base, logs, list(columns))
+        for batch in rows.combine_chunks().to_batches():
+            yield FileRows(index, 0, pa.RecordBatch.from_arrays(batch.columns, schema=out_schema))
 
 
-def _relative(path: str, root: str) -> str:
-    return path[len(root) :] if path.startswith(root) else path
+def slice_files(files: pa.Table) -> list[list[str]]:
+    """Per row of ``files``: the slice's base file (if any), then its log files in order."""
+    paths = files.column(fi.PATH).to_pylist()
+    if fi.LOG_FILES not in files.column_names:
+        return [[p] for p in paths]
+    logs = files.column(fi.LOG_FILES).to_pylist()
+    return [
+        ([] if is_log_file(p) else [p]) + list(log or [])
+        for p, log in zip(paths, logs, strict=True)
+    ]
+
+
+def deleted_positions(context: ScanContext, files: pa.Table) -> list[RowPositions | None]:
+    """Hudi slices have no position deletes; raises ``CorruptTableError`` if a row claims one."""
+    deletion = files.column(fi.DELETION) if fi.DELETION in files.column_names else None
+    if deletion is not None and deletion.null_count < files.num_rows:
+        raise CorruptTableError("a Hudi file slice cannot carry position deletes")
+    return [None] * files.num_rows

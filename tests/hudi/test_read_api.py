@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 import lakecore
 from lakecore.cli import app
 from lakecore.errors import TableNotFoundError, UnsupportedFeatureError, VersionNotFoundError
-from lakecore.planning import read_tasks
+from lakecore.planning import read_files
 from tests.corpus import CORPUS
 
 HUDI = CORPUS / "hudi"
@@ -441,9 +441,11 @@ def _read_pickled_tasks(
 ) -> pa.Table:
     scan = table.scan(where=where, columns=columns)
     context = pickle.loads(pickle.dumps(scan.context))
-    tasks = pickle.loads(pickle.dumps(scan.tasks()))
+    files = pickle.loads(pickle.dumps(scan.files()))
+    residual = pickle.loads(pickle.dumps(scan.predicate))
     schema = scan.snapshot.output_schema(columns)
-    return pa.Table.from_batches(list(read_tasks(context, tasks, columns)), schema=schema)
+    batches = read_files(context, files, columns, residual)
+    return pa.Table.from_batches(list(batches), schema=schema)
 
 
 def test_pickled_tasks_of_mor_tables_read_like_to_arrow() -> None:

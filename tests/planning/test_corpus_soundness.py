@@ -18,7 +18,7 @@ from lakecore.errors import LakecoreError
 from lakecore.expr import tree as ex
 from lakecore.expr.arrow_filter import to_arrow_filter
 from lakecore.expr.coerce import supported_type
-from lakecore.planning import Scan, read_tasks
+from lakecore.planning import Scan, read_files
 from lakecore.plugins import load_registry
 from lakecore.storage import open_storage
 
@@ -54,10 +54,12 @@ FILE = "__file_number"
 
 
 def read_by_file(scan: Scan) -> pa.Table:
-    """All live rows, read one task at a time, with the number of their file in ``FILE``."""
+    """All live rows, read one file-index row at a time, with its number in ``FILE``."""
     parts = []
-    for number, task in enumerate(scan.tasks()):
-        rows = pa.Table.from_batches(list(read_tasks(scan.context, [task])), scan.snapshot.schema)
+    files = scan.files()
+    for number in range(files.num_rows):
+        batches = list(read_files(scan.context, files.slice(number, 1)))
+        rows = pa.Table.from_batches(batches, scan.snapshot.schema)
         parts.append(rows.append_column(FILE, pa.array([number] * rows.num_rows, pa.int64())))
     schema = scan.snapshot.schema.append(pa.field(FILE, pa.int64()))
     return pa.concat_tables(parts) if parts else schema.empty_table()

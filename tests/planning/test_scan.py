@@ -15,7 +15,7 @@ from lakecore_delta.source import DeltaSnapshotSource
 import lakecore
 from lakecore.errors import PredicateError, SchemaError
 from lakecore.expr.tree import col
-from lakecore.planning import Scan, ScanTask, read_tasks
+from lakecore.planning import Scan, read_files
 from lakecore.table import Table
 
 
@@ -166,14 +166,14 @@ def test_tasks_carry_what_a_reader_needs(corpus: Path) -> None:
     assert str(task.residual) == "part = 6 AND col1 > 0"
 
 
-def test_tasks_and_context_pickle_and_read_elsewhere(corpus: Path) -> None:
-    """What a Spark executor does: unpickle the context and tasks, read them."""
+def test_rows_and_context_pickle_and_read_elsewhere(corpus: Path) -> None:
+    """What a Spark executor does: unpickle the context and the planned rows, read them."""
     scan = open_table(corpus, "golden__dv-partitioned-with-checkpoint").scan("col1 >= 3")
-    shipped = pickle.loads(pickle.dumps((scan.context, scan.tasks())))
-    assert shipped == (scan.context, scan.tasks())
-    context, tasks = shipped
-    assert all(isinstance(t, ScanTask) for t in tasks)
-    batches = list(read_tasks(context, tasks, ["col1"]))
+    shipped = pickle.loads(pickle.dumps((scan.context, scan.files(), scan.predicate)))
+    assert shipped[0] == scan.context and shipped[1].equals(scan.files())
+    context, files, residual = shipped
+    assert context.storage is None and scan.context.storage is not None
+    batches = list(read_files(context, files, ["col1"], residual))
     got = pa.Table.from_batches(batches).sort_by("col1")
     assert got.equals(scan.to_arrow().select(["col1"]).sort_by("col1"))
 

@@ -21,7 +21,6 @@ from lakecore.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from lakecore.planning import ScanTask
 from lakecore.spark.read import balanced_chunks, conform_batch
 from lakecore.spark.types import spark_arrow_schema
 
@@ -108,7 +107,7 @@ def test_the_dataframe_is_an_ordinary_dataframe(spark: Any, events: lakecore.Tab
 
 
 def test_partitions_spread_files_over_spark_tasks(spark: Any, events: lakecore.Table) -> None:
-    files = len(events.scan().tasks())
+    files = events.scan().files().num_rows
     for partitions, expected in ((1, 1), (3, 3), (files + 10, files)):
         df = lakecore.spark.read(spark, events.uri, partitions=partitions)
         assert df.rdd.getNumPartitions() == expected
@@ -177,25 +176,19 @@ def test_memory_tables_are_refused(spark: Any) -> None:
 # ------------------------------------------------------------------ driver-side helpers
 
 
-def _task(i: int, size: int) -> ScanTask:
-    return ScanTask(f"/t/{i}.parquet", "delta", "parquet", size, 1, {})
-
-
-def test_balanced_chunks_keep_every_task_once() -> None:
-    tasks = [_task(i, size) for i, size in enumerate([100, 1, 50, 50, 7, 99, 3, 60, 40, 1])]
-    for n in range(1, len(tasks) + 1):
-        chunks = balanced_chunks(tasks, n)
+def test_balanced_chunks_keep_every_row_once() -> None:
+    sizes: list[int | None] = [100, 1, 50, 50, 7, 99, 3, 60, 40, None]
+    for n in range(1, len(sizes) + 1):
+        chunks = balanced_chunks(sizes, n)
         assert len(chunks) == n and all(chunks)
-        flat = [t for chunk in chunks for t in chunk]
-        assert sorted(t.path for t in flat) == sorted(t.path for t in tasks)
-        for chunk in chunks:  # planned order kept inside a chunk
-            assert chunk == sorted(chunk, key=tasks.index)
-    loads = [sum(t.size for t in chunk) for chunk in balanced_chunks(tasks, 2)]
+        assert sorted(i for chunk in chunks for i in chunk) == list(range(len(sizes)))
+        assert all(chunk == sorted(chunk) for chunk in chunks)  # planned order kept
+    loads = [sum(sizes[i] or 0 for i in chunk) for chunk in balanced_chunks(sizes, 2)]
     assert max(loads) - min(loads) <= 100
     with pytest.raises(ValueError):
-        balanced_chunks(tasks, 0)
+        balanced_chunks(sizes, 0)
     with pytest.raises(ValueError):
-        balanced_chunks(tasks, len(tasks) + 1)
+        balanced_chunks(sizes, len(sizes) + 1)
 
 
 def test_conform_batch_gives_spark_s_arrow_types() -> None:
