@@ -34,6 +34,7 @@ from lakecore.storage import Storage
 from lakecore.transaction import Transaction
 
 if TYPE_CHECKING:
+    from lakecore.expr.assign import SetValue
     from lakecore.expr.binding import Where
     from lakecore.planning.scan import Scan
 
@@ -247,8 +248,17 @@ class Table:
         self._require(Capability.DELETE)
         return self._run(lambda tx: tx.delete(where))
 
-    def update(self, set: dict[str, str], where: str | None = None) -> int | str:
-        """Set columns to SQL expressions (``{"price": "price * 2"}``) where ``where`` holds."""
+    def update(self, set: Mapping[str, SetValue], where: str | None = None) -> int | str:
+        """Set columns where the Spark SQL predicate ``where`` holds (every row if None).
+
+        Each value of ``set`` is SQL text (``{"price": "price * 2"}``), a
+        ``lakecore.expr.tree`` expression, or a Python value taken as a literal
+        (``{"amount": 5, "note": None, "day": datetime.date(2024, 1, 1)}``) that must convert
+        to the column's type without changing (``InvalidArgumentError`` otherwise). A ``str``
+        is always SQL, also for a string column: ``{"region": "'eu'"}`` or
+        ``{"region": lit("eu")}`` (``lakecore.expr.tree.lit``) sets the text ``eu``, while
+        ``{"region": "eu"}`` copies the column ``eu``. See ``lakecore.expr.assign``.
+        """
         self._require(Capability.UPDATE)
         return self._run(lambda tx: tx.update(set, where))
 
@@ -426,9 +436,10 @@ class MergeBuilder:
         return self._with(matched_update_all=True, matched_condition=condition)
 
     def when_matched_update(
-        self, set: dict[str, str], condition: str | None = None
+        self, set: Mapping[str, SetValue], condition: str | None = None
     ) -> MergeBuilder:
-        """Matched target rows get ``set`` (column -> SQL over ``source.x``/``target.x``)."""
+        """Matched target rows get ``set``: column -> SQL over ``source.x``/``target.x``, a
+        tree, or a Python literal (as ``Table.update`` takes them)."""
         return self._with(matched_update=dict(set), matched_condition=condition)
 
     def when_matched_delete(self, condition: str | None = None) -> MergeBuilder:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from lakecore.model.actions import Action, CommitInfo, Committed, SetTransaction
 from lakecore.snapshot import Snapshot
 
 if TYPE_CHECKING:
+    from lakecore.expr.assign import SetValue
     from lakecore.table import Table
 
 log = logging.getLogger(__name__)
@@ -93,8 +94,9 @@ class Transaction:
         with storage_faults("planning the delete"):
             self.stage(*self._writer().delete(where))
 
-    def update(self, set: dict[str, str], where: str | None = None) -> None:
-        """Stage setting columns to SQL expressions on the rows matching ``where``."""
+    def update(self, set: Mapping[str, SetValue], where: str | None = None) -> None:
+        """Stage setting columns on the rows matching ``where`` (values as ``Table.update``
+        takes them: SQL text, trees or Python literals)."""
         self._table._require(Capability.UPDATE)
         with storage_faults("writing the update"):
             self.stage(*self._writer().update(set, where))

@@ -1,4 +1,11 @@
-"""Row predicates as a small tree of frozen dataclasses (no IO, no pyarrow).
+"""Expressions as a small tree of frozen dataclasses (no IO, no pyarrow): the ONE tree that
+scans, DML, MERGE, CHECK constraints, generated columns and conflict checks evaluate.
+
+Scalar nodes: ``Literal``, ``Column``, ``Arithmetic`` (``+ - * / % DIV``), ``Negate``, ``Call``
+(a function from ``FUNCTIONS``), ``Case`` and ``Cast``. Predicate nodes (``Predicate``, itself an
+expression of boolean value): ``Comparison`` (column vs literal: the form pruning reasons about),
+``Compare`` (any two expressions), ``In``, ``IsNull``, ``Between``, ``Like``, ``And``, ``Or``,
+``Not``.
 
 Build them directly or through ``Column``'s methods and the ``&``, ``|``, ``~`` operators::
 
@@ -10,10 +17,13 @@ Build them directly or through ``Column``'s methods and the ``&``, ``|``, ``~`` 
 Semantics are SQL's, evaluated the way ``pyarrow.compute`` evaluates them: three-valued logic
 (a comparison with NULL is NULL; AND/OR are Kleene), ``x IN (a, b)`` means ``x = a OR x = b``,
 ``BETWEEN`` is inclusive, floating-point NaN compares unequal to everything (so ``x != 1`` is
-true for NaN). A filter keeps the rows where the predicate is TRUE.
+true for NaN). A filter keeps the rows where the predicate is TRUE. Arithmetic follows Spark:
+``/`` gives a double (a decimal for decimals), ``%`` takes the dividend's sign, a division by
+zero is NULL (so ``CASE WHEN y <> 0 THEN x / y END`` is safe: Arrow evaluates every branch),
+integer overflow raises.
 
-Trees are plain data: they compare by value, pickle, and render as SQL text with ``str()``
-(text that ``lakecore.planning`` parses back to an equal tree).
+Trees are plain data: they compare by value, pickle, and render as Spark SQL text with
+``str()`` (text that ``lakecore.expr.sql`` parses back to an equal tree).
 """
 
 from __future__ import annotations
@@ -30,9 +40,57 @@ COMPARISON_OPS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 NEGATED_OPS = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 FLIPPED_OPS = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 """``lit OP col`` is ``col FLIPPED_OPS[OP] lit``."""
+ARITHMETIC_OPS = frozenset({"+", "-", "*", "/", "%", "div"})
+FUNCTIONS = frozenset(
+    {
+        "abs",
+        "ceil",
+        "coalesce",
+        "concat",
+        "floor",
+        "greatest",
+        "least",
+        "length",
+        "lower",
+        "ltrim",
+        "nullif",
+        "round",
+        "rtrim",
+        "substring",
+        "trim",
+        "upper",
+    }
+)
+"""The functions ``Call`` may name (Spark SQL names; ``||`` is ``concat``)."""
+CAST_TYPES = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INT",
+        "BIGINT",
+        "FLOAT",
+        "DOUBLE",
+        "BOOLEAN",
+        "STRING",
+        "BINARY",
+        "DATE",
+        "TIMESTAMP",
+        "TIMESTAMP_NTZ",
+    }
+)
+"""``Cast`` targets besides ``DECIMAL(p, s)`` (Spark type names; TIMESTAMP is an instant)."""
 
 
-class Predicate:
+class Expr:
+    """Base of every node: scalar expressions and predicates; ``str()`` renders Spark SQL."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return to_sql(self)
+
+
+class Predicate(Expr):
     """Base of every predicate node: ``&`` (AND), ``|`` (OR), ``~`` (NOT), ``str()`` (SQL)."""
 
     __slots__ = ()
@@ -46,19 +104,22 @@ class Predicate:
     def __invert__(self) -> Predicate:
         return Not(self)
 
-    def __str__(self) -> str:
-        return to_sql(self)
-
 
 @dataclass(frozen=True, slots=True)
-class Literal:
+class Literal(Expr):
     """A constant: None, bool, int, float, Decimal, str, bytes, date or datetime."""
 
     value: Any
 
 
+def lit(value: Any) -> Literal:
+    """A literal ``value``; ``update(set={"name": lit("text")})`` sets a string column to the
+    text itself (a ``str`` value there is SQL)."""
+    return Literal(value)
+
+
 @dataclass(frozen=True, slots=True)
-class Column:
+class Column(Expr):
     """A reference to a top-level column by name; its methods build predicates over it."""
 
     name: str
@@ -102,9 +163,64 @@ def col(name: str) -> Column:
     return Column(name)
 
 
+# ------------------------------------------------------------------------------ scalar nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Arithmetic(Expr):
+    """``left op right`` with op one of ``+ - * / % div`` (Spark semantics, see module doc)."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+    def __post_init__(self) -> None:
+        if self.op not in ARITHMETIC_OPS:
+            raise ValueError(f"arithmetic operator must be one of {sorted(ARITHMETIC_OPS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Negate(Expr):
+    """``-operand``."""
+
+    operand: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """``name(args...)`` for a function of ``FUNCTIONS`` (lower-case name)."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+    def __post_init__(self) -> None:
+        if self.name not in FUNCTIONS:
+            raise ValueError(f"unknown function {self.name!r}; known: {sorted(FUNCTIONS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Case(Expr):
+    """``CASE WHEN cond THEN value ... ELSE default END`` (no ELSE: NULL); a NULL condition
+    counts as false."""
+
+    branches: tuple[tuple[Predicate, Expr], ...]
+    default: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    """``CAST(operand AS to)``; ``to`` is a name of ``CAST_TYPES`` or ``DECIMAL(p, s)``."""
+
+    operand: Expr
+    to: str
+
+
+# ------------------------------------------------------------------------------ predicates
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison(Predicate):
-    """``column op literal`` with op one of ``= != < <= > >=``."""
+    """``column op literal`` with op one of ``= != < <= > >=`` (what pruning reasons about)."""
 
     op: str
     column: Column
@@ -116,10 +232,24 @@ class Comparison(Predicate):
 
 
 @dataclass(frozen=True, slots=True)
-class In(Predicate):
-    """``column IN (values...)``; ``NOT IN`` is ``Not(In(...))``."""
+class Compare(Predicate):
+    """``left op right`` over any two expressions (column vs column, arithmetic ...)."""
 
-    column: Column
+    op: str
+    left: Expr
+    right: Expr
+
+    def __post_init__(self) -> None:
+        if self.op not in COMPARISON_OPS:
+            raise ValueError(f"comparison operator must be one of {sorted(COMPARISON_OPS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class In(Predicate):
+    """``column IN (values...)``; ``NOT IN`` is ``Not(In(...))``. ``column`` may be any
+    expression (pruning only reasons about a ``Column``)."""
+
+    column: Expr
     values: tuple[Literal, ...]
 
 
@@ -127,14 +257,14 @@ class In(Predicate):
 class IsNull(Predicate):
     """``column IS NULL`` (NaN is not NULL); ``IS NOT NULL`` is ``Not(IsNull(...))``."""
 
-    column: Column
+    column: Expr
 
 
 @dataclass(frozen=True, slots=True)
 class Between(Predicate):
     """``column BETWEEN low AND high`` (inclusive), i.e. ``column >= low AND column <= high``."""
 
-    column: Column
+    column: Expr
     low: Literal
     high: Literal
 
@@ -143,7 +273,7 @@ class Between(Predicate):
 class Like(Predicate):
     """``column LIKE pattern``: ``%`` any run, ``_`` one character, backslash escapes."""
 
-    column: Column
+    column: Expr
     pattern: str
 
 
@@ -189,71 +319,138 @@ def _junction(kind: type[And] | type[Or], operands: Iterable[Predicate]) -> Pred
     return flat[0] if len(flat) == 1 else kind(tuple(flat))
 
 
-def columns_of(pred: Predicate) -> list[str]:
-    """The column names ``pred`` references, each once, in first-use order."""
+def children(node: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``node`` (literals and columns have none)."""
+    if isinstance(node, And | Or):
+        return node.operands
+    if isinstance(node, Not):
+        return (node.operand,)
+    if isinstance(node, Comparison):
+        return (node.column, node.literal)
+    if isinstance(node, Compare | Arithmetic):
+        return (node.left, node.right)
+    if isinstance(node, In):
+        return (node.column, *node.values)
+    if isinstance(node, Between):
+        return (node.column, node.low, node.high)
+    if isinstance(node, IsNull | Like):
+        return (node.column,)
+    if isinstance(node, Negate | Cast):
+        return (node.operand,)
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Case):
+        flat = tuple(part for branch in node.branches for part in branch)
+        return flat if node.default is None else (*flat, node.default)
+    return ()
+
+
+def columns_of(node: Expr) -> list[str]:
+    """The column names ``node`` references, each once, in first-use order."""
     out: dict[str, None] = {}
-    _collect(pred, out)
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Column):
+            out[current.name] = None
+        stack.extend(reversed(children(current)))
     return list(out)
 
 
-def _collect(pred: Predicate, out: dict[str, None]) -> None:
-    if isinstance(pred, And | Or):
-        for p in pred.operands:
-            _collect(p, out)
-    elif isinstance(pred, Not):
-        _collect(pred.operand, out)
-    else:
-        out[leaf_column(pred).name] = None
+def is_simple(node: Expr) -> bool:
+    """Whether ``node`` is a predicate of column-vs-literal leaves only (no scalar nodes,
+    no ``Compare``): the shape the planner's pruning reads fully."""
+    if isinstance(node, And | Or):
+        return all(is_simple(p) for p in node.operands)
+    if isinstance(node, Not):
+        return is_simple(node.operand)
+    if isinstance(node, Comparison):
+        return True
+    if isinstance(node, In | IsNull | Between | Like):
+        return isinstance(node.column, Column)
+    return False
 
 
 def leaf_column(pred: Predicate) -> Column:
-    """The column of a leaf predicate (Comparison, In, IsNull, Between, Like)."""
-    if isinstance(pred, Comparison | In | IsNull | Between | Like):
+    """The column of a leaf predicate over a column (Comparison, In, IsNull, Between, Like);
+    raises ``TypeError`` for anything else."""
+    if isinstance(pred, Comparison | In | IsNull | Between | Like) and isinstance(
+        pred.column, Column
+    ):
         return pred.column
-    raise TypeError(f"not a leaf predicate: {pred!r}")
+    raise TypeError(f"not a leaf predicate over a column: {pred!r}")
 
 
 # ------------------------------------------------------------------------------ SQL text
 
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED_WORDS = """
-    all and any as asc between by case cast date desc distinct else end escape exists false from
-    in interval is like limit not null or select then timestamp true when where
+    all and any as asc between by case cast date desc distinct div else end escape exists false
+    from in interval is like limit not null or rlike select then timestamp true when where
 """
 _RESERVED = frozenset(_RESERVED_WORDS.split())
 
 
-def to_sql(pred: Predicate) -> str:
-    """Render ``pred`` as SQL text (standard SQL: double-quoted identifiers)."""
-    if isinstance(pred, And | Or):
-        word = " AND " if isinstance(pred, And) else " OR "
-        return word.join(_wrapped(p) for p in pred.operands)
-    if isinstance(pred, Not):
-        return f"NOT {_wrapped(pred.operand)}"
-    if isinstance(pred, Comparison):
-        return f"{sql_name(pred.column.name)} {pred.op} {sql_literal(pred.literal.value)}"
-    if isinstance(pred, In):
-        values = ", ".join(sql_literal(v.value) for v in pred.values)
-        return f"{sql_name(pred.column.name)} IN ({values})"
-    if isinstance(pred, IsNull):
-        return f"{sql_name(pred.column.name)} IS NULL"
-    if isinstance(pred, Between):
-        low, high = sql_literal(pred.low.value), sql_literal(pred.high.value)
-        return f"{sql_name(pred.column.name)} BETWEEN {low} AND {high}"
-    if isinstance(pred, Like):
-        return f"{sql_name(pred.column.name)} LIKE {sql_literal(pred.pattern)}"
-    raise TypeError(f"not a predicate: {pred!r}")
+def to_sql(node: Expr) -> str:
+    """Render ``node`` as Spark SQL text (backtick-quoted identifiers, ``'...'`` strings)."""
+    if isinstance(node, And | Or):
+        word = " AND " if isinstance(node, And) else " OR "
+        return word.join(_grouped(p) for p in node.operands)
+    if isinstance(node, Not):
+        return f"NOT {_grouped(node.operand)}"
+    if isinstance(node, Comparison):
+        return f"{sql_name(node.column.name)} {node.op} {sql_literal(node.literal.value)}"
+    if isinstance(node, Compare):
+        return f"{_wrapped(node.left)} {node.op} {_wrapped(node.right)}"
+    if isinstance(node, In):
+        values = ", ".join(sql_literal(v.value) for v in node.values)
+        return f"{_wrapped(node.column)} IN ({values})"
+    if isinstance(node, IsNull):
+        return f"{_wrapped(node.column)} IS NULL"
+    if isinstance(node, Between):
+        low, high = sql_literal(node.low.value), sql_literal(node.high.value)
+        return f"{_wrapped(node.column)} BETWEEN {low} AND {high}"
+    if isinstance(node, Like):
+        return f"{_wrapped(node.column)} LIKE {sql_literal(node.pattern)}"
+    return _scalar_sql(node)
 
 
-def _wrapped(pred: Predicate) -> str:
-    return f"({to_sql(pred)})" if isinstance(pred, And | Or | Not) else to_sql(pred)
+def _scalar_sql(node: Expr) -> str:
+    if isinstance(node, Literal):
+        return sql_literal(node.value)
+    if isinstance(node, Column):
+        return sql_name(node.name)
+    if isinstance(node, Arithmetic):
+        op = "DIV" if node.op == "div" else node.op
+        return f"({to_sql(node.left)} {op} {to_sql(node.right)})"
+    if isinstance(node, Negate):
+        return f"(- {to_sql(node.operand)})"
+    if isinstance(node, Call):
+        return f"{node.name}({', '.join(to_sql(a) for a in node.args)})"
+    if isinstance(node, Cast):
+        return f"CAST({to_sql(node.operand)} AS {node.to})"
+    if isinstance(node, Case):
+        parts = [f"WHEN {to_sql(c)} THEN {to_sql(v)}" for c, v in node.branches]
+        if node.default is not None:
+            parts.append(f"ELSE {to_sql(node.default)}")
+        return f"CASE {' '.join(parts)} END"
+    raise TypeError(f"not an expression: {node!r}")
+
+
+def _grouped(node: Expr) -> str:
+    return f"({to_sql(node)})" if isinstance(node, And | Or | Not) else to_sql(node)
+
+
+def _wrapped(node: Expr) -> str:
+    compound = isinstance(node, Predicate) and not isinstance(node, Comparison)
+    return f"({to_sql(node)})" if compound else to_sql(node)
 
 
 def sql_name(name: str) -> str:
-    """``name`` as a SQL identifier, double-quoted unless it is a plain non-reserved word."""
+    """``name`` as a Spark SQL identifier, backtick-quoted unless a plain non-reserved word."""
     if _SIMPLE_NAME.fullmatch(name) and name.lower() not in _RESERVED:
         return name
-    return '"' + name.replace('"', '""') + '"'
+    return "`" + name.replace("`", "``") + "`"
 
 
 def sql_literal(value: Any) -> str:
@@ -269,10 +466,12 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
     if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
+        # Spark SQL strings: backslash escapes; '' would be two adjacent literals.
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     if isinstance(value, bytes):
-        return f"UNHEX('{value.hex()}')"
+        return f"X'{value.hex().upper()}'"
     if isinstance(value, dt.datetime):
+        # Without an offset: a wall-clock time (an instant in UTC for a column with a zone).
         return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
     if isinstance(value, dt.date):
         return f"DATE '{value.isoformat()}'"

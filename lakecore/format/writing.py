@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
@@ -14,6 +14,7 @@ from lakecore.model.merge import MergeClauses
 from lakecore.storage import Storage
 
 if TYPE_CHECKING:
+    from lakecore.expr.assign import SetValue
     from lakecore.snapshot import Snapshot
 
 
@@ -62,8 +63,12 @@ class FormatWriter(Protocol):
         """Delete the rows matching ``where`` (all rows if None)."""
         ...
 
-    def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
-        """Set columns to SQL expressions on the rows matching ``where``."""
+    def update(
+        self, set: Mapping[str, SetValue], where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
+        """Set columns on the rows matching ``where``; each value is SQL text, a tree or a
+        Python literal, and must be applied with ``lakecore.expr.assign.assigned_values``
+        (literals checked exactly against the column before any row is read)."""
         ...
 
     def schema_update(self) -> SchemaUpdate:

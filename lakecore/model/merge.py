@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -16,8 +17,9 @@ class MergeClauses:
     ``target.x`` / ``t.x`` (a bare name is the target's column).
     """
 
-    matched_update: Mapping[str, str] | None = None
-    """Column -> SQL for matched rows (None: no explicit update clause)."""
+    matched_update: Mapping[str, Any] | None = None
+    """Column -> SET value for matched rows: SQL text, a tree or a Python literal
+    (``lakecore.expr.assign``); None: no explicit update clause."""
     matched_update_all: bool = False
     """Matched rows take every column the source has."""
     matched_delete: bool = False

@@ -5,11 +5,9 @@ it changes. ``candidate_files`` answers that with exactly the pruning a scan use
 values, then min/max/null_count; three-valued "may match"), so a write reads O(k) files for a
 change touching k files. Files without stats are always candidates.
 
-DML predicates arrive as Spark SQL text that the row evaluator (``lakecore.expr.evaluate``)
-runs, while
-the planner has its own front end (``lakecore.expr.sql``). ``dml_predicate`` gives the
-planner's reading of such text only where both front ends agree on which rows match; anything
-else is None and the caller must read every file (never skip one).
+DML predicates are read by the one SQL front end (``lakecore.expr.sql``) into the one tree
+that both the row evaluator (``lakecore.expr.evaluate``) and this pruning run, so the files
+kept are exactly a superset of those holding a row the DML changes, whatever the text.
 """
 
 from __future__ import annotations
@@ -38,27 +36,14 @@ def candidate_files(
     return prune(snapshot_files, predicate, context).files
 
 
-def dml_predicate(where: Where, schema: pa.Schema) -> ex.Predicate | None:
-    """``where`` bound to ``schema`` for pruning, or None when the planner cannot read it.
+def dml_predicate(where: Where, schema: pa.Schema) -> ex.Predicate:
+    """``where`` bound to ``schema``: the tree a DML both prunes files with and evaluates per
+    row (parts pruning cannot reason about may match; see ``lakecore.planning.pruning``).
 
-    None for text the planner's SQL front end does not accept (functions, arithmetic ...),
-    for text holding a double quote or a backslash (Spark SQL reads ``"a"`` as a string and
-    ``'\\n'`` as a line break, the planner as a column and two characters), and for
-    predicates on ``float32``/``float16`` columns (the planner rounds a literal to the
-    column's precision while the row evaluator compares in float64, so ``x < 0.7`` would keep
-    different rows). The caller must then read every file.
+    Raises ``PredicateError`` / ``SchemaError`` (before any file is read) for text the front
+    end does not accept or that does not type-check against ``schema``.
     """
-    if isinstance(where, str) and ('"' in where or "\\" in where):
-        return None
-    try:
-        predicate = bind(parse_predicate(where), schema)
-    except LakecoreError:
-        return None
-    for name in ex.columns_of(predicate):
-        t = schema.field(name).type
-        if pa.types.is_floating(t) and t != pa.float64():
-            return None
-    return predicate
+    return bind(parse_predicate(where), schema)
 
 
 def key_range(source: pa.Table, keys: Sequence[str], schema: pa.Schema) -> ex.Predicate | None:
@@ -84,9 +69,10 @@ def key_range(source: pa.Table, keys: Sequence[str], schema: pa.Schema) -> ex.Pr
             ex.Comparison(">=", column, ex.Literal(low)),
             ex.Comparison("<=", column, ex.Literal(high)),
         )
-        bound = dml_predicate(term, schema)
-        if bound is not None:
-            terms.append(bound)
+        try:
+            terms.append(dml_predicate(term, schema))
+        except LakecoreError:
+            continue  # a key type predicates do not support: no condition
     return ex.and_(*terms) if terms else None
 
 

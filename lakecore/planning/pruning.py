@@ -9,6 +9,11 @@ where ``p`` is FALSE, so ``may_be(NOT p, True) = may_be(p, False)``, and De Morg
 ``may_be(a AND b, False)`` into ``may_be(a, False) OR may_be(b, False)``. Rows where ``p`` is
 NULL are neither, which is why this is exact three-valued logic, and why a comparison is never
 negated syntactically: ``NOT (x < 5)`` is TRUE for NaN while ``x >= 5`` is not.
+
+Only leaves over a column and literals (``Comparison``, and ``In``/``IsNull``/``Between``/
+``Like`` over a ``Column``) are reasoned about; any other node of the expression tree
+(``Compare``, a leaf over an expression such as ``upper(s) = 'X'``) may match: TRUE and
+FALSE are both possible, so it never prunes a file, under NOT or not.
 """
 
 from __future__ import annotations
@@ -35,12 +40,16 @@ def may_be(pred: ex.Predicate, want: bool, bounds: FileBounds) -> Mask:
         parts = [may_be(p, want, bounds) for p in pred.operands]
         # TRUE needs every AND operand TRUE; FALSE needs one. OR is the dual.
         return all_of(parts) if isinstance(pred, ex.And) == want else any_of(parts)
-    column = bounds.column(ex.leaf_column(pred).name)
+    if not isinstance(pred, ex.Comparison | ex.In | ex.IsNull | ex.Between | ex.Like):
+        return True  # Compare and other nodes: may match
+    if not isinstance(pred.column, ex.Column):
+        return True  # a leaf over an expression: may match
+    column = bounds.column(pred.column.name)
     if column is None:
         return True
     if isinstance(pred, ex.Between):
-        low = ex.Comparison(">=", pred.column, pred.low)
-        high = ex.Comparison("<=", pred.column, pred.high)
+        low = ex.Comparison(">=", ex.Column(pred.column.name), pred.low)
+        high = ex.Comparison("<=", ex.Column(pred.column.name), pred.high)
         return may_be(ex.And((low, high)), want, bounds)
     if isinstance(pred, ex.Comparison):
         return _comparison(pred.op, pred.literal.value, want, column)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp
 
 from lakecore.errors import (
     CommitConflictError,
@@ -18,7 +17,9 @@ from lakecore.errors import (
     ConstraintViolationError,
     LakecoreError,
 )
-from lakecore.expr.evaluate import evaluate_predicate, parse
+from lakecore.expr import tree as ex
+from lakecore.expr.evaluate import evaluate_predicate
+from lakecore.expr.sql import parse_sql
 from lakecore.model.actions import (
     Action,
     AddFiles,
@@ -284,13 +285,17 @@ def _may_match(
     """Whether rows of the added files could satisfy ``predicate``.
 
     The scan planner's question, asked of the added files' index rows (partition values,
-    then min/max/null_count stats; a file without stats may match). Predicates the planner
-    cannot read (see ``dml_predicate``) are decided on partition values when they name
-    partition columns only; otherwise any added file may match.
+    then min/max/null_count stats; a file without stats may match), with the tree the
+    transaction's DML evaluated (``dml_predicate``). When the predicate no longer binds (the
+    winner changed the schema) or the added files do not index, it is decided on partition
+    values when it names partition columns only; otherwise any added file may match.
     """
     if predicate is None:
         return True
-    planned = dml_predicate(predicate, state.schema)
+    try:
+        planned: ex.Predicate | None = dml_predicate(predicate, state.schema)
+    except LakecoreError:
+        planned = None
     if planned is not None:
         index = _added_index(state, added)
         if index is not None:
@@ -313,7 +318,7 @@ def _added_index(state: DeltaState, added: list[dict[str, Any]]) -> pa.Table | N
 def _may_match_partitions(state: DeltaState, added: list[dict[str, Any]], predicate: str) -> bool:
     """Decided exactly when ``predicate`` names partition columns only (files in other
     partitions cannot match); otherwise any added file may match."""
-    columns = {c.name for c in parse(predicate).find_all(exp.Column)}
+    columns = set(ex.columns_of(parse_sql(predicate)))
     if not columns or not columns <= set(state.partition_columns):
         return True
     fields = state.partition_fields()

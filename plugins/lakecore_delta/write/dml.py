@@ -19,17 +19,18 @@ import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp
 
-from lakecore.expr.evaluate import evaluate, evaluate_predicate, parse
+from lakecore.expr import tree as ex
+from lakecore.expr.assign import assigned_values
+from lakecore.expr.evaluate import evaluate_predicate
+from lakecore.expr.sql import parse_sql
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddChangeFiles, DeleteRows, RemoveFiles
-from lakecore.model.data_input import cast_assigned
 from lakecore.storage import Storage
 from lakecore_delta.deletion_vectors import (
     DeletionVectorDescriptor,
@@ -41,6 +42,9 @@ from lakecore_delta.deletion_vectors import (
 from lakecore_delta.file_index import DELETION_TYPE
 from lakecore_delta.reader import FileReader
 from lakecore_delta.write.data_files import FileLayout, write_data_files
+
+Condition: TypeAlias = "str | ex.Predicate | None"
+"""A DML condition: Spark SQL text or a (bound) tree; None matches every row."""
 
 INLINE_DV_MAX_BYTES = 256
 CHANGE_TYPE = "_change_type"
@@ -71,7 +75,7 @@ class DmlContext:
 
 
 def touched_files(
-    ctx: DmlContext, files: pa.Table, where: str | None
+    ctx: DmlContext, files: pa.Table, where: Condition
 ) -> Iterator[tuple[dict[str, Any], pa.Table, np.ndarray, np.ndarray]]:
     """Yield (index row, all physical rows, live mask, match mask) of files with matches."""
     schema = ctx.layout.schema
@@ -148,7 +152,7 @@ def _drop_rows(
         out.new_rows.append(table.filter(pa.array(remaining)))
 
 
-def delete_rows(ctx: DmlContext, files: pa.Table, where: str | None) -> ChangeSet:
+def delete_rows(ctx: DmlContext, files: pa.Table, where: Condition) -> ChangeSet:
     """Plan a DELETE of the rows matching ``where`` in ``files``.
 
     ``files`` must include every file that may hold a matching row. Without the change data
@@ -175,7 +179,7 @@ def delete_rows(ctx: DmlContext, files: pa.Table, where: str | None) -> ChangeSe
 
 
 def partition_truth(
-    files: pa.Table, where: str | None, partition_columns: Sequence[str]
+    files: pa.Table, where: Condition, partition_columns: Sequence[str]
 ) -> pa.Array | None:
     """Per file of ``files``: is ``where`` TRUE for the file's partition values (nulls False)?
 
@@ -185,7 +189,8 @@ def partition_truth(
     """
     if where is None or not partition_columns:
         return None
-    names = {c.name.lower() for c in parse(where).find_all(exp.Column)}
+    tree = parse_sql(where) if isinstance(where, str) else where
+    names = {name.lower() for name in ex.columns_of(tree)}
     if not names or not names <= {c.lower() for c in partition_columns}:
         return None
     values = files.column(fi.PARTITION).combine_chunks()
@@ -204,7 +209,7 @@ def _live_count(row: Mapping[str, Any]) -> int | None:
 
 
 def update_rows(
-    ctx: DmlContext, files: pa.Table, assignments: Mapping[str, str], where: str | None
+    ctx: DmlContext, files: pa.Table, assignments: Mapping[str, Any], where: Condition
 ) -> ChangeSet:
     """Plan an UPDATE setting ``assignments`` (column -> SQL) on rows matching ``where``."""
     schema = ctx.layout.schema
@@ -222,23 +227,19 @@ def update_rows(
 
 
 def apply_assignments(
-    rows: pa.Table, assignments: Mapping[str, str], schema: pa.Schema
+    rows: pa.Table, assignments: Mapping[str, Any], schema: pa.Schema
 ) -> pa.Table:
-    """``rows`` with each assigned column replaced by its SQL expression's value.
+    """``rows`` with each assigned column replaced by its value (SQL text, a tree or a
+    Python literal: ``lakecore.expr.assign``).
 
     Raises ``SchemaError`` when a value does not go into its column (``cast_assigned``: a
-    text into a number column, an integer that overflows).
+    text into a number column, an integer that overflows) and ``InvalidArgumentError`` for a
+    literal that does not convert exactly.
     """
     out = rows
-    for name, sql in assignments.items():
+    for name, value in assignments.items():
         f = schema.field(name)
-        value: Any = evaluate(sql, rows)
-        if isinstance(value, pa.Scalar):
-            value = pa.array(
-                [value.as_py()] * rows.num_rows, f.type if value.type == pa.null() else value.type
-            )
-        value = cast_assigned(value, f.type, name, sql)
-        out = out.set_column(schema.get_field_index(name), f.name, value)
+        out = out.set_column(schema.get_field_index(name), f.name, assigned_values(value, f, rows))
     return out
 
 

@@ -17,8 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
-from lakecore.expr.evaluate import evaluate
-from lakecore.model.data_input import cast_assigned, cast_lossless
+from lakecore.expr.assign import assigned_values
+from lakecore.expr.evaluate import evaluate_predicate
+from lakecore.model.data_input import cast_lossless
 from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore_delta.write.dml import ChangeSet, DmlContext, _drop_rows, tagged
 
@@ -71,7 +72,8 @@ def merge_rows(
         src_rows = source.take(pa.array(s_rows))
         if clauses.matched_condition:
             ok = pc.fill_null(
-                evaluate(clauses.matched_condition, qualified_columns(before, src_rows)), False
+                evaluate_predicate(clauses.matched_condition, qualified_columns(before, src_rows)),
+                False,
             )
             keep = ok.to_numpy(zero_copy_only=False)
             t_rows, s_rows = t_rows[keep], s_rows[keep]
@@ -96,7 +98,8 @@ def merge_rows(
     inserts = source.filter(pa.array(~matched_source))
     if clauses.not_matched_condition and inserts.num_rows:
         ok = pc.fill_null(
-            evaluate(clauses.not_matched_condition, qualified_columns(inserts, inserts)), False
+            evaluate_predicate(clauses.not_matched_condition, qualified_columns(inserts, inserts)),
+            False,
         )
         inserts = inserts.filter(ok)
     return out, inserts
@@ -116,11 +119,6 @@ def _updated(
     both = qualified_columns(before, src_rows)
     for name, sql in (clauses.matched_update or {}).items():
         f = schema.field(name)
-        value = evaluate(sql, both)
-        if isinstance(value, pa.Scalar):
-            value = pa.array(
-                [value.as_py()] * before.num_rows, f.type if value.type == pa.null() else value.type
-            )
-        value = cast_assigned(value, f.type, name, sql)
+        value = assigned_values(sql, f, both)
         after = after.set_column(schema.get_field_index(name), f.name, value)
     return after

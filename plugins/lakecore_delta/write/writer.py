@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
-from lakecore.expr.evaluate import evaluate, evaluate_predicate, parse
+from lakecore.expr import tree as ex
+from lakecore.expr.assign import SetValue, assigned_values
+from lakecore.expr.evaluate import evaluate_predicate
+from lakecore.expr.sql import parse_sql
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles, SetProperties
-from lakecore.model.data_input import cast_assigned, cast_lossless, to_arrow_table
+from lakecore.model.data_input import cast_lossless, to_arrow_table
 from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.planning.candidates import candidate_files, dml_predicate, merge_candidates
 from lakecore.snapshot import Snapshot
@@ -66,19 +69,17 @@ def _predicate_param(where: str | None) -> dict[str, str]:
     return {"predicate": json.dumps([where] if where else [])}
 
 
-def _check_assignment(columns: pa.Table, schema: pa.Schema, name: str, sql: str) -> None:
-    """Type-check ``SET name = sql`` over the (empty) ``columns`` the SQL may name, before any
-    file is read; a literal's value is checked too.
+def _check_assignment(columns: pa.Table, schema: pa.Schema, name: str, value: Any) -> None:
+    """Type-check ``SET name = value`` over the (empty) ``columns`` the SQL may name, before
+    any file is read; a literal's value is checked too (``lakecore.expr.assign``).
 
-    Raises ``PredicateError`` for SQL that does not parse and ``SchemaError`` for an unknown
-    column or a result that does not go into the column (``cast_assigned``).
+    Raises ``PredicateError`` for SQL that does not parse, ``SchemaError`` for an unknown
+    column or a result that does not go into the column (``cast_assigned``) and
+    ``InvalidArgumentError`` for a literal that does not convert exactly.
     """
     if schema.get_field_index(name) < 0:
         raise SchemaError(f"cannot update unknown column {name!r}; the table has {schema.names}")
-    value = evaluate(sql, columns)
-    if isinstance(value, pa.Scalar):
-        value = pa.array([value.as_py()], value.type)
-    cast_assigned(value, schema.field(name).type, name, sql)
+    assigned_values(value, schema.field(name), columns)
 
 
 def _typed_source(source: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -150,18 +151,17 @@ class DeltaWriter:
             )
         return self._dml_context
 
-    def _candidates(self, where: str | None) -> pa.Table:
-        """The files a DML with ``where`` must read: the scan's pruning of the file index
-        (every file when the planner cannot read ``where``, see ``dml_predicate``)."""
+    def _candidates(self, predicate: str | ex.Predicate | None) -> pa.Table:
+        """The files a DML with ``predicate`` (bound, or SQL text) must read: the scan's
+        pruning of the file index (the same tree the rows are then evaluated with)."""
         files = self._snapshot.files()
-        if where is None:
-            return files
-        predicate = dml_predicate(where, self._state.schema)
         if predicate is None:
             return files
         return candidate_files(files, predicate, self._snapshot.source.scan_context())
 
     def _ensure_not_append_only(self) -> None:
+        if isinstance(predicate, str):
+            predicate = dml_predicate(predicate, self._state.schema)
         # Checked before any file is written (the commit checks again).
         if self._state.configuration.get("delta.appendOnly", "false").lower() == "true":
             raise ConstraintViolationError(
@@ -169,10 +169,9 @@ class DeltaWriter:
                 "updated or overwritten"
             )
 
-    def _validate(self, where: str | None) -> None:
-        # Parse and type-check before any IO: unknown columns and bad syntax fail here.
-        if where is not None:
-            evaluate_predicate(where, self._state.schema.empty_table())
+    def _validate(self, where: str | None) -> ex.Predicate | None:
+        # Parse, bind and type-check before any IO: unknown columns and bad syntax fail here.
+        return None if where is None else dml_predicate(where, self._state.schema)
 
     def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
         add = self._write_conformed(self._conformed(data))
@@ -187,13 +186,14 @@ class DeltaWriter:
             actions: list[Action] = [RemoveFiles(self._snapshot.files())]
             actions.append(self._write_conformed(table))
             return actions, CommitInfo("WRITE", mode, read_whole_table=True)
-        self._validate(where)
-        outside = pc.invert(pc.fill_null(evaluate_predicate(where, table), False))
+        predicate = self._validate(where)
+        assert predicate is not None
+        outside = pc.invert(pc.fill_null(evaluate_predicate(predicate, table), False))
         if pc.any(outside).as_py():
             raise ConstraintViolationError(
                 f"{pc.sum(outside).as_py()} row(s) of the data do not match replaceWhere {where!r}"
             )
-        changes = delete_rows(self._dml(), self._candidates(where), where)
+        changes = delete_rows(self._dml(), self._candidates(predicate), predicate)
         # With change files in a commit, readers take only them: the new rows go in too.
         changes.new_rows.append(table)
         if self._dml().cdf:
@@ -203,22 +203,24 @@ class DeltaWriter:
 
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
         self._ensure_not_append_only()
-        self._validate(where)
-        changes = delete_rows(self._dml(), self._candidates(where), where)
+        predicate = self._validate(where)
+        changes = delete_rows(self._dml(), self._candidates(predicate), predicate)
         info = CommitInfo(
             "DELETE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
         )
         return to_actions(self._dml(), changes, self._write_conformed), info
 
-    def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
+    def update(
+        self, set: Mapping[str, SetValue], where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
         self._ensure_not_append_only()
-        self._validate(where)
+        predicate = self._validate(where)
         unknown = [c for c in set if self._state.schema.get_field_index(c) < 0]
         if unknown:
             raise SchemaError(f"cannot update unknown column(s) {unknown}")
         for name, sql in set.items():
             _check_assignment(self._state.schema.empty_table(), self._state.schema, name, sql)
-        changes = update_rows(self._dml(), self._candidates(where), set, where)
+        changes = update_rows(self._dml(), self._candidates(predicate), set, predicate)
         info = CommitInfo(
             "UPDATE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
         )
@@ -232,7 +234,7 @@ class DeltaWriter:
         src = _typed_source(to_arrow_table(source), self._state.schema)
         for sql in (clauses.matched_condition, clauses.not_matched_condition):
             if sql:
-                parse(sql)
+                parse_sql(sql)
         both = qualified_columns(self._state.schema.empty_table(), src.slice(0, 0))
         for name, sql in (clauses.matched_update or {}).items():
             _check_assignment(both, self._state.schema, name, sql)

@@ -1,6 +1,7 @@
 """DELETE, UPDATE and OVERWRITE ... WHERE planned over a snapshot's merged file slices.
 
-Predicates and SET expressions are SQL evaluated with ``lakecore.expr.evaluate`` over each
+Predicates and SET values (SQL, trees or Python literals: ``lakecore.expr.assign``) are
+evaluated with ``lakecore.expr.evaluate`` (the one front end and tree) over each
 slice's live records (meta columns included). Rewritten records keep their stored
 ``_hoodie_record_key``; their partition path is recomputed only when their partition values
 changed, so tables whose paths were rendered by another writer keep them.
@@ -9,14 +10,15 @@ changed, so tables whose paths were rendered by another writer keep them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
-from lakecore.expr.evaluate import evaluate, evaluate_predicate
-from lakecore.model.data_input import cast_assigned
+from lakecore.expr.assign import assigned_values
+from lakecore.expr.evaluate import evaluate_predicate
 from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.write.changes import (
     ChangeSet,
@@ -75,7 +77,7 @@ def keep_newer(before: pa.Table, after: pa.Table, layout: WriteLayout) -> pa.Arr
     return pc.invert(loses_on_order(after.column(field), existing))
 
 
-def check_assignments(assignments: Mapping[str, str], layout: WriteLayout, table: pa.Table) -> None:
+def check_assignments(assignments: Mapping[str, Any], layout: WriteLayout, table: pa.Table) -> None:
     """Validate UPDATE assignments before any data is read.
 
     Raises:
@@ -91,27 +93,26 @@ def check_assignments(assignments: Mapping[str, str], layout: WriteLayout, table
             "hudi-update-record-key",
             f"cannot update record key column(s) {keys}: delete and insert the rows instead",
         )
-    for sql in assignments.values():
-        evaluate(sql, table)
+    for name, value in assignments.items():
+        assigned_values(value, layout.data_schema.field(name), table)
 
 
-def assigned(records: pa.Table, assignments: Mapping[str, str], layout: WriteLayout) -> pa.Table:
-    """The data columns of ``records`` with ``assignments`` (column -> SQL) applied."""
+def assigned(records: pa.Table, assignments: Mapping[str, Any], layout: WriteLayout) -> pa.Table:
+    """The data columns of ``records`` with ``assignments`` (column -> SQL text, tree or
+    Python literal; see ``lakecore.expr.assign``) applied."""
     data = conform(records, layout.data_schema)
-    for name, sql in assignments.items():
+    for name, value in assignments.items():
         f = layout.data_schema.field(name)
-        value = evaluate(sql, records)
-        if isinstance(value, pa.Scalar):
-            value = pa.array([value.as_py()] * records.num_rows, value.type)
-        value = cast_assigned(value, f.type, name, sql)
-        data = data.set_column(layout.data_schema.get_field_index(name), f, value)
+        data = data.set_column(
+            layout.data_schema.get_field_index(name), f, assigned_values(value, f, records)
+        )
     return data
 
 
 def plan_update(
     rows: SliceRows,
     layout: WriteLayout,
-    assignments: Mapping[str, str],
+    assignments: Mapping[str, Any],
     where: str | None,
     candidates: Sequence[int],
 ) -> ChangeSet:

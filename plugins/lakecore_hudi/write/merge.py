@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
-from lakecore.expr.evaluate import evaluate
-from lakecore.model.data_input import cast_assigned, cast_lossless
+from lakecore.expr.assign import assigned_values
+from lakecore.expr.evaluate import evaluate_predicate
+from lakecore.model.data_input import cast_lossless
 from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.write.changes import ChangeSet, SliceRows, deletes_of, route_rewritten
@@ -104,7 +105,7 @@ def plan_merge(
         s_rows = joined.column(_ROW).to_numpy()
         if clauses.matched_condition:
             ok = pc.fill_null(
-                evaluate(clauses.matched_condition, qualified_columns(before, src)), False
+                evaluate_predicate(clauses.matched_condition, qualified_columns(before, src)), False
             )
             s_rows = s_rows[ok.to_numpy(zero_copy_only=False)]
             before, src = before.filter(ok), src.filter(ok)
@@ -120,7 +121,9 @@ def plan_merge(
     if clauses.insert_all:
         inserts = source.filter(pa.array(~matched))
         if clauses.not_matched_condition and inserts.num_rows:
-            ok = evaluate(clauses.not_matched_condition, qualified_columns(inserts, inserts))
+            ok = evaluate_predicate(
+                clauses.not_matched_condition, qualified_columns(inserts, inserts)
+            )
             inserts = inserts.filter(pc.fill_null(ok, False))
         if inserts.num_rows:
             changes.inserts.append(keyed(conform(inserts, layout.data_schema), layout))
@@ -143,10 +146,7 @@ def _updated(
         if schema.get_field_index(name) < 0:
             raise SchemaError(f"cannot update unknown column {name!r}")
         f = schema.field(name)
-        value = evaluate(sql, both)
-        if isinstance(value, pa.Scalar):
-            value = pa.array([value.as_py()] * before.num_rows, value.type)
-        value = cast_assigned(value, f.type, name, sql)
+        value = assigned_values(sql, f, both)
         after = after.set_column(schema.get_field_index(name), f, value)
     return after
 

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from lakecore.errors import SchemaError, UnsupportedFeatureError
-from lakecore.expr.evaluate import evaluate_predicate, parse
+from lakecore.expr.assign import SetValue, assignment_sql
+from lakecore.expr.evaluate import evaluate_predicate
+from lakecore.expr.sql import parse_sql
 from lakecore.format import SchemaUpdate
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import to_arrow_table
@@ -111,12 +113,15 @@ class HudiWriter:
         info = CommitInfo("INSERT_OVERWRITE", {"predicate": where}, read_predicate=where)
         return self._replace(changes, replaced, "INSERT_OVERWRITE", info, False)
 
-    def update(self, set: dict[str, str], where: str | None) -> tuple[list[Action], CommitInfo]:
+    def update(
+        self, set: Mapping[str, SetValue], where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
         self._validate(where)
         check_assignments(set, self._layout, self._state.table_schema.empty_table())
         candidates = candidate_slices(self._snapshot, where)
         changes = plan_update(self._rows, self._layout, set, where, candidates)
-        info = CommitInfo("UPDATE", {"set": dict(set), "predicate": where}, read_predicate=where)
+        rendered = {name: assignment_sql(value) for name, value in set.items()}
+        info = CommitInfo("UPDATE", {"set": rendered, "predicate": where}, read_predicate=where)
         return self._write(changes, "UPSERT", info)
 
     def merge(
@@ -125,7 +130,7 @@ class HudiWriter:
         check_merge(on, clauses, self._layout)
         for sql in (clauses.matched_condition, clauses.not_matched_condition):
             if sql:
-                parse(sql)
+                parse_sql(sql)
         rows = merge_source(to_arrow_table(source), self._layout)
         candidates = self._slices_for_keys(rows)
         changes = plan_merge(self._rows, self._layout, rows, clauses, candidates)

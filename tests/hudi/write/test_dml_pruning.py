@@ -256,19 +256,19 @@ def test_all_model_cases_ran() -> None:
 # ---------------------------------------------------------------- fallbacks and key shapes
 
 
-def test_sql_only_the_dml_evaluator_reads_falls_back_to_every_slice(counted: Any) -> None:
-    # The planner's SQL front end reads "c06" as a column; the DML evaluator as text. The
-    # write must not lose rows to that disagreement: it reads every slice instead.
+def test_double_quoted_strings_prune_like_single_quoted_ones(counted: Any) -> None:
+    # One Spark SQL front end: "c06" is a string for the planner and the row evaluator alike,
+    # so the delete reads only the slice holding it (it read every slice while the planner
+    # read "c06" as a column).
     root, storage, table = counted
     storage.reset()
     table.delete('city = "c06"')
-    assert len(slices_read(storage)) == GROUPS
+    assert len(slices_read(storage)) == 1
     assert [r for r in _data(root) if r["city"] == "c06"] == []
 
 
-def test_escapes_the_planner_reads_differently_fall_back_to_every_slice(tmp_path: Path) -> None:
-    # Spark SQL reads '\\n' as a line break, the planner as two characters: pruning by the
-    # planner's reading would skip the slice holding the row and delete nothing.
+def test_escapes_are_read_as_spark_reads_them(tmp_path: Path) -> None:
+    # Spark SQL reads '\\n' as a line break, in pruning and in the row evaluator alike.
     table = create(tmp_path / "t", partitioned=False)
     table.append(rows((1, "x\ny", 1, "a")))
     table.append(rows((2, "zzz", 1, "a")))
