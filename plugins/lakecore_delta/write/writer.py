@@ -157,11 +157,11 @@ class DeltaWriter:
         files = self._snapshot.files()
         if predicate is None:
             return files
+        if isinstance(predicate, str):
+            predicate = dml_predicate(predicate, self._state.schema)
         return candidate_files(files, predicate, self._snapshot.source.scan_context())
 
     def _ensure_not_append_only(self) -> None:
-        if isinstance(predicate, str):
-            predicate = dml_predicate(predicate, self._state.schema)
         # Checked before any file is written (the commit checks again).
         if self._state.configuration.get("delta.appendOnly", "false").lower() == "true":
             raise ConstraintViolationError(
