@@ -160,6 +160,8 @@ class Transaction:
         """Abort after a failure: a failed cleanup is logged, never raised (the failure is what
         the caller must see; vacuum or a later rollback removes what is left)."""
         self._state = ABORTED
+        if not self._actions:
+            return  # nothing was written
         try:
             self._get_committer().abort(self._actions)
         except Exception as exc:

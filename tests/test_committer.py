@@ -231,3 +231,22 @@ def test_hudi_prepare_refuses_foreign_actions_and_abort_rolls_back(tmp_path: Pat
     config = state_of(table.snapshot()).config
     assert load_timeline(table.storage, config).pending() == ()
     assert lakecore.open(str(tmp_path / "t")).to_arrow().column("id").to_pylist() == [1]
+
+
+def test_a_failed_cleanup_keeps_the_original_error_and_explicit_abort_types_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def unreachable(self: DeltaCommitter, actions: Sequence[Action]) -> None:
+        raise ConnectionResetError("connection reset by peer")
+
+    monkeypatch.setattr(DeltaCommitter, "abort", unreachable)
+    table = lakecore.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    with pytest.raises(RuntimeError, match="boom"), table.transaction() as tx:
+        tx.append(pa.table({"id": [1]}))
+        raise RuntimeError("boom")
+    assert "could not clean up the aborted transaction" in caplog.text
+    explicit = table.transaction()
+    explicit.append(pa.table({"id": [2]}))
+    with pytest.raises(CommitStorageError, match="aborting the transaction"):
+        explicit.abort()
+    assert lakecore.open(str(tmp_path / "t")).to_arrow().num_rows == 0

@@ -1,8 +1,9 @@
 """A planned Hudi write: an instant that is requested and inflight, its files already written.
 
-A ``HudiWriter`` returns one as the payload of ``FormatPayload("hudi", ...)``; ``HudiFormat
-.commit`` completes it. Until then readers do not see its files (they belong to an instant that
-is not completed), and if its writer dies the next writer rolls it back.
+A ``HudiWriter`` returns one as the payload of ``FormatPayload("hudi", ...)``; the Hudi
+Committer (``committer``) completes it, or rolls it back when the transaction is aborted. Until
+then readers do not see its files (they belong to an instant that is not completed), and if its
+writer dies the next writer rolls it back.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Each operation validates its input and plans its row changes first (nothing is written if
 that fails), then runs the instant's life cycle up to inflight: rolls back failed writes,
 takes a new instant time (``.requested``), names every file in the ``.inflight`` metadata,
-writes the files, and returns ``[FormatPayload("hudi", PlannedInstant)]``. ``HudiFormat.commit``
-completes the instant. A failure while writing files rolls the instant back at once.
+writes the files, and returns ``[FormatPayload("hudi", PlannedInstant)]``. The Hudi Committer
+(``committer``) completes the instant, or rolls it back when the transaction aborts. A failure
+while writing files rolls the instant back at once.
 
 Actions: CoW writes are ``commit``s, MoR writes ``deltacommit``s, overwrites (and deleting every
 row) ``replacecommit``s that list the replaced file groups.
