@@ -95,6 +95,17 @@ def needs(table: Table, *capabilities: Capability) -> None:
         pytest.skip(f"the {table.format} format does not declare {', '.join(missing)}")
 
 
+def data_files(table: Table) -> set[str]:
+    """Files under the table root outside hidden (``_``/``.``) directories: the data files,
+    not the format's metadata (``_delta_log``, ``.hoodie``)."""
+    root = Path(table.uri)
+    return {
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and not any(part[0] in "_." for part in p.relative_to(root).parts)
+    }
+
+
 def counted(table: Table) -> tuple[Table, CountingStorage]:
     """``table`` reopened through a ``CountingStorage`` (to see which calls an operation makes)."""
     storage = CountingStorage(table.storage)
@@ -324,6 +335,38 @@ class CommitContract:
             raise Stop
         assert table.version == version
         assert read(table) == expect(([1], "a", "a"))
+
+    def test_an_aborted_transaction_removes_what_it_wrote(self, table: Table) -> None:
+        needs(table, Capability.WRITE)
+        table.append(rows([1]))
+        before = data_files(table)
+        with pytest.raises(RuntimeError, match="stop"), table.transaction() as tx:
+            tx.append(rows([2], "b", "b"))
+            assert data_files(table) != before  # the staged write made files
+            raise RuntimeError("stop")
+        explicit = table.transaction()
+        explicit.append(rows([3]))
+        explicit.abort()
+        assert data_files(table) == before
+        assert read(table) == expect(([1], "a", "a"))
+        table.append(rows([4]))  # the next writer has nothing to roll back or avoid
+        assert read(table) == expect(([1, 4], "a", "a"))
+
+    def test_a_conflict_removes_the_losers_files(self, table: Table) -> None:
+        needs(table, Capability.UPDATE)
+        table.append(rows([1, 2]))
+        winner, loser = table.transaction(), table.transaction()
+        winner.update({"name": "'w'"}, "id = 1")
+        won = data_files(table)
+        loser.update({"name": "'l'"}, "id = 1")
+        winner.commit()
+        try:
+            loser.commit()
+        except CommitConflictError:
+            assert data_files(table) == won
+            assert read(table) == {1: ("w", 1, "a"), 2: ("a", 1, "a")}
+        else:  # the format rebased the update on the winner: both landed, in order
+            assert read(table) == {1: ("l", 1, "a"), 2: ("a", 1, "a")}
 
     def test_one_transaction_commits_its_operations_together(self, table: Table) -> None:
         needs(table, Capability.DELETE)
