@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from lakecore_delta.deletion_vectors import uuid_descriptor
+from lakecore_delta.deletion_vectors import (
+    DeletionVectorDescriptor,
+    inline_descriptor,
+    uuid_descriptor,
+)
+from lakecore_delta.file_index import deletion_value
 from lakecore_delta.write.committer import DeltaCommitter, owned_files
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.write.committer import HudiCommitter
@@ -30,6 +35,7 @@ from lakecore.errors import (
 )
 from lakecore.format.committer import Committer, Prepared
 from lakecore.format.writing import WritableFormat
+from lakecore.model import files as fi
 from lakecore.model.actions import (
     Action,
     AddFiles,
@@ -155,20 +161,14 @@ def test_the_loop_gives_up_after_the_attempt_cap(monkeypatch: pytest.MonkeyPatch
 # ------------------------------------------------------------------ Delta's abort: own files only
 
 
-def _index(paths: list[str], deletion: list[dict[str, object] | None] | None = None) -> pa.Table:
-    dv = pa.struct(
-        [
-            ("storage_type", pa.string()),
-            ("path_or_inline_dv", pa.string()),
-            ("offset", pa.int32()),
-            ("size_in_bytes", pa.int32()),
-            ("cardinality", pa.int64()),
-        ]
-    )
+def _index(
+    paths: list[str], deletion: list[DeletionVectorDescriptor | None] | None = None
+) -> pa.Table:
+    values = [None if d is None else deletion_value(d) for d in deletion or [None] * len(paths)]
     return pa.table(
         {
             "path": pa.array(paths, pa.string()),
-            "deletion": pa.array(deletion or [None] * len(paths), dv),
+            "deletion": pa.array(values, fi.DELETION_TYPE),
         }
     )
 
@@ -176,19 +176,12 @@ def _index(paths: list[str], deletion: list[dict[str, object] | None] | None = N
 def test_delta_abort_deletes_only_owned_files_inside_the_table() -> None:
     root = "file:///data/t"
     descriptor = uuid_descriptor(uuid.uuid4(), offset=1, size_in_bytes=10, cardinality=1)
-    dv: dict[str, object] = {
-        "storage_type": "u",
-        "path_or_inline_dv": descriptor.path_or_inline_dv,
-        "offset": 1,
-        "size_in_bytes": 10,
-        "cardinality": 1,
-    }
     actions: list[Action] = [
         AddFiles(_index(["p=1/a.parquet", "../escape.parquet", "_delta_log/00.json"]), owned=True),
         AddFiles(_index(["old.parquet"])),  # not owned (a restore re-adding a file)
         AddFiles(_index(["file:///data/t/b.parquet", "file:///elsewhere/c.parquet"]), owned=True),
-        DeleteRows(_index(["d.parquet"], [dv]), owned=True),
-        DeleteRows(_index(["e.parquet"], [{**dv, "storage_type": "i"}]), owned=True),
+        DeleteRows(_index(["d.parquet"], [descriptor]), owned=True),
+        DeleteRows(_index(["e.parquet"], [inline_descriptor([0])]), owned=True),
     ]
     paths = owned_files(actions, root)
     # Not the escaping, log or foreign paths, nor the data file a DeleteRows names, nor

@@ -9,8 +9,15 @@ Columns every format fills (absent information is null):
 - ``partition`` (struct): one typed child per partition column, by logical name.
 - ``min``, ``max``, ``null_count`` (struct): per-column statistics by logical name; nested
   columns are nested structs. A null value means "unknown", never "no value".
-- ``deletion`` (struct, null when the file has no row-level deletes): format-specific descriptor
-  plus ``cardinality`` (int64, rows deleted).
+
+The write layout (``AddFiles`` rows, what ``DataFileWriter.write`` returns) is the same with
+the stats typed by ``lakecore.model.stats`` (``stats_types``: exact bounds of the data columns,
+no format encoding such as Delta's ``stats`` JSON; the format renders its own at commit), and
+``partition`` holding the typed values of the file's partition.
+- ``deletion`` (struct ``DELETION_TYPE``, null when the row has no row-level deletes):
+  ``cardinality`` (int64, rows deleted) and ``descriptor`` (binary), the format's own opaque
+  description of the deletes (Delta: its deletion-vector descriptor). Only the format decodes
+  it: ``TableFormat.deleted_positions`` answers which row positions are deleted.
 - ``log_files`` (list<string>, merge-on-read formats only): files whose records merge over this
   row's file, in merge order (Hudi log files). A row may then stand for a log-only file slice,
   whose ``path`` is its first log file. ``record_count`` counts the base file only.
@@ -29,6 +36,10 @@ MIN = "min"
 MAX = "max"
 NULL_COUNT = "null_count"
 DELETION = "deletion"
+CARDINALITY = "cardinality"
+DESCRIPTOR = "descriptor"
+DELETION_TYPE = pa.struct([(CARDINALITY, pa.int64()), (DESCRIPTOR, pa.binary())])
+"""The neutral ``deletion`` column: rows deleted plus the format's opaque descriptor."""
 LOG_FILES = "log_files"
 
 BASE_FIELDS: tuple[pa.Field, ...] = (
@@ -45,6 +56,6 @@ def live_record_count(files: pa.Table) -> int:
 
     total = pc.sum(files.column(RECORD_COUNT)).as_py() or 0
     if DELETION in files.column_names:
-        deleted = pc.sum(pc.struct_field(files.column(DELETION), "cardinality")).as_py() or 0
+        deleted = pc.sum(pc.struct_field(files.column(DELETION), CARDINALITY)).as_py() or 0
         total -= deleted
     return int(total)

@@ -88,8 +88,8 @@ class ScanTask:
         format: table format (``"delta"``); file_format: the file's encoding (``"parquet"``).
         size: bytes; record_count: rows before row-level deletes (None if unknown).
         partition_values: logical partition column name -> Python value (None = null).
-        deletes: format-specific row-level delete descriptor (Delta: the deletion vector
-            descriptor of the file index's ``deletion`` column), None when nothing is deleted.
+        deletes: the file index's neutral ``deletion`` value (``cardinality`` and the
+            format's opaque ``descriptor``), None when nothing is deleted.
         residual: the row filter still to apply after reading (a bound expression tree; render
             it with ``str()``), None to keep every row.
         log_files: merge-on-read formats: full paths of the files whose records merge over

@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
 from lakecore_delta.deletion_vectors import DeletionVectorDescriptor
 from lakecore_delta.partitions import typed_partition_values
@@ -15,16 +16,10 @@ from lakecore_delta.state import DeltaState
 from lakecore_delta.stats import merge_stats, parse_stats, stats_from_struct
 from lakecore_delta.widened_stats import drop_imprecise_bounds
 
-DELETION_TYPE = pa.struct(
-    [
-        ("storage_type", pa.string()),
-        ("path_or_inline_dv", pa.string()),
-        ("offset", pa.int32()),
-        ("size_in_bytes", pa.int32()),
-        ("cardinality", pa.int64()),
-    ]
-)
-_DV_FIELDS = ("storageType", "pathOrInlineDv", "offset", "sizeInBytes", "cardinality")
+DELETION_TYPE = fi.DELETION_TYPE
+"""The file index's neutral ``deletion`` column; the descriptor is ``encode_descriptor`` text."""
+_DV_FIELDS = ("storageType", "offset", "sizeInBytes", "pathOrInlineDv")
+_SEPARATOR = "|"
 
 
 def build_file_index(state: DeltaState) -> pa.Table:
@@ -40,15 +35,7 @@ def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
         use_struct = pc.and_(pc.is_null(adds.column("stats")), pc.is_valid(parsed))
         stats = merge_stats(stats, stats_from_struct(parsed, state.data_fields()), use_struct)
     stats = drop_imprecise_bounds(stats, state.data_fields())
-    dv = adds.column("deletionVector").combine_chunks()
-    deletion = pa.StructArray.from_arrays(
-        [
-            pc.struct_field(dv, name).cast(f.type)
-            for name, f in zip(_DV_FIELDS, DELETION_TYPE, strict=True)
-        ],
-        fields=list(DELETION_TYPE),
-        mask=pc.is_null(pc.struct_field(dv, "storageType")),
-    )
+    deletion = deletion_column(adds.column("deletionVector").combine_chunks())
     return pa.table(
         {
             fi.PATH: adds.column("path"),
@@ -66,6 +53,36 @@ def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
     )
 
 
+def deletion_column(dv: pa.StructArray) -> pa.StructArray:
+    """The neutral ``deletion`` column of Delta ``deletionVector`` structs (vectorised).
+
+    The descriptor is ``encode_descriptor``'s text: storage type, offset (empty when absent),
+    size and path or inline bitmap joined by ``|``; the path comes last, so a ``'p'`` path
+    holding ``|`` still splits right (Z85 text and UUID prefixes never hold it).
+    """
+    parts = [pc.cast(pc.struct_field(dv, name), pa.string()) for name in _DV_FIELDS]
+    text = pc.binary_join_element_wise(
+        *parts, _SEPARATOR, null_handling="replace", null_replacement=""
+    )
+    return pa.StructArray.from_arrays(
+        [pc.cast(pc.struct_field(dv, "cardinality"), pa.int64()), pc.cast(text, pa.binary())],
+        fields=list(DELETION_TYPE),
+        mask=pc.is_null(pc.struct_field(dv, "storageType")),
+    )
+
+
+def encode_descriptor(descriptor: DeletionVectorDescriptor) -> bytes:
+    """The opaque ``deletion.descriptor`` bytes of a deletion vector (see ``deletion_column``)."""
+    offset = "" if descriptor.offset is None else str(descriptor.offset)
+    fields = (descriptor.storage_type, offset, str(descriptor.size_in_bytes))
+    return _SEPARATOR.join((*fields, descriptor.path_or_inline_dv)).encode()
+
+
+def deletion_value(descriptor: DeletionVectorDescriptor) -> dict[str, Any]:
+    """The file-index ``deletion`` value (a ``DELETION_TYPE`` row) of a deletion vector."""
+    return {fi.CARDINALITY: descriptor.cardinality, fi.DESCRIPTOR: encode_descriptor(descriptor)}
+
+
 def deletion_descriptor(deletion: Mapping[str, Any] | None) -> DeletionVectorDescriptor | None:
     """The deletion vector a file-index ``deletion`` value describes (None: no deletes).
 
@@ -73,10 +90,12 @@ def deletion_descriptor(deletion: Mapping[str, Any] | None) -> DeletionVectorDes
     """
     if deletion is None:
         return None
-    return DeletionVectorDescriptor(
-        deletion["storage_type"],
-        deletion["path_or_inline_dv"],
-        deletion["offset"],
-        deletion["size_in_bytes"],
-        deletion["cardinality"],
-    )
+    raw = deletion.get(fi.DESCRIPTOR)
+    try:
+        text = bytes(raw).decode() if raw is not None else ""
+        kind, offset, size, path = text.split(_SEPARATOR, 3)
+        return DeletionVectorDescriptor(
+            kind, path, int(offset) if offset else None, int(size), int(deletion[fi.CARDINALITY])
+        )
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CorruptTableError(f"malformed deletion vector descriptor {raw!r}: {exc}") from exc

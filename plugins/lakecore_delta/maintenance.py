@@ -182,7 +182,8 @@ def restore_actions(storage: Storage, snapshot: Snapshot, version: int) -> list[
 
 def _keys(files: pa.Table) -> pa.Array:
     dv = files.column(fi.DELETION).combine_chunks()
-    dv_id = pc.fill_null(pc.struct_field(dv, "path_or_inline_dv"), "")
+    # The opaque descriptor names the deletion vector (Delta: its path or inline bitmap).
+    dv_id = pc.fill_null(pc.cast(pc.struct_field(dv, fi.DESCRIPTOR), pa.string()), "")
     paths = files.column(fi.PATH).combine_chunks()
     return pc.binary_join_element_wise(paths, dv_id, "\x1f")
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from lakecore_delta.file_index import deletion_descriptor
 
 import lakecore
 from lakecore.errors import CorruptTableError, VersionNotFoundError
@@ -310,9 +311,9 @@ def test_deletion_vector_keys_match_between_checkpoint_and_commits(
     )
     files = lakecore.open(builder.uri).snapshot().files().sort_by("path")
     assert files.column("path").to_pylist() == ["a.parquet", "b.parquet"]
-    deletions = files.column("deletion").to_pylist()
-    assert deletions[0]["path_or_inline_dv"] == "inline-2"
-    assert deletions[1]["offset"] == 90
+    deletions = [deletion_descriptor(d) for d in files.column("deletion").to_pylist()]
+    assert deletions[0] is not None and deletions[0].path_or_inline_dv == "inline-2"
+    assert deletions[1] is not None and deletions[1].offset == 90
     assert files.column("record_count").to_pylist() == [5, 5]
 
 

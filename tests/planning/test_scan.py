@@ -162,7 +162,7 @@ def test_tasks_carry_what_a_reader_needs(corpus: Path) -> None:
     assert (task.format, task.file_format) == ("delta", "parquet")
     assert task.partition_values == {"part": 6}
     assert task.size > 0 and task.record_count is not None
-    assert set(task.deletes or {}) >= {"storage_type", "path_or_inline_dv", "cardinality"}
+    assert set(task.deletes or {}) == {"cardinality", "descriptor"}
     assert str(task.residual) == "part = 6 AND col1 > 0"
 
 

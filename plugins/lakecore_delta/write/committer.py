@@ -12,7 +12,6 @@ import logging
 from collections.abc import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakecore.errors import CorruptTableError
 from lakecore.format.committer import Prepared
@@ -30,7 +29,7 @@ from lakecore.model.actions import (
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore.storage.paths import contained_path
-from lakecore_delta.deletion_vectors import DeletionVectorDescriptor
+from lakecore_delta.file_index import deletion_descriptor
 from lakecore_delta.log.files import LOG_DIR
 from lakecore_delta.write import commit as delta_commit
 from lakecore_delta.write.properties import validate_properties
@@ -133,24 +132,16 @@ def _deletion_vector_files(files: pa.Table) -> set[str]:
     """The DV files the rows' ``deletion`` descriptors name (inline DVs have none)."""
     if fi.DELETION not in files.column_names:
         return set()
-    column = files.column(fi.DELETION)
-    if not pa.types.is_struct(column.type):
-        return set()
-    names = {column.type.field(i).name for i in range(column.type.num_fields)}
-    if not {"storage_type", "path_or_inline_dv"} <= names:
-        return set()
-    kinds = pc.struct_field(column, "storage_type").to_pylist()
-    values = pc.struct_field(column, "path_or_inline_dv").to_pylist()
     out: set[str] = set()
-    for kind, value in zip(kinds, values, strict=True):
-        if kind == "p" and value:
-            out.add(str(value))
-        elif kind == "u" and value:
-            try:
-                relative = DeletionVectorDescriptor("u", str(value), None, 0, 0).relative_path
-            except CorruptTableError as exc:
-                log.warning("not deleting deletion vector %s: %s", value, exc)
+    for deletion in files.column(fi.DELETION).to_pylist():
+        try:
+            dv = deletion_descriptor(deletion)  # the index's neutral ``deletion`` value
+            if dv is None or dv.is_inline:
                 continue
-            if relative:
-                out.add(relative)
+            path = dv.relative_path if dv.storage_type == "u" else dv.path_or_inline_dv
+        except CorruptTableError as exc:
+            log.warning("not deleting deletion vector %s: %s", deletion, exc)
+            continue
+        if path:
+            out.add(path)
     return out

@@ -39,7 +39,7 @@ from lakecore_delta.deletion_vectors import (
     serialize_deletion_vector,
     uuid_descriptor,
 )
-from lakecore_delta.file_index import DELETION_TYPE
+from lakecore_delta.file_index import DELETION_TYPE, deletion_value
 from lakecore_delta.reader import FileReader
 from lakecore_delta.write.data_files import FileLayout, write_data_files
 
@@ -115,13 +115,7 @@ def _dv_row(ctx: DmlContext, row: dict[str, Any], deleted: np.ndarray) -> dict[s
     return dict(
         row,
         stats=_loose_bounds(ctx.stats.get(row[fi.PATH])),
-        deletion={
-            "storage_type": descriptor.storage_type,
-            "path_or_inline_dv": descriptor.path_or_inline_dv,
-            "offset": descriptor.offset,
-            "size_in_bytes": descriptor.size_in_bytes,
-            "cardinality": descriptor.cardinality,
-        },
+        deletion=deletion_value(descriptor),
     )
 
 

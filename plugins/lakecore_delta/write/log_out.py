@@ -24,6 +24,7 @@ from lakecore.model.actions import (
     SetTransaction,
 )
 from lakecore.model.schema import physical_name
+from lakecore_delta.file_index import deletion_descriptor
 from lakecore_delta.write.partition_out import log_value
 
 ENGINE_INFO = f"lakecore/{__version__}"
@@ -41,17 +42,18 @@ def _partition_values(row: Mapping[str, Any], physical: Mapping[str, str]) -> di
     return {physical[k]: log_value(v) for k, v in values.items()}
 
 
-def _dv_json(dv: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if not dv:
+def _dv_json(deletion: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    dv = deletion_descriptor(deletion)  # the index's neutral ``deletion`` value
+    if dv is None:
         return None
-    out = {
-        "storageType": dv["storage_type"],
-        "pathOrInlineDv": dv["path_or_inline_dv"],
-        "sizeInBytes": dv["size_in_bytes"],
-        "cardinality": dv["cardinality"],
+    out: dict[str, Any] = {
+        "storageType": dv.storage_type,
+        "pathOrInlineDv": dv.path_or_inline_dv,
+        "sizeInBytes": dv.size_in_bytes,
+        "cardinality": dv.cardinality,
     }
-    if dv.get("offset") is not None:
-        out["offset"] = dv["offset"]
+    if dv.offset is not None:
+        out["offset"] = dv.offset
     return out
 
 
