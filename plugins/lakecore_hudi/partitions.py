@@ -16,10 +16,12 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.model.partition_paths import HIVE_NULL, split_segment
 from lakecore.model.schema import is_ordered_scalar
 from lakecore_hudi.table_config import TableConfig
 
-DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+DEFAULT_PARTITION = HIVE_NULL
+"""A null or empty partition value's path segment (``lakecore.model.partition_paths``)."""
 
 
 def _castable(t: pa.DataType) -> bool:
@@ -62,12 +64,16 @@ def partition_struct(
         if len(parts) != len(columns):
             return None
         for i, (name, part) in enumerate(zip(columns, parts, strict=True)):
-            value = part
+            value: str | None = part
             if config.hive_style_partitioning:
-                key, sep, value = part.partition("=")
-                if not sep or key != name:
+                # Hudi writes names and values as they are (URL-encoded only by option).
+                try:
+                    key, value = split_segment(part, escaped=False)
+                except ValueError:
                     return None
-            if config.url_encode_partitions:
+                if key != name:
+                    return None
+            if value is not None and config.url_encode_partitions:
                 value = urllib.parse.unquote(value)
             texts[i].append(None if value == DEFAULT_PARTITION else value)
     arrays = []

@@ -125,7 +125,12 @@ def commit_bytes(
         lines.append({"metaData": metadata})
     mapped = configuration.get(COLUMN_MAPPING_MODE, "none") != "none"
     lines.extend(
-        file_action_lines(actions, physical_names(schema, state.partition_columns, mapped), now)
+        file_action_lines(
+            actions,
+            physical_names(schema, state.partition_columns, mapped),
+            now,
+            [f for f in schema if f.name not in state.partition_columns],
+        )
     )
     return encode_lines(lines)
 

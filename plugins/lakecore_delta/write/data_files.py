@@ -15,11 +15,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakecore.model import files as fi
 from lakecore.model.schema import field_id, physical_name
+from lakecore.model.stats import FileStats, data_stats, stats_columns
 from lakecore.storage import Storage
 from lakecore_delta.conform import PARQUET_FIELD_ID
 from lakecore_delta.write.partition_out import partition_dir
-from lakecore_delta.write.stats_out import stats_json
+from lakecore_delta.write.stats_out import DELTA_STATS_RULES
 
 DEFAULT_TARGET_FILE_SIZE = 128 << 20
 _WRITERS = 4
@@ -107,29 +109,24 @@ def partition_slices(data: pa.Table, columns: Sequence[str]) -> list[tuple[list[
 def write_data_files(storage: Storage, layout: FileLayout, data: pa.Table) -> pa.Table:
     """Write ``data`` (already conformed to the schema) as Parquet files; return index rows.
 
-    Rows: ``path`` (relative, decoded), ``size``, ``record_count``, ``modification_time``,
-    ``partition`` (typed struct), ``stats`` (Delta stats JSON). Nothing is committed.
+    Rows in the write layout of ``lakecore.model.files``: ``path`` (relative, decoded),
+    ``size``, ``record_count``, ``modification_time``, ``partition`` (typed struct), typed
+    ``min``/``max``/``null_count`` of the data columns (``lakecore.model.stats`` under
+    ``DELTA_STATS_RULES``; the log's ``stats`` JSON is rendered from them at commit).
+    Nothing is committed.
     """
     part_fields = [layout.schema.field(c) for c in layout.partition_columns]
     physical_parts = [
         physical_name(f) if layout.column_mapping_mode != "none" else f.name for f in part_fields
     ]
     data_fields = layout.data_fields()
-    rows: dict[str, list[object]] = {
-        "path": [],
-        "size": [],
-        "record_count": [],
-        "modification_time": [],
-        "partition": [],
-        "stats": [],
-    }
     jobs = [
         (values, chunk)
         for values, part in partition_slices(data, layout.partition_columns)
         for chunk in _file_chunks(part, layout.target_file_size)
     ]
 
-    def write_one(job: tuple[list[object], pa.Table]) -> tuple[str, int, str]:
+    def write_one(job: tuple[list[object], pa.Table]) -> tuple[str, int, FileStats]:
         values, chunk = job
         directory = partition_dir(physical_parts, values) if physical_parts else ""
         name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
@@ -139,29 +136,25 @@ def write_data_files(storage: Storage, layout: FileLayout, data: pa.Table) -> pa
         pq.write_table(physical, buf, compression="snappy")
         payload = buf.getvalue()
         storage.put(rel, payload)
-        return rel, len(payload), stats_json(chunk, data_fields)
+        return rel, len(payload), data_stats(chunk, data_fields, DELTA_STATS_RULES)
 
     # Parquet encoding releases the GIL: files are written in parallel.
     with ThreadPoolExecutor(_WRITERS) as pool:
         written = list(pool.map(write_one, jobs))
-    for (values, chunk), (rel, size, stats) in zip(jobs, written, strict=True):
-        rows["path"].append(rel)
-        rows["size"].append(size)
-        rows["record_count"].append(chunk.num_rows)
-        rows["modification_time"].append(int(time.time() * 1000))
-        rows["partition"].append(dict(zip(layout.partition_columns, values, strict=True)))
-        rows["stats"].append(stats)
+    now = int(time.time() * 1000)
     part_type = pa.struct([pa.field(f.name, f.type) for f in part_fields])
-    return pa.table(
-        {
-            "path": pa.array(rows["path"], pa.string()),
-            "size": pa.array(rows["size"], pa.int64()),
-            "record_count": pa.array(rows["record_count"], pa.int64()),
-            "modification_time": pa.array(rows["modification_time"], pa.int64()),
-            "partition": pa.array(rows["partition"], part_type),
-            "stats": pa.array(rows["stats"], pa.string()),
-        }
-    )
+    columns: dict[str, pa.Array] = {
+        fi.PATH: pa.array([w[0] for w in written], pa.string()),
+        fi.SIZE: pa.array([w[1] for w in written], pa.int64()),
+        fi.RECORD_COUNT: pa.array([chunk.num_rows for _, chunk in jobs], pa.int64()),
+        fi.MODIFICATION_TIME: pa.array([now] * len(jobs), pa.int64()),
+        fi.PARTITION: pa.array(
+            [dict(zip(layout.partition_columns, values, strict=True)) for values, _ in jobs],
+            part_type,
+        ),
+    }
+    columns.update(stats_columns([w[2] for w in written], data_fields))
+    return pa.table(columns)
 
 
 def _file_chunks(part: pa.Table, target_size: int) -> list[pa.Table]:

@@ -6,7 +6,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -23,9 +23,11 @@ from lakecore.model.actions import (
     SetSchema,
     SetTransaction,
 )
+from lakecore.model.files import MAX, MIN, NULL_COUNT, RECORD_COUNT
 from lakecore.model.schema import physical_name
 from lakecore_delta.file_index import deletion_descriptor
 from lakecore_delta.write.partition_out import log_value
+from lakecore_delta.write.stats_out import render_stats_json
 
 ENGINE_INFO = f"lakecore/{__version__}"
 
@@ -57,10 +59,27 @@ def _dv_json(deletion: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
+def _stats(row: Mapping[str, Any], data_fields: Sequence[pa.Field]) -> str | None:
+    # A ``stats`` column is Delta's own JSON carried over for a file re-added as it was
+    # (restore, a new deletion vector); new files carry typed stats, rendered here.
+    if "stats" in row:
+        return cast("str | None", row["stats"])
+    if MIN not in row and NULL_COUNT not in row:
+        return None
+    return render_stats_json(
+        row.get(RECORD_COUNT), row.get(MIN), row.get(MAX), row.get(NULL_COUNT), data_fields
+    )
+
+
 def add_lines(
-    files: pa.Table, physical: Mapping[str, str], data_change: bool
+    files: pa.Table,
+    physical: Mapping[str, str],
+    data_change: bool,
+    data_fields: Sequence[pa.Field] = (),
 ) -> Iterator[dict[str, Any]]:
-    """``add`` actions for index rows (with ``stats`` JSON and optional ``deletion``)."""
+    """``add`` actions for index rows (write layout: typed ``min``/``max``/``null_count``
+    rendered as ``stats`` JSON over the table's logical ``data_fields``; optional
+    ``deletion``)."""
     for row in files.to_pylist():
         add: dict[str, Any] = {
             "path": encode_path(row["path"]),
@@ -69,8 +88,9 @@ def add_lines(
             "modificationTime": row["modification_time"],
             "dataChange": data_change,
         }
-        if row.get("stats") is not None:
-            add["stats"] = row["stats"]
+        stats = _stats(row, data_fields)
+        if stats is not None:
+            add["stats"] = stats
         dv = _dv_json(row.get("deletion"))
         if dv:
             add["deletionVector"] = dv
@@ -147,7 +167,10 @@ def physical_names(
 
 
 def file_action_lines(
-    actions: Sequence[Action], physical: Mapping[str, str], now: int
+    actions: Sequence[Action],
+    physical: Mapping[str, str],
+    now: int,
+    data_fields: Sequence[pa.Field] = (),
 ) -> list[dict[str, Any]]:
     """The log lines of the file-level actions, in a stable order (removes, adds, cdc, txn)."""
     lines: list[dict[str, Any]] = []
@@ -156,9 +179,9 @@ def file_action_lines(
             lines.extend(remove_lines(a.files, physical, a.data_change, now))
     for a in actions:
         if isinstance(a, AddFiles):
-            lines.extend(add_lines(a.files, physical, a.data_change))
+            lines.extend(add_lines(a.files, physical, a.data_change, data_fields))
         elif isinstance(a, DeleteRows):
-            lines.extend(add_lines(a.files, physical, True))
+            lines.extend(add_lines(a.files, physical, True, data_fields))
         elif isinstance(a, AddChangeFiles):
             lines.extend(cdc_lines(a.files, physical))
         elif isinstance(a, SetTransaction):

@@ -1,4 +1,9 @@
-"""Per-file statistics as the ``stats`` JSON of add actions."""
+"""Per-file statistics as the ``stats`` JSON of add actions, rendered from typed stats.
+
+``lakecore.model.stats`` computes every file's ``min``/``max``/``null_count`` (from data or
+Parquet footers, under ``DELTA_STATS_RULES``); this module only writes them the way Delta
+readers expect them (delta-rs and Delta Spark prune with them).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,19 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakecore.model.schema import is_ordered_scalar, physical_name
+from lakecore.model.stats import StatsRules, data_stats
 
 STRING_PREFIX_LENGTH = 32
 """Delta's default: string min/max are kept to this many characters."""
+DELTA_STATS_RULES = StatsRules(nan_free_float_bounds=True)
+"""Delta readers order NaN above every value: float bounds only for files without NaN."""
 _RAW = re.compile(r'"\\u0000raw:([^"]*)"')
 
 
@@ -51,52 +58,76 @@ def _stat_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
     return None
 
 
-def _column_stats(
-    array: pa.Array,
-    field: pa.Field,
-    mins: dict[str, Any],
-    maxs: dict[str, Any],
-    nulls: dict[str, Any],
-) -> None:
-    name = physical_name(field)
-    t = field.type
-    if pa.types.is_struct(t):
-        sub_min: dict[str, Any] = {}
-        sub_max: dict[str, Any] = {}
-        sub_nulls: dict[str, Any] = {}
-        for i in range(t.num_fields):
-            child = pc.struct_field(array, [i])
-            _column_stats(child, t.field(i), sub_min, sub_max, sub_nulls)
-        if sub_min:
-            mins[name] = sub_min
-        if sub_max:
-            maxs[name] = sub_max
-        nulls[name] = sub_nulls
-        return
-    nulls[name] = array.null_count
-    if not is_ordered_scalar(t) or array.null_count == len(array):
-        return
-    if pa.types.is_floating(t) and pc.any(pc.is_nan(array)).as_py():
-        return
-    mm = pc.min_max(array)
-    lo = _stat_value(mm["min"].as_py(), t, False)
-    hi = _stat_value(mm["max"].as_py(), t, True)
-    if lo is not None:
-        mins[name] = lo
-    if hi is not None:
-        maxs[name] = hi
+def _render(
+    fields: Sequence[pa.Field],
+    mins: Mapping[str, Any] | None,
+    maxs: Mapping[str, Any] | None,
+    nulls: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The ``minValues``/``maxValues``/``nullCount`` objects of typed stats (logical names in,
+    physical names out; unknown values left out)."""
+    out_min: dict[str, Any] = {}
+    out_max: dict[str, Any] = {}
+    out_nulls: dict[str, Any] = {}
+    for f in fields:
+        name, t = physical_name(f), f.type
+        lo = (mins or {}).get(f.name)
+        hi = (maxs or {}).get(f.name)
+        count = (nulls or {}).get(f.name)
+        if pa.types.is_struct(t):
+            sub = _render(list(t), lo, hi, count)
+            for target, values in zip((out_min, out_max, out_nulls), sub, strict=True):
+                if values:
+                    target[name] = values
+            continue
+        if count is not None:
+            out_nulls[name] = int(count)
+        if not is_ordered_scalar(t):
+            continue
+        lo = _stat_value(lo, t, False)
+        hi = _stat_value(hi, t, True)
+        if lo is not None:
+            out_min[name] = lo
+        if hi is not None:
+            out_max[name] = hi
+    return out_min, out_max, out_nulls
+
+
+def render_stats_json(
+    record_count: int | None,
+    mins: Mapping[str, Any] | None,
+    maxs: Mapping[str, Any] | None,
+    nulls: Mapping[str, Any] | None,
+    fields: Sequence[pa.Field],
+) -> str | None:
+    """The ``stats`` JSON of one file from its typed stats (a row of the write layout's
+    ``min``/``max``/``null_count`` as Python values, by logical name; None = unknown).
+
+    ``fields`` are the table's logical data fields; keys are physical names. Strings are cut
+    to ``STRING_PREFIX_LENGTH`` characters (a longer max is left out), timestamps floored to
+    milliseconds, decimals written exactly; NaN/infinite floats and non-orderable columns get
+    no bounds. Returns None when nothing is known (not even the record count).
+    """
+    out_min, out_max, out_nulls = _render(fields, mins, maxs, nulls)
+    if record_count is None and not (out_min or out_max or out_nulls):
+        return None
+    stats: dict[str, Any] = {}
+    if record_count is not None:
+        stats["numRecords"] = int(record_count)
+    stats.update({"minValues": out_min, "maxValues": out_max, "nullCount": out_nulls})
+    return _RAW.sub(r"\1", json.dumps(stats, separators=(",", ":")))
 
 
 def stats_json(table: pa.Table, fields: Sequence[pa.Field]) -> str:
-    """The stats JSON of one data file holding ``table`` (columns in the order of ``fields``).
-
-    ``fields`` are the logical fields of the data columns; keys are physical names.
-    """
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
-    nulls: dict[str, Any] = {}
-    for f in fields:
-        column = table.column(f.name).combine_chunks()
-        _column_stats(column, f, mins, maxs, nulls)
-    stats = {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
-    return _RAW.sub(r"\1", json.dumps(stats, separators=(",", ":")))
+    """The stats JSON of one data file holding ``table`` (logical data ``fields``), computed
+    by ``lakecore.model.stats`` under Delta's rules and rendered by ``render_stats_json``."""
+    stats = data_stats(table, fields, DELTA_STATS_RULES)
+    text = render_stats_json(
+        table.num_rows,
+        stats.min.to_pylist()[0],
+        stats.max.to_pylist()[0],
+        stats.null_count.to_pylist()[0],
+        fields,
+    )
+    assert text is not None
+    return text

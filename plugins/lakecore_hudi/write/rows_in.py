@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.model.data_input import cast_lossless
+from lakecore.model.partition_paths import HIVE_NULL as DEFAULT_PARTITION
 from lakecore_hudi.keys import META_FIELDS
-from lakecore_hudi.partitions import DEFAULT_PARTITION
 from lakecore_hudi.write.layout import WriteLayout
 
 KEY = "__lakecore_key"

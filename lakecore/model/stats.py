@@ -1,0 +1,352 @@
+"""Per-file column statistics as typed ``min``/``max``/``null_count`` structs, from data or footers.
+
+The one place lakecore computes file statistics. Every format's writer (and the Spark
+hand-off) takes them from here, in the write layout of ``lakecore.model.files``; a format that
+stores them in its own encoding (Delta's ``stats`` JSON) renders them from these structs.
+
+Shape (``stats_types``), by logical field name, following the fields given:
+
+- ``min`` / ``max``: one child per column whose values have the order pruning uses
+  (``is_ordered_scalar``: integers, floats, decimals, strings, dates, timestamps), typed as the
+  column; struct columns are nested structs; other columns (booleans, binary, lists, maps) have
+  no child. A null value means "unknown".
+- ``null_count``: one int64 child per column (lists and maps included: nulls of the column
+  itself); struct columns are nested structs. A null value means "unknown".
+
+Bounds are exact (no truncation here: a format that stores shorter values, e.g. Delta's 32
+character string prefix and millisecond timestamps, degrades them when it renders). Float and
+double bounds bound the non-NaN values; with ``StatsRules.nan_free_float_bounds`` (a format
+whose readers compare NaN as a value, Delta) they are kept only when the file is known to hold
+no NaN. An all-null column has no bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecore.model import files as fi
+from lakecore.model.parquet_footer import LeafSummary, summarize_leaf
+from lakecore.model.schema import is_ordered_scalar
+
+PARQUET_JAVA = "parquet-mr"
+"""How parquet-java (Spark's and Hudi's Parquet writer) names itself in ``created_by``: it
+orders NaN above every value, so a NaN shows in the max and the footer tells a NaN apart."""
+
+
+@dataclass(frozen=True, slots=True)
+class StatsRules:
+    """What a format's stored statistics may claim (declared by the format's writer)."""
+
+    nan_free_float_bounds: bool = False
+    """Float bounds only for files known to hold no NaN (Delta: readers order NaN above every
+    value and would skip a file whose bounds leave it out). Without it, float bounds bound the
+    non-NaN values, as lakecore's planner reads them."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    """One file's statistics: one-row ``min``, ``max`` and ``null_count`` struct arrays."""
+
+    min: pa.StructArray
+    max: pa.StructArray
+    null_count: pa.StructArray
+
+
+# ------------------------------------------------------------------------------ shapes
+
+
+def _min_max_type(fields: Sequence[pa.Field]) -> pa.StructType:
+    children = []
+    for f in fields:
+        if pa.types.is_struct(f.type):
+            children.append(pa.field(f.name, _min_max_type(list(f.type))))
+        elif is_ordered_scalar(f.type):
+            children.append(pa.field(f.name, f.type))
+    return pa.struct(children)
+
+
+def _null_count_type(fields: Sequence[pa.Field]) -> pa.StructType:
+    return pa.struct(
+        [
+            pa.field(
+                f.name,
+                _null_count_type(list(f.type)) if pa.types.is_struct(f.type) else pa.int64(),
+            )
+            for f in fields
+        ]
+    )
+
+
+def stats_types(fields: Sequence[pa.Field]) -> tuple[pa.StructType, pa.StructType, pa.StructType]:
+    """The ``min``, ``max`` and ``null_count`` struct types of files with columns ``fields``."""
+    bounds = _min_max_type(fields)
+    return bounds, bounds, _null_count_type(fields)
+
+
+def unknown_stats(fields: Sequence[pa.Field]) -> FileStats:
+    """Statistics of a file nothing is known about (every value null)."""
+    lo, hi, nulls = stats_types(fields)
+    return FileStats(_unknown(lo), _unknown(hi), _unknown(nulls))
+
+
+def _unknown(t: pa.StructType) -> pa.StructArray:
+    children = [
+        _unknown(t.field(i).type)
+        if pa.types.is_struct(t.field(i).type)
+        else pa.nulls(1, t.field(i).type)
+        for i in range(t.num_fields)
+    ]
+    return _struct(children, t)
+
+
+def _struct(children: Sequence[pa.Array], t: pa.StructType) -> pa.StructArray:
+    if t.num_fields == 0:
+        return pa.array([{}], t)
+    return pa.StructArray.from_arrays(list(children), fields=list(t))
+
+
+def stats_columns(stats: Sequence[FileStats], fields: Sequence[pa.Field]) -> dict[str, pa.Array]:
+    """The ``min``/``max``/``null_count`` columns (write layout) of files, one row per file."""
+    lo, hi, nulls = stats_types(fields)
+    if not stats:
+        return {
+            fi.MIN: pa.array([], lo),
+            fi.MAX: pa.array([], hi),
+            fi.NULL_COUNT: pa.array([], nulls),
+        }
+    return {
+        fi.MIN: pa.concat_arrays([s.min for s in stats]),
+        fi.MAX: pa.concat_arrays([s.max for s in stats]),
+        fi.NULL_COUNT: pa.concat_arrays([s.null_count for s in stats]),
+    }
+
+
+# ------------------------------------------------------------------------------ from data
+
+
+def data_stats(
+    table: pa.Table, fields: Sequence[pa.Field], rules: StatsRules = StatsRules()
+) -> FileStats:
+    """Statistics of one file holding the rows of ``table`` (columns found by field name).
+
+    ``fields`` are the file's logical data fields (partition columns excluded); a field
+    missing from ``table`` gets unknown statistics.
+    """
+    lo_t, hi_t, null_t = stats_types(fields)
+    arrays = [
+        table.column(f.name).combine_chunks() if f.name in table.column_names else None
+        for f in fields
+    ]
+    return _from_arrays(arrays, fields, rules, lo_t, hi_t, null_t)
+
+
+def _from_arrays(
+    arrays: Sequence[pa.Array | None],
+    fields: Sequence[pa.Field],
+    rules: StatsRules,
+    lo_t: pa.StructType,
+    hi_t: pa.StructType,
+    null_t: pa.StructType,
+) -> FileStats:
+    los: list[pa.Array] = []
+    his: list[pa.Array] = []
+    nulls: list[pa.Array] = []
+    for f, array in zip(fields, arrays, strict=True):
+        t = f.type
+        if pa.types.is_struct(t):
+            children = [
+                pc.struct_field(array, [i]) if array is not None else None
+                for i in range(t.num_fields)
+            ]
+            sub = _from_arrays(
+                children,
+                list(t),
+                rules,
+                lo_t.field(f.name).type,
+                hi_t.field(f.name).type,
+                null_t.field(f.name).type,
+            )
+            los.append(sub.min)
+            his.append(sub.max)
+            nulls.append(sub.null_count)
+            continue
+        count = None if array is None else array.null_count
+        nulls.append(pa.array([count], pa.int64()))
+        if not is_ordered_scalar(t):
+            continue
+        lo, hi = _bounds(array, t, rules)
+        los.append(lo)
+        his.append(hi)
+    return FileStats(_struct(los, lo_t), _struct(his, hi_t), _struct(nulls, null_t))
+
+
+def _bounds(array: pa.Array | None, t: pa.DataType, rules: StatsRules) -> tuple[pa.Array, pa.Array]:
+    none = pa.nulls(1, t)
+    if array is None or array.null_count == len(array):
+        return none, none
+    if pa.types.is_floating(t):
+        has_nan = bool(pc.any(pc.is_nan(array)).as_py())
+        if has_nan and rules.nan_free_float_bounds:
+            return none, none
+        array = array.filter(pc.invert(pc.fill_null(pc.is_nan(array), False)))
+        if len(array) == array.null_count:
+            return none, none
+    mm = pc.min_max(array)
+    return pa.array([mm["min"]], t), pa.array([mm["max"]], t)
+
+
+# ------------------------------------------------------------------------------ from footers
+
+
+def leaf_columns(
+    schema: pa.Schema, name_in_file: Callable[[pa.Field], str] | None = None
+) -> dict[tuple[str, ...], int]:
+    """Parquet leaf column index of every primitive reachable through structs only.
+
+    Leaves are numbered depth-first, as Parquet orders them; lists and maps take their leaves'
+    numbers but are not entered (no bounds are kept for them). Paths are the names in the file.
+    """
+    out: dict[tuple[str, ...], int] = {}
+    counter = 0
+
+    def walk(fields: Sequence[pa.Field], prefix: tuple[str, ...]) -> None:
+        nonlocal counter
+        for f in fields:
+            path = (*prefix, f.name)
+            if pa.types.is_struct(f.type):
+                walk(list(f.type), path)
+            elif pa.types.is_nested(f.type):
+                counter += _count_leaves(f.type)
+            else:
+                out[path] = counter
+                counter += 1
+
+    walk(list(schema), ())
+    return out
+
+
+def _count_leaves(t: pa.DataType) -> int:
+    if pa.types.is_struct(t):
+        return sum(_count_leaves(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _count_leaves(t.key_type) + _count_leaves(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _count_leaves(t.value_type)
+    return 1
+
+
+def footer_leaf(metadata: pq.FileMetaData, index: int, rules: StatsRules) -> LeafSummary:
+    """Leaf ``index``'s statistics over every row group, as ``rules`` allow.
+
+    With ``nan_free_float_bounds``, float bounds are kept only from parquet-java files (whose
+    max shows a NaN, which ``summarize_leaf`` then refuses); other writers (pyarrow) leave NaN
+    out of the bounds, so a NaN cannot be ruled out.
+    """
+    summary = summarize_leaf(metadata, index)
+    if not rules.nan_free_float_bounds:
+        return summary
+    floating = metadata.schema.column(index).physical_type in ("FLOAT", "DOUBLE")
+    if floating and not (metadata.created_by or "").startswith(PARQUET_JAVA):
+        return LeafSummary(summary.null_count, None, None)
+    return summary
+
+
+def footer_stats(
+    metadata: pq.FileMetaData,
+    fields: Sequence[pa.Field],
+    rules: StatsRules = StatsRules(),
+    name_in_file: Callable[[pa.Field], str] | None = None,
+) -> FileStats:
+    """Statistics of one Parquet file from its footer (``fields``: its logical data fields).
+
+    Columns are found in the file by ``name_in_file(field)`` (default: the field's name) at
+    every depth; a field missing from the file, a list or map, and a value that does not
+    convert exactly to the field's type get unknown statistics (``lakecore.model
+    .parquet_footer`` says when a footer statistic is sound for the whole file).
+    """
+    named = name_in_file or (lambda f: str(f.name))
+    leaves = leaf_columns(metadata.schema.to_arrow_schema())
+    lo_t, hi_t, null_t = stats_types(fields)
+    return _from_footer(metadata, fields, (), leaves, rules, named, lo_t, hi_t, null_t)
+
+
+def _from_footer(
+    metadata: pq.FileMetaData,
+    fields: Sequence[pa.Field],
+    prefix: tuple[str, ...],
+    leaves: dict[tuple[str, ...], int],
+    rules: StatsRules,
+    named: Callable[[pa.Field], str],
+    lo_t: pa.StructType,
+    hi_t: pa.StructType,
+    null_t: pa.StructType,
+) -> FileStats:
+    los: list[pa.Array] = []
+    his: list[pa.Array] = []
+    nulls: list[pa.Array] = []
+    for f in fields:
+        t = f.type
+        path = (*prefix, named(f))
+        if pa.types.is_struct(t):
+            sub = _from_footer(
+                metadata,
+                list(t),
+                path,
+                leaves,
+                rules,
+                named,
+                lo_t.field(f.name).type,
+                hi_t.field(f.name).type,
+                null_t.field(f.name).type,
+            )
+            los.append(sub.min)
+            his.append(sub.max)
+            nulls.append(sub.null_count)
+            continue
+        index = leaves.get(path)
+        summary = (
+            footer_leaf(metadata, index, rules)
+            if index is not None and not pa.types.is_nested(t)
+            else LeafSummary(None, None, None)
+        )
+        nulls.append(pa.array([summary.null_count], pa.int64()))
+        if is_ordered_scalar(t):
+            los.append(exact_value(summary.min, t))
+            his.append(exact_value(summary.max, t))
+    return FileStats(_struct(los, lo_t), _struct(his, hi_t), _struct(nulls, null_t))
+
+
+_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+
+
+def _kind(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return "time"
+    return str(t)
+
+
+def exact_value(value: Any, t: pa.DataType) -> pa.Array:
+    """``value`` as a one-element array of type ``t``, or a null when it does not convert
+    exactly (a value of another kind, or one a cast would round or overflow)."""
+    if value is None:
+        return pa.nulls(1, t)
+    try:
+        array = pa.array([value])
+        if _kind(array.type) != _kind(t):
+            return pa.nulls(1, t)
+        cast = array.cast(t)
+        if not pc.all(pc.equal(cast.cast(array.type), array)).as_py():
+            return pa.nulls(1, t)
+        return cast
+    except _CAST_ERRORS:
+        return pa.nulls(1, t)
