@@ -2,7 +2,7 @@
 
 ``capabilities``: ``Capability`` (what a format supports) and ``TableFeatures`` (what one
 table uses); ``reading``: ``TableFormat`` and ``SnapshotSource``; ``writing``: ``WritableFormat``,
-``FormatWriter``, ``SchemaUpdate``; ``maintenance``: ``MaintainableFormat``,
+``FormatWriter``, ``DataFileWriter``, ``SchemaUpdate``; ``maintenance``: ``MaintainableFormat``,
 ``MergeOnReadFormat``.
 """
 
@@ -11,9 +11,10 @@ from __future__ import annotations
 from lakecore.format.capabilities import Capability, TableFeatures, capabilities, require
 from lakecore.format.maintenance import MaintainableFormat, MergeOnReadFormat
 from lakecore.format.reading import SnapshotSource, TableFormat
-from lakecore.format.writing import FormatWriter, SchemaUpdate, WritableFormat
+from lakecore.format.writing import DataFileWriter, FormatWriter, SchemaUpdate, WritableFormat
 
 __all__ = [
+    "DataFileWriter",
     "Capability",
     "FormatWriter",
     "MaintainableFormat",

@@ -44,6 +44,34 @@ class SchemaUpdate(Protocol):
 
 
 @runtime_checkable
+class DataFileWriter(Protocol):
+    """Writes rows as data files of one planned write, in any process (``lakecore.spark.write``
+    runs it in Spark executors); made by ``FormatWriter.file_writer`` on the driver.
+
+    Must be picklable and must open its storage itself (from the table URI and storage
+    options it holds). ``write`` may run many times, in parallel, in other processes.
+    """
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns ``write`` takes: the table's, less those the format fills itself
+        (Hudi's ``_hoodie_*`` meta columns)."""
+        ...
+
+    def write(self, rows: pa.Table, task: int) -> pa.Table:
+        """Write ``rows`` (the table's columns, by name; any partitions) as new data files and
+        return one row per file in the write layout of ``lakecore.model.files``.
+
+        Must check the rows as the format's ``append`` does (types, NOT NULL, constraints; with
+        an overwrite ``where``, that every row matches it) and raise ``SchemaError`` or
+        ``ConstraintViolationError`` before writing any file of the call. File names must not
+        collide across calls (``task`` is the caller's task number, e.g. Spark's partition id).
+        Nothing becomes visible until ``FormatWriter.add_files``' actions commit.
+        """
+        ...
+
+
+@runtime_checkable
 class FormatWriter(Protocol):
     """Plans writes against one snapshot: writes data files, returns the actions to commit.
 
@@ -102,6 +130,28 @@ class FormatWriter(Protocol):
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:
         """Merge ``source`` into the table, matching rows on the key columns ``on``."""
+        ...
+
+    def file_writer(self, mode: str, where: str | None) -> DataFileWriter:
+        """Plan an ``append`` or ``overwrite`` (``where``: the rows it replaces) whose data
+        files are written elsewhere by the returned ``DataFileWriter``.
+
+        Must gate everything the operation cannot do before returning (append-only tables,
+        features, ``where`` that does not parse or bind), and hold what the files need (Hudi:
+        the instant it claims now). ``add_files`` or ``discard`` must follow.
+        """
+        ...
+
+    def add_files(
+        self, file_writer: DataFileWriter, files: pa.Table, mode: str, where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
+        """The actions publishing ``files`` (rows ``file_writer.write`` returned), plus for
+        ``overwrite`` those removing every row, or the rows matching ``where``."""
+        ...
+
+    def discard(self, file_writer: DataFileWriter) -> None:
+        """Remove what ``file_writer`` wrote (the write does not commit); must be idempotent
+        and must not raise for files that are already gone."""
         ...
 
 

@@ -2,8 +2,9 @@
 
 - ``read(spark, uri, where, columns, version, timestamp)``: lakecore plans the scan on the
   driver and Spark tasks read the planned files through lakecore (``mapInArrow``).
-- ``write(df, uri, mode, partition_by, where)``: Spark writes the Parquet files, lakecore
-  collects their statistics from the footers and commits them as one table version.
+- ``write(df, uri, mode, partition_by, where, format=, properties=)``: the table's format
+  writes its data files inside Spark tasks (``FormatWriter.file_writer``), lakecore commits
+  them as one table version; Delta and Hudi tables.
 - ``session()``: a SparkSession whose Python workers run this interpreter.
 
 pyspark is optional: ``import lakecore`` never imports it, and importing ``lakecore.spark``

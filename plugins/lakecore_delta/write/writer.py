@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -14,6 +15,7 @@ from lakecore.expr import tree as ex
 from lakecore.expr.assign import SetValue, assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.expr.sql import parse_sql
+from lakecore.format.writing import DataFileWriter
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles, SetProperties
 from lakecore.model.data_input import cast_lossless, to_arrow_table
 from lakecore.model.merge import MergeClauses, qualified_columns
@@ -35,6 +37,7 @@ from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout
 from lakecore_delta.write.data_in import conform_to_schema, relaxed_type
 from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
 from lakecore_delta.write.features import ensure_writable
+from lakecore_delta.write.file_writer import DeltaFileWriter, new_write_directory
 from lakecore_delta.write.merge import check_keys, merge_rows
 from lakecore_delta.write.properties import parse_size_bytes
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
@@ -263,6 +266,68 @@ class DeltaWriter:
 
     def schema_update(self) -> DeltaSchemaUpdate:
         return DeltaSchemaUpdate(self._state)
+
+    # ------------------------------------------------ distributed writes (lakecore.spark)
+
+    def file_writer(self, mode: str, where: str | None) -> DeltaFileWriter:
+        """Plan an append/overwrite whose files a ``DeltaFileWriter`` writes elsewhere.
+
+        Gates first: an overwrite of an append-only table (``ConstraintViolationError``),
+        ``where`` that does not bind, and ``where`` on a table with the change data feed
+        (``UnsupportedFeatureError``: the commit would need change files for the new rows).
+        """
+        if mode not in ("append", "overwrite"):
+            raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+        if mode == "overwrite":
+            self._ensure_not_append_only()
+        if where is not None:
+            self._validate(where)
+            if self._dml().cdf:
+                raise UnsupportedFeatureError(
+                    "changeDataFeed",
+                    "an overwrite with where= whose files are written elsewhere cannot write "
+                    "change files for the new rows; use Table.overwrite",
+                )
+        options = dict(getattr(self._storage, "storage_options", None) or {})
+        layout = replace(self._layout(), prefix=new_write_directory())
+        return DeltaFileWriter(
+            self._storage.root,
+            layout,
+            dict(self._constraints),
+            dict(self._generated),
+            where,
+            options,
+        )
+
+    def add_files(
+        self, file_writer: DataFileWriter, files: pa.Table, mode: str, where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
+        """Publish ``files``; an overwrite also removes every file, or deletes the rows
+        matching ``where`` (whole files, deletion vectors or rewrites, as ``delete`` does)."""
+        partition_by = list(self._state.partition_columns)
+        actions: list[Action] = []
+        if mode == "append":
+            info = CommitInfo("WRITE", {"mode": "Append", "partitionBy": partition_by})
+        elif where is None:
+            self._ensure_not_append_only()
+            actions.append(RemoveFiles(self._snapshot.files()))
+            params = {"mode": "Overwrite", "partitionBy": partition_by}
+            info = CommitInfo("WRITE", params, read_whole_table=True)
+        else:
+            self._ensure_not_append_only()
+            predicate = self._validate(where)
+            changes = delete_rows(self._dml(), self._candidates(predicate), predicate)
+            actions.extend(to_actions(self._dml(), changes, self._write_conformed))
+            params = {"mode": "Overwrite", "partitionBy": partition_by, "predicate": where}
+            info = CommitInfo("WRITE", params, read_predicate=where)
+        if files.num_rows:
+            actions.append(AddFiles(files))
+        return actions, info
+
+    def discard(self, file_writer: DataFileWriter) -> None:
+        """Delete the write's directory (``DeltaFileWriter.discard``)."""
+        if isinstance(file_writer, DeltaFileWriter):
+            file_writer.discard()
 
     def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
         raise UnsupportedFeatureError(

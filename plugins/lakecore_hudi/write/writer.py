@@ -13,6 +13,7 @@ row) ``replacecommit``s that list the replaced file groups.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -25,12 +26,15 @@ from lakecore.expr.assign import SetValue, assignment_sql
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.expr.sql import parse_sql
 from lakecore.format import SchemaUpdate
+from lakecore.format.writing import DataFileWriter
+from lakecore.model import files as fi
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import to_arrow_table
 from lakecore.model.merge import MergeClauses
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_hudi.keys import RECORD_KEY
+from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.source import HudiSnapshotSource
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
@@ -46,6 +50,7 @@ from lakecore_hudi.write.apply import FileJob, plan_jobs, planned_stat, run_job
 from lakecore_hudi.write.candidates import candidate_slices, slices_for_keys
 from lakecore_hudi.write.changes import ChangeSet, SliceRows, plan_upsert
 from lakecore_hudi.write.dml import check_assignments, plan_delete, plan_overwrite, plan_update
+from lakecore_hudi.write.file_writer import HudiFileWriter
 from lakecore_hudi.write.layout import ensure_writable, layout_for
 from lakecore_hudi.write.merge import check_merge, merge_source, plan_merge
 from lakecore_hudi.write.planned import FileGroup, PlannedInstant, start_instant
@@ -75,6 +80,7 @@ class HudiWriter:
         ensure_writable(self._config)
         self._rows = SliceRows(storage, self._state)
         self._layout = layout_for(self._config, self._state.table_schema, self._stored_key())
+        self._alive: dict[str, contextlib.ExitStack] = {}
 
     # ---------------------------------------------------------------- operations
 
@@ -149,6 +155,113 @@ class HudiWriter:
 
     def drop_constraint(self, name: str) -> tuple[list[Action], CommitInfo]:
         raise UnsupportedFeatureError("constraints", "Hudi tables have no CHECK constraints")
+
+    # ------------------------------------------------ distributed writes (lakecore.spark)
+
+    def file_writer(self, mode: str, where: str | None) -> HudiFileWriter:
+        """Claim the instant of an insert (``append``) or insert-overwrite whose base files a
+        ``HudiFileWriter`` writes elsewhere; its heartbeat beats until ``add_files`` or
+        ``discard``. ``where`` is parsed and bound before anything is written."""
+        if mode not in ("append", "overwrite"):
+            raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+        self._validate(where)
+        if mode == "append":
+            action, operation = self._layout.write_action, "INSERT"
+        else:
+            action = REPLACE_COMMIT
+            operation = "INSERT_OVERWRITE_TABLE" if where is None else "INSERT_OVERWRITE"
+        storage, config = self._storage, self._config
+        rollback_failed_writes(storage, config)
+        requested = encode_requested_replace(operation) if action == REPLACE_COMMIT else b""
+        ts = start_instant(storage, config, action, requested)
+        alive = contextlib.ExitStack()
+        try:
+            alive.enter_context(heartbeat.kept_alive(storage, config, ts))
+            # Files are named as they are written (the rollback finds base files by instant).
+            workload = CommitMetadata({}, operation)
+            write_inflight(
+                storage, config, action, ts, encode_commit_metadata(workload, config.table_version)
+            )
+        except BaseException:
+            alive.close()
+            self._rollback_quietly(ts, action)
+            raise
+        self._alive[ts] = alive
+        options = dict(getattr(storage, "storage_options", None) or {})
+        return HudiFileWriter(storage.root, self._layout, ts, action, operation, where, options)
+
+    def add_files(
+        self, file_writer: DataFileWriter, files: pa.Table, mode: str, where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
+        """The planned instant publishing ``files`` (new file groups); an overwrite replaces
+        every file group, or with ``where`` those holding a matching record (their other
+        records are written again into new file groups of the same instant)."""
+        fw = _own(file_writer)
+        columns = [fi.PATH, fi.SIZE, fi.RECORD_COUNT]
+        rows = files.select(columns).to_pylist() if files.num_rows else []
+        try:
+            stats = [_insert_stat(row) for row in rows]
+            replaced: set[int] = set()
+            if mode == "overwrite":
+                kept, replaced = self._kept_on_overwrite(fw.instant, where)
+                stats += kept
+        except BaseException:
+            self.discard(fw)
+            raise
+        self._stop(fw.instant)
+        groups = {
+            (s.partition_path, s.file_id) for i, s in enumerate(self._state.slices) if i in replaced
+        }
+        replace_ids: dict[str, list[str]] = defaultdict(list)
+        for partition, file_id in sorted(groups):
+            replace_ids[partition].append(file_id)
+        metadata = CommitMetadata(
+            partition_to_write_stats=_by_partition(stats),
+            operation_type=fw.operation,
+            extra_metadata={"schema": self._layout.data_avro_json()},
+            partition_to_replace_file_ids=dict(replace_ids),
+            replace=fw.action == REPLACE_COMMIT,
+        )
+        planned = PlannedInstant(
+            timestamp=fw.instant,
+            action=fw.action,
+            metadata=metadata,
+            files=tuple(s.path for s in stats if s.path),
+            touched=frozenset(groups),
+            exclusive=mode == "overwrite" and where is None,
+        )
+        if mode == "append":
+            info = CommitInfo("INSERT", {"rows": int(sum(s.num_writes for s in stats))})
+        elif where is None:
+            info = CommitInfo("INSERT_OVERWRITE_TABLE", {}, read_whole_table=True)
+        else:
+            info = CommitInfo("INSERT_OVERWRITE", {"predicate": where}, read_predicate=where)
+        return [FormatPayload(FORMAT, planned)], info
+
+    def _kept_on_overwrite(
+        self, instant: str, where: str | None
+    ) -> tuple[list[WriteStat], set[int]]:
+        """Slices an overwrite replaces, and the stats of the new file groups (of ``instant``)
+        holding their records that do not match ``where`` (``dml.plan_overwrite``)."""
+        layout, storage = self._layout, self._storage
+        empty = self._keyed(layout.data_schema.empty_table())
+        candidates = candidate_slices(self._snapshot, where)
+        changes, replaced = plan_overwrite(self._rows, layout, empty, where, candidates)
+        if not changes.inserts:
+            return [], replaced
+        jobs = plan_jobs(storage, changes, self._rows.slices, layout, instant)
+        return [run_job(storage, self._rows, j, layout, instant) for j in jobs], replaced
+
+    def discard(self, file_writer: DataFileWriter) -> None:
+        """Stop the instant's heartbeat and roll it back (its files are deleted)."""
+        fw = _own(file_writer)
+        self._stop(fw.instant)
+        self._rollback_quietly(fw.instant, fw.action)
+
+    def _stop(self, instant: str) -> None:
+        alive = self._alive.pop(instant, None)
+        if alive is not None:
+            alive.close()
 
     # ---------------------------------------------------------------- planning helpers
 
@@ -273,3 +386,28 @@ def _by_partition(stats: list[WriteStat]) -> dict[str, tuple[WriteStat, ...]]:
     for s in stats:
         out[s.partition_path or ""].append(s)
     return {p: tuple(v) for p, v in out.items()}
+
+
+def _own(file_writer: DataFileWriter) -> HudiFileWriter:
+    if not isinstance(file_writer, HudiFileWriter):
+        raise TypeError(f"not a Hudi file writer: {type(file_writer).__name__}")
+    return file_writer
+
+
+def _insert_stat(row: dict[str, Any]) -> WriteStat:
+    """The write stat of a new file group's base file (``HudiFileWriter.write``'s row)."""
+    path = str(row[fi.PATH])
+    partition, _, name = path.rpartition("/")
+    parsed = parse_base_file_name(name)
+    if parsed is None:
+        raise ValueError(f"{path} is not a Hudi base file name")
+    count, size = int(row[fi.RECORD_COUNT]), int(row[fi.SIZE])
+    return WriteStat(
+        file_id=parsed.file_id,
+        path=path,
+        partition_path=partition,
+        num_writes=count,
+        num_inserts=count,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+    )
