@@ -189,3 +189,25 @@ def test_delta_column_mapped_table(spark: Any, tmp_path: Path) -> None:
     for path in snapshot.files().column("path").to_pylist():
         names = pq.read_schema(root / path).names
         assert "id" not in names and len(names) == 3, names  # physical names in the files
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("fmt", ["delta", "hudi"])
+def test_object_store_tables(
+    spark: Any, s3_uri: str, s3_storage_options: dict[str, Any], fmt: str
+) -> None:
+    # The executors write through lakecore's storage: storage_options travel with the writer.
+    data = rows((1, "a", 1, "x"), (2, "b", 2, "y"), (3, "c", 3, None))
+    properties = HUDI if fmt == "hudi" else None
+    lakecore.spark.write(
+        _df(spark, data),
+        s3_uri,
+        partition_by=["city"],
+        storage_options=s3_storage_options,
+        format=fmt,
+        properties=properties,
+    )
+    table = lakecore.open(s3_uri, storage_options=s3_storage_options)
+    assert table.format == fmt
+    got = table.to_arrow().select(SCHEMA.names).to_pylist()
+    assert sorted(got, key=lambda r: r["id"]) == data.to_pylist()
