@@ -89,8 +89,10 @@ def build_table(path: str, args: argparse.Namespace) -> dict[str, Any]:
     for d in range(args.deletes):
         lo = d * 97
         table.delete(f"id >= 'id-{lo:09d}' AND id < 'id-{lo + 50:09d}'")
+    from lakecore_hudi.names import is_log_file
+
     files = table.snapshot().files()
-    logs = sum(len(x) for x in files.column("log_files").to_pylist())
+    logs = sum(1 for x in files.column("data_files").to_pylist() for p in x if is_log_file(p))
     return {"file_slices": files.num_rows, "log_files": logs}
 
 

@@ -84,7 +84,8 @@ def hudi_showcase(console: Console, root: Path) -> None:
         features.format_version,
     )
     for row in snap.files().to_pylist():
-        console.print(f"  slice {row['path']}  + {len(row['log_files'])} log file(s)")
+        others = len(row["data_files"]) - 1
+        console.print(f"  slice {row['path']}  + {others} more data file(s)")
     console.print("[bold]history[/]")
     for entry in reversed(table.history()):
         console.print(f"  {entry.version}  {entry.operation}")
@@ -132,7 +133,8 @@ def hudi_write_demo(console: Console) -> None:
         table.upsert(pa.table({"id": ["t2", "t4"], "ts": [2, 2], "fare": [25.0, 40.0],
                                "city": ["sf", "nyc"]}))  # fmt: skip
         table.delete("id = 't1'")
-        logs = sum(len(x) for x in table.snapshot().files().column("log_files").to_pylist())
+        slices = table.snapshot().files().column("data_files").to_pylist()
+        logs = sum(len(x) - 1 for x in slices if x)  # base file first (none after one append)
         console.print(f"  after upsert + delete: {logs} log file(s) in the file slices")
         table.compact()
         for entry in reversed(table.history()):

@@ -10,17 +10,21 @@ Columns every format fills (absent information is null):
 - ``min``, ``max``, ``null_count`` (struct): per-column statistics by logical name; nested
   columns are nested structs. A null value means "unknown", never "no value".
 
-The write layout (``AddFiles`` rows, what ``DataFileWriter.write`` returns) is the same with
-the stats typed by ``lakecore.model.stats`` (``stats_types``: exact bounds of the data columns,
-no format encoding such as Delta's ``stats`` JSON; the format renders its own at commit), and
-``partition`` holding the typed values of the file's partition.
 - ``deletion`` (struct ``DELETION_TYPE``, null when the row has no row-level deletes):
   ``cardinality`` (int64, rows deleted) and ``descriptor`` (binary), the format's own opaque
   description of the deletes (Delta: its deletion-vector descriptor). Only the format decodes
   it: ``TableFormat.deleted_positions`` answers which row positions are deleted.
-- ``log_files`` (list<string>, merge-on-read formats only): files whose records merge over this
-  row's file, in merge order (Hudi log files). A row may then stand for a log-only file slice,
-  whose ``path`` is its first log file. ``record_count`` counts the base file only.
+- ``data_files`` (list<string>, optional): every data file the row is read from, in the
+  format's reading order, ``path`` first; null or absent means ``path`` alone. A row is one
+  unit of reading: a Hudi file slice lists its base file then its log files in merge order (a
+  log-only slice: its log files, ``path`` the first), a Lance fragment its data files (each
+  holding some of the fields). ``size`` and ``record_count`` are those of ``path`` (for a Hudi
+  slice, of its base file).
+
+The write layout (``AddFiles`` rows, what ``DataFileWriter.write`` returns) is the same with
+the stats typed by ``lakecore.model.stats`` (``stats_types``: exact bounds of the data columns,
+no format encoding such as Delta's ``stats`` JSON; the format renders its own at commit), and
+``partition`` holding the typed values of the file's partition.
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ CARDINALITY = "cardinality"
 DESCRIPTOR = "descriptor"
 DELETION_TYPE = pa.struct([(CARDINALITY, pa.int64()), (DESCRIPTOR, pa.binary())])
 """The neutral ``deletion`` column: rows deleted plus the format's opaque descriptor."""
-LOG_FILES = "log_files"
+DATA_FILES = "data_files"
+DATA_FILES_TYPE = pa.list_(pa.string())
 
 BASE_FIELDS: tuple[pa.Field, ...] = (
     pa.field(PATH, pa.string(), nullable=False),

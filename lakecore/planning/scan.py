@@ -171,27 +171,29 @@ def build_tasks(
     counts = files.column(fi.RECORD_COUNT).to_pylist()
     partitions = _column_or(files, fi.PARTITION, {}, n)
     deletes = _column_or(files, fi.DELETION, None, n)
-    logs = _log_files(files, context.table_uri, n)
+    data = _data_files(files, paths, context.table_uri)
     fmt, file_format = context.format, context.file_format
     return [
         ScanTask(path, fmt, file_format, size, count, part or {}, dv, residual, log)
         for path, size, count, part, dv, log in zip(
-            paths, sizes, counts, partitions, deletes, logs, strict=True
+            paths, sizes, counts, partitions, deletes, data, strict=True
         )
     ]
 
 
-def _log_files(files: pa.Table, root: str, n: int) -> list[tuple[str, ...]]:
-    if fi.LOG_FILES not in files.column_names:
-        return [()] * n
-    lists = files.column(fi.LOG_FILES).combine_chunks()
+def _data_files(files: pa.Table, paths: list[str], root: str) -> list[tuple[str, ...]]:
+    """Full paths of each row's data files (``(path,)`` where ``data_files`` is null)."""
+    if fi.DATA_FILES not in files.column_names:
+        return [(p,) for p in paths]
+    lists = files.column(fi.DATA_FILES).combine_chunks()
     flat = lists.flatten()
-    if len(flat) == 0:
-        return [()] * n
-    full = resolve_paths(pa.chunked_array([flat]), root).to_pylist()
+    full = resolve_paths(pa.chunked_array([flat], pa.string()), root).to_pylist()
     lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
     ends = np.cumsum(lengths)
-    return [tuple(full[end - length : end]) for end, length in zip(ends, lengths, strict=True)]
+    return [
+        tuple(full[end - length : end]) if length else (path,)
+        for path, end, length in zip(paths, ends, lengths, strict=True)
+    ]
 
 
 def _column_or(files: pa.Table, name: str, default: Any, n: int) -> list[Any]:

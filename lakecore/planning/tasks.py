@@ -92,8 +92,8 @@ class ScanTask:
             format's opaque ``descriptor``), None when nothing is deleted.
         residual: the row filter still to apply after reading (a bound expression tree; render
             it with ``str()``), None to keep every row.
-        log_files: merge-on-read formats: full paths of the files whose records merge over
-            ``path`` (Hudi log files), in merge order; empty otherwise.
+        data_files: full paths of every data file of the row (the file index's
+            ``data_files``: ``path`` first, then e.g. a Hudi slice's log files in merge order).
     """
 
     path: str
@@ -104,7 +104,7 @@ class ScanTask:
     partition_values: dict[str, Any]
     deletes: dict[str, Any] | None = None
     residual: Predicate | None = None
-    log_files: tuple[str, ...] = ()
+    data_files: tuple[str, ...] = ()
 
 
 RowPositions = npt.NDArray[np.uint64]

@@ -1,9 +1,10 @@
 """The file index of a Hudi snapshot: one row per file slice (layout in lakecore.model.files).
 
-``path`` is the slice's base file (its first log file for a log-only slice), ``log_files`` its
-log files in merge order. Column statistics come from the metadata table's ``column_stats``
-when the table has one, else from the base files' Parquet footers; a slice with log files gets
-no statistics (its log records are not covered by the base file's), so the planner keeps it.
+``path`` is the slice's base file (its first log file for a log-only slice); ``data_files``
+holds the base file then the log files in merge order. Column statistics come from the
+metadata table's ``column_stats`` when the table has one, else from the base files' Parquet
+footers; a slice with log files gets no statistics (its log records are not covered by the
+base file's), so the planner keeps it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
     # Size and time of the file at ``path`` (a log-only slice's first log file).
     sizes = [s.file.size for s in slices]
     mtimes = [s.file.modification_time for s in slices]
-    logs = [[] if read_optimized else [f.path for f in s.log_files] for s in slices]
+    data_files = [
+        ([] if s.base_file is None else [s.base_file.path])
+        + ([] if read_optimized else [f.path for f in s.log_files])
+        for s in slices
+    ]
     counts, stats = _statistics(storage, state, slices, read_optimized)
     columns: dict[str, pa.Array] = {
         fi.PATH: pa.array(paths, pa.string()),
@@ -48,7 +53,7 @@ def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
     if parts is not None:
         columns[fi.PARTITION] = parts
     columns.update(stats)
-    columns[fi.LOG_FILES] = pa.array(logs, pa.list_(pa.string()))
+    columns[fi.DATA_FILES] = pa.array(data_files, fi.DATA_FILES_TYPE)
     return pa.table(columns)
 
 

@@ -100,13 +100,10 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
 def slice_files(files: pa.Table) -> list[list[str]]:
     """Per row of ``files``: the slice's base file (if any), then its log files in order."""
     paths = files.column(fi.PATH).to_pylist()
-    if fi.LOG_FILES not in files.column_names:
+    if fi.DATA_FILES not in files.column_names:
         return [[p] for p in paths]
-    logs = files.column(fi.LOG_FILES).to_pylist()
-    return [
-        ([] if is_log_file(p) else [p]) + list(log or [])
-        for p, log in zip(paths, logs, strict=True)
-    ]
+    data = files.column(fi.DATA_FILES).to_pylist()
+    return [list(d) if d else [p] for p, d in zip(paths, data, strict=True)]
 
 
 def deleted_positions(context: ScanContext, files: pa.Table) -> list[RowPositions | None]:

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from lakecore_hudi.log.blocks import decode_data_block, encode_avro_data_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
+from lakecore_hudi.names import is_log_file
 
 import lakecore
 from lakecore.errors import (
@@ -79,7 +80,7 @@ def sorted_rows(table: pa.Table) -> list[str]:
 def slice_logs(root: Path) -> list[str]:
     """The log files of the latest snapshot's file slices, in file-index order."""
     index = lakecore.open(str(root)).snapshot().files()
-    return [p for logs in index.column("log_files").to_pylist() for p in logs]
+    return [p for files in index.column("data_files").to_pylist() for p in files if is_log_file(p)]
 
 
 def edit_properties(root: Path, edit: Callable[[list[str]], list[str]]) -> None:
@@ -209,8 +210,8 @@ def test_file_deleted_after_planning_is_corrupt_table(tmp_path: Path, kind: str)
     root = copy_table(tmp_path, MOR_V8)
     snapshot = lakecore.open(str(root)).snapshot()
     index = snapshot.files()
-    logs = [p for p in index.column("log_files").to_pylist() if p]
-    path = logs[0][0] if kind == "log" else index.column("path")[0].as_py()
+    logs = [p for files in index.column("data_files").to_pylist() for p in files if is_log_file(p)]
+    path = logs[0] if kind == "log" else index.column("path")[0].as_py()
     (root / path).unlink()
     before = fingerprint(root)
     with pytest.raises(CorruptTableError) as caught:
@@ -287,7 +288,8 @@ def test_inflight_write_with_data_files_is_ignored(
     _copy_with_instant(base, old, inflight)  # a newer version of the file group
     _copy_with_instant(base, old, inflight, file_id="0badc0de-0000-0000-0000-000000000000-0")
     if action == "deltacommit":
-        log = root / next(p for p in index.column("log_files").to_pylist() if p)[0]
+        data_files = index.column("data_files").to_pylist()
+        log = root / next(p for files in data_files for p in files if is_log_file(p))
         if layout == 1:  # version 6: logs are named by the slice's base instant
             target = log.with_name(log.name.replace(".log.1_", ".log.2_"))
         else:  # version 8+: a delta commit writes log files named by its own instant

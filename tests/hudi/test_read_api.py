@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from lakecore_hudi.names import is_log_file
 from typer.testing import CliRunner
 
 import lakecore
@@ -277,7 +278,8 @@ def test_read_optimized_reads_base_files_only() -> None:
         rows = table.to_arrow()
         assert rows.num_rows == expected["num_rows"], name
         assert no_meta_digest(rows) == expected["digest_no_meta"], name
-        assert all(not logs for logs in table.snapshot().files().column("log_files").to_pylist())
+        data_files = table.snapshot().files().column("data_files").to_pylist()
+        assert all(not any(is_log_file(p) for p in files) for files in data_files)
         latest = EXPECTED[name]["latest_version"]
         differs += (
             expected["digest_no_meta"] != EXPECTED[name]["versions"][latest]["digest_no_meta"]
@@ -405,12 +407,16 @@ def test_files_has_one_row_per_file_slice() -> None:
     for name, expected in EXPECTED.items():
         snapshot = open_table(name).snapshot()
         files = snapshot.files()
-        assert {"path", "size", "log_files"} <= set(files.column_names), name
+        assert {"path", "size", "data_files"} <= set(files.column_names), name
         assert files.num_rows == expected["num_files"], name
         paths = files.column("path").to_pylist()
-        got = sorted(zip(paths, files.column("log_files").to_pylist(), strict=True))
+        got = sorted(zip(paths, files.column("data_files").to_pylist(), strict=True))
         want = sorted(
-            (s["base_file"] or s["log_files"][0], s["log_files"]) for s in expected["file_slices"]
+            (
+                s["base_file"] or s["log_files"][0],
+                [b for b in [s["base_file"]] if b] + s["log_files"],
+            )
+            for s in expected["file_slices"]
         )
         assert got == want, name
         sizes = files.column("size").to_pylist()
@@ -454,7 +460,8 @@ def test_pickled_tasks_of_mor_tables_read_like_to_arrow() -> None:
         table = open_table(name)
         got = _read_pickled_tasks(table, None, None)
         assert row_texts(got) == row_texts(table.to_arrow()), name
-        with_logs += any(table.snapshot().files().column("log_files").to_pylist())
+        data_files = table.snapshot().files().column("data_files").to_pylist()
+        with_logs += any(is_log_file(p) for files in data_files for p in files)
         checked += 1
     assert (checked, with_logs) == (9, 5)
 
@@ -503,7 +510,7 @@ def test_cli_info_on_a_table_with_a_log_only_file_slice(tmp_path: Path) -> None:
     files = lakecore.open(str(root)).snapshot().files()
     row = files.filter(pc.equal(files.column("path"), f"city=sao_paulo/{log_only.name}"))
     assert row.column("size").to_pylist() == [log_only.stat().st_size]
-    assert row.column("log_files").to_pylist() == [[f"city=sao_paulo/{log_only.name}"]]
+    assert row.column("data_files").to_pylist() == [[f"city=sao_paulo/{log_only.name}"]]
     info = CliRunner().invoke(app, ["info", str(root)])
     assert info.exit_code == 0, info.output
     assert "files: 4" in info.output

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from lakecore_delta.deletion_vectors import (
@@ -313,3 +314,44 @@ def test_deleted_positions_past_the_data_are_corrupt() -> None:
     fmt = _Chunked([[1, 7]])
     with pytest.raises(CorruptTableError, match=r"u0.*row 7.*only 4 rows"):
         _ids(context, fmt, _index([4], [[1, 7]]))
+
+
+# ------------------------------------------------------------ several data files per row
+
+
+def test_a_hudi_slice_lists_its_base_then_its_logs(corpus: Path) -> None:
+    root = _root(corpus, "mor_avro_v8_trips_8i3u1d")
+    scan = lakecore.open(root).snapshot().scan()
+    files = scan.files()
+    assert files.schema.field(fi.DATA_FILES).type == fi.DATA_FILES_TYPE
+    rows = files.select([fi.PATH, fi.DATA_FILES]).to_pylist()
+    assert all(r[fi.DATA_FILES][0] == r[fi.PATH] for r in rows)
+    assert any(len(r[fi.DATA_FILES]) > 1 for r in rows)  # a base file with log files
+    tasks = scan.tasks()
+    assert [t.data_files for t in tasks] == [
+        tuple(f"{root}/{p}" for p in r[fi.DATA_FILES]) for r in rows
+    ]
+
+
+def test_the_hudi_reader_reads_the_listed_data_files(corpus: Path) -> None:
+    """A row's ``data_files`` decide what is merged: without its logs, a slice reads as its
+    base file does (read-optimized)."""
+    name = "mor_avro_v8_trips_8i3u1d"
+    snapshot = lakecore.open(_root(corpus, name)).snapshot()
+    context, files = snapshot.source.scan_context(), snapshot.files()
+    data = files.column(fi.DATA_FILES).to_pylist()
+    merged = next(i for i, d in enumerate(data) if len(d) > 1)
+    row = files.slice(merged, 1)
+    base_only = row.set_column(
+        row.column_names.index(fi.DATA_FILES),
+        fi.DATA_FILES,
+        pa.array([data[merged][:1]], fi.DATA_FILES_TYPE),
+    )
+    optimized = lakecore.open(_root(corpus, name), options={"read_optimized": "true"})
+    ro_files = optimized.snapshot().files()
+    ro_row = ro_files.filter(pc.equal(ro_files.column(fi.PATH), data[merged][0]))
+    expected = pa.Table.from_batches(list(read_files(context, ro_row)), snapshot.schema)
+    got = pa.Table.from_batches(list(read_files(context, base_only)), snapshot.schema)
+    assert _texts(got) == _texts(expected)
+    merged_rows = pa.Table.from_batches(list(read_files(context, row)), snapshot.schema)
+    assert _texts(merged_rows) != _texts(got)  # the logs change the slice

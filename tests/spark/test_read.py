@@ -221,3 +221,24 @@ def test_conform_batch_refuses_lossy_casts_other_than_nanoseconds() -> None:
     target = spark_arrow_schema(batch.schema)
     with pytest.raises(pa.ArrowInvalid):
         conform_batch(batch, target)
+
+
+ONE_PATH_TABLES = (
+    "delta/golden__dv-partitioned-with-checkpoint",  # deletion vectors
+    "delta/golden__table-with-columnmapping-mode-name",  # column mapping
+    "hudi/mor_avro_v8_trips_8i3u1d",  # merge-on-read slices (base + log files)
+)
+
+
+def test_spark_snapshot_and_scan_read_the_same_rows(spark: Any, corpus: Path) -> None:
+    """Spark executors, ``Snapshot.to_arrow`` and ``Scan.to_arrow`` share one read path."""
+    checked = 0
+    for name in ONE_PATH_TABLES:
+        table = lakecore.open(str(corpus / name))
+        expected = table.snapshot().to_arrow()
+        assert expected.num_rows > 0, name
+        assert rows(corpus, table.scan().to_arrow()) == rows(corpus, expected), name
+        got = to_arrow(lakecore.spark.read(spark, table.uri, partitions=2))
+        assert rows(corpus, got) == rows(corpus, expected), name
+        checked += 1
+    assert checked == 3
