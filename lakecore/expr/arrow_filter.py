@@ -253,7 +253,10 @@ class _Compiler:
         whole = _is_whole(lt) and _is_whole(rt)
         # Division by zero is NULL (Spark's non-ANSI rule): Arrow evaluates every CASE
         # branch, so a raising division would fail guarded expressions.
-        divisor = _call("if_else", _call("equal", right, 0), pc.scalar(pa.scalar(None, rt)), right)
+        zero = pc.scalar(_zero(rt))  # of the divisor's type: Acero casts 0 to a too narrow decimal
+        divisor = _call(
+            "if_else", _call("equal", right, zero), pc.scalar(pa.scalar(None, rt)), right
+        )
         if node.op == "/":
             if whole:
                 left = _call("cast", left, options=pc.CastOptions(pa.float64()))
@@ -411,6 +414,14 @@ def cast_type(name: str) -> pa.DataType:
     raise PredicateError(f"unsupported CAST target {name}")
 
 
+def _zero(t: pa.DataType) -> pa.Scalar:
+    if pa.types.is_decimal(t):
+        return pa.scalar(decimal.Decimal(0), t)
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return pa.scalar(0, t)
+    return pa.scalar(0)
+
+
 def _int_decimal(t: pa.DataType) -> pa.DataType:
     return pa.decimal128({8: 3, 16: 5, 32: 10, 64: 20}[t.bit_width], 0)
 
@@ -423,6 +434,17 @@ def _as_int64(e: pc.Expression) -> pc.Expression:
     return _call("cast", e, options=pc.CastOptions(pa.int64()))
 
 
+def in_value_set(values: list[Any], t: pa.DataType) -> pa.Array:
+    """``values`` (no NULL, no NaN) as the value set of ``is_in`` over a column of type ``t``.
+
+    ``is_in`` hashes floats bit by bit, so ``-0.0`` would not find ``0.0``; SQL says they are
+    equal, so each zero brings its twin.
+    """
+    if pa.types.is_floating(t) and any(v == 0 for v in values):
+        values = [*values, 0.0, -0.0]
+    return pa.array(values, t)
+
+
 def _in(field: pc.Expression, values: list[Any], t: pa.DataType) -> pc.Expression:
     """``x IN (values)`` as ``x = v1 OR x = v2 ...`` would evaluate it, via ``is_in``.
 
@@ -431,7 +453,7 @@ def _in(field: pc.Expression, values: list[Any], t: pa.DataType) -> pc.Expressio
     """
     has_null = any(v is None for v in values)
     kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    found = pc.is_in(field, value_set=pa.array(kept, t), skip_nulls=True)
+    found = pc.is_in(field, value_set=in_value_set(kept, t), skip_nulls=True)
     if has_null:
         # Non-null matches are TRUE; everything else (non-matches, NULL input) is NULL.
         return pc.if_else(found, True, _NULL_BOOL)

@@ -13,8 +13,9 @@ A value is one of:
   ``float32`` one, ``Decimal("1.234")`` into ``decimal(10, 2)``).
 
 Literals (Python values and ``Literal`` nodes) are checked against the column before any row
-is read; SQL (a literal in SQL text too) and other trees are evaluated per row and stored with the SQL store-assignment rule of
-``lakecore.model.data_input.cast_assigned`` (``SchemaError`` when a value does not fit).
+is read; SQL (a literal in SQL text too) and other trees are evaluated per row and stored with
+the SQL store-assignment rule of ``lakecore.model.data_input.cast_assigned`` (``SchemaError``
+when a value does not fit).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.expr import tree as ex
-from lakecore.expr.arrow_filter import literal_scalar
+from lakecore.expr.arrow_filter import in_value_set, literal_scalar
 from lakecore.planning.bounds import ColumnBounds, FileBounds, Mask
 
 IN_LIST_EXACT_LIMIT = 32
@@ -177,7 +177,7 @@ def _single_value_in(b: ColumnBounds, kept: list[Any], when_single: bool) -> Mas
     single = pc.fill_null(pc.equal(b.lower, b.upper), False)
     if b.prefix is not None:
         single = pc.and_(single, pc.is_null(b.prefix))
-    found = pc.fill_null(pc.is_in(b.lower, value_set=pa.array(kept, b.type)), False)
+    found = pc.fill_null(pc.is_in(b.lower, value_set=in_value_set(kept, b.type)), False)
     answer = found if when_single else pc.invert(found)
     return pc.or_(pc.invert(single), answer)
 
