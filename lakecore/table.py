@@ -380,15 +380,18 @@ class Table:
         Raises ``ConstraintViolationError`` (naming how many rows fail) or ``PredicateError``
         /``SchemaError`` for bad SQL; nothing is committed then. Later writes are checked.
         """
+        from lakecore.expr.binding import bind
         from lakecore.expr.evaluate import evaluate_predicate
+        from lakecore.expr.sql import parse_sql
 
         self._require(Capability.CONSTRAINTS)
         with storage_faults(f"checking the rows of {self.uri} against {name}"):
             snapshot = self.transaction().snapshot
-            evaluate_predicate(sql, snapshot.schema.empty_table())
+            # One tree (Spark SQL, lakecore.expr), bound and type-checked before any row.
+            predicate = bind(parse_sql(sql), snapshot.schema)
             failed = 0
             for batch in snapshot.to_batches():
-                truth = evaluate_predicate(sql, pa.Table.from_batches([batch]))
+                truth = evaluate_predicate(predicate, pa.Table.from_batches([batch]))
                 failed += int(pc.sum(pc.invert(pc.fill_null(truth, True))).as_py() or 0)
         if failed:
             raise ConstraintViolationError(

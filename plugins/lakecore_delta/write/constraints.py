@@ -1,4 +1,6 @@
-"""Write-time checks: CHECK constraints (``delta.constraints.*``) and column invariants."""
+"""Write-time checks: CHECK constraints (``delta.constraints.*``), column invariants and
+generated columns, all Spark SQL evaluated by the one front end and evaluator
+(``lakecore.expr.evaluate``: the same tree a scan filters with)."""
 
 from __future__ import annotations
 
@@ -55,9 +57,7 @@ def fill_generated(data: pa.Table, generated: Mapping[str, str], verify: bool) -
     computed value, nulls equal (``verify=True``: else ``ConstraintViolationError``).
     """
     for name, sql in generated.items():
-        value = evaluate(sql, data)
-        if isinstance(value, pa.Scalar):
-            value = pa.array([value.as_py()] * data.num_rows, value.type)
+        value = evaluate(sql, data)  # Spark SQL, through the one front end (lakecore.expr)
         i = data.schema.get_field_index(name)
         if i < 0:
             data = data.append_column(name, value)

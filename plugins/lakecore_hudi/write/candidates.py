@@ -10,8 +10,9 @@ to move out of another partition. What does prune is the key itself: a slice can
 key only if its record-key columns' min/max cover that key, so the predicate is the source's
 per-column key range. It is built only for the standard key generators (SIMPLE, COMPLEX,
 NON_PARTITION), whose ``_hoodie_record_key`` is the text of the key columns; for any other the
-slices are all read. Anything the planner cannot read (the two SQL front ends still differ)
-falls back to reading every slice, never to skipping one.
+slices are all read. The predicate is the one tree the row evaluator runs too
+(``lakecore.expr``); parts the planner cannot reason about (functions, arithmetic) may match, so
+they never make a slice be skipped.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ _KEYED_BY_COLUMNS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION"})
 
 def candidate_slices(snapshot: Snapshot, where: Where | None) -> list[int]:
     """Indices (into the snapshot's latest file slices) of the slices that may hold rows
-    matching ``where``; every slice when ``where`` is None or cannot be planned.
+    matching ``where``; every slice when ``where`` is None (or the view is read-optimized).
 
     The result must be a superset of the slices holding a matching row: it is, because the
     planner only drops a slice when its partition values or stats prove no row can match.
@@ -45,10 +46,7 @@ def candidate_slices(snapshot: Snapshot, where: Where | None) -> list[int]:
     if where is None or state.options.read_optimized:
         # Read-optimized indexes describe base files only: their stats miss the log records.
         return every
-    # None for SQL only the DML evaluator reads, or reads differently from the planner.
     predicate = dml_predicate(where, snapshot.schema)
-    if predicate is None:
-        return every
     kept = prune(source.files(), predicate, source.scan_context()).files
     paths = set(kept.column("path").to_pylist())
     indexed = set(source.files().column("path").to_pylist())
