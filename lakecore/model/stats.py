@@ -6,10 +6,10 @@ stores them in its own encoding (Delta's ``stats`` JSON) renders them from these
 
 Shape (``stats_types``), by logical field name, following the fields given:
 
-- ``min`` / ``max``: one child per column whose values have the order pruning uses
-  (``is_ordered_scalar``: integers, floats, decimals, strings, dates, timestamps), typed as the
-  column; struct columns are nested structs; other columns (booleans, binary, lists, maps) have
-  no child. A null value means "unknown".
+- ``min`` / ``max``: one child per scalar column (lists and maps have none), typed as the
+  column; struct columns are nested structs. A null value means "unknown". A format keeps
+  what it can store (Delta's stats JSON holds bounds of ``is_ordered_scalar`` columns only:
+  no booleans, no binary).
 - ``null_count``: one int64 child per column (lists and maps included: nulls of the column
   itself); struct columns are nested structs. A null value means "unknown".
 
@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 
 from lakecore.model import files as fi
 from lakecore.model.parquet_footer import LeafSummary, summarize_leaf
-from lakecore.model.schema import is_ordered_scalar
 
 PARQUET_JAVA = "parquet-mr"
 """How parquet-java (Spark's and Hudi's Parquet writer) names itself in ``created_by``: it
@@ -66,9 +65,15 @@ def _min_max_type(fields: Sequence[pa.Field]) -> pa.StructType:
     for f in fields:
         if pa.types.is_struct(f.type):
             children.append(pa.field(f.name, _min_max_type(list(f.type))))
-        elif is_ordered_scalar(f.type):
+        elif _bounded(f.type):
             children.append(pa.field(f.name, f.type))
     return pa.struct(children)
+
+
+def _bounded(t: pa.DataType) -> bool:
+    """Whether columns of type ``t`` get min/max children: scalars (not lists, maps, unions,
+    dictionaries or the null type)."""
+    return not (pa.types.is_nested(t) or pa.types.is_dictionary(t) or pa.types.is_null(t))
 
 
 def _null_count_type(fields: Sequence[pa.Field]) -> pa.StructType:
@@ -178,7 +183,7 @@ def _from_arrays(
             continue
         count = None if array is None else array.null_count
         nulls.append(pa.array([count], pa.int64()))
-        if not is_ordered_scalar(t):
+        if not _bounded(t):
             continue
         lo, hi = _bounds(array, t, rules)
         los.append(lo)
@@ -197,7 +202,10 @@ def _bounds(array: pa.Array | None, t: pa.DataType, rules: StatsRules) -> tuple[
         array = array.filter(pc.invert(pc.fill_null(pc.is_nan(array), False)))
         if len(array) == array.null_count:
             return none, none
-    mm = pc.min_max(array)
+    try:
+        mm = pc.min_max(array)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # no order for this type
+        return none, none
     return pa.array([mm["min"]], t), pa.array([mm["max"]], t)
 
 
@@ -316,7 +324,7 @@ def _from_footer(
             else LeafSummary(None, None, None)
         )
         nulls.append(pa.array([summary.null_count], pa.int64()))
-        if is_ordered_scalar(t):
+        if _bounded(t):
             los.append(exact_value(summary.min, t))
             his.append(exact_value(summary.max, t))
     return FileStats(_struct(los, lo_t), _struct(his, hi_t), _struct(nulls, null_t))
@@ -332,6 +340,8 @@ def _kind(t: pa.DataType) -> str:
         return "text"
     if pa.types.is_date(t) or pa.types.is_timestamp(t):
         return "time"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "bytes"
     return str(t)
 
 

@@ -1,17 +1,17 @@
 """Per-file column statistics from Parquet footers: the fallback when there is no metadata table.
 
-Each data file's footer holds, per row group and leaf column, a null count and min/max. For
-one file they combine into one (min, max, null count) per leaf column, keyed like the
-metadata table's column names (nested struct leaves as ``"a.b"``), and then into the same
-``min``/``max``/``null_count`` structs ``column_stats.read_column_stats`` returns, typed by the
-table schema.
+Each data file's footer holds, per row group and leaf column, a null count and min/max; the
+core stats module (``lakecore.model.stats.footer_stats``) combines them into one file's
+typed ``min``/``max``/``null_count`` structs (the file-index layout, children following the
+table schema), keeping a statistic only when it is sound for the whole file
+(``lakecore.model.parquet_footer``). Floating-point bounds are kept even from writers that
+leave NaN out of min/max (the default ``StatsRules``): lakecore's planner assumes a float
+column may hold NaN whatever its bounds say. Pyarrow's Statistics already refuse the
+statistics Parquet writers are known to get wrong (binary min/max from old parquet-mr, INT96
+timestamps). Files that are not Parquet (Lance or ORC base files) get a row of unknowns.
 
-Each leaf is combined over its row groups by ``lakecore.model.parquet_footer`` (which says
-when a statistic is sound for the whole file). Floating-point bounds are kept even from writers
-that leave NaN out of min/max: lakecore's planner assumes a float column may hold NaN whatever
-its bounds say. Pyarrow's Statistics already refuse the statistics Parquet writers are known to
-get wrong (binary min/max from old parquet-mr, INT96 timestamps). Files that are not Parquet
-(Lance or ORC base files) get a row of unknowns.
+``summarize_footer`` keys a footer's leaf statistics like the metadata table's column names
+(``"a.b"``), for comparing the two.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ from lakecore.errors import CorruptTableError, StorageError
 from lakecore.faults import open_input
 from lakecore.model import files as fi
 from lakecore.model.parquet_footer import summarize_leaf
+from lakecore.model.stats import footer_stats as footer_file_stats
+from lakecore.model.stats import stats_columns, unknown_stats
 from lakecore.storage import Storage
-from lakecore_hudi.mdt.column_stats import LeafStats, stats_structs
+from lakecore_hudi.mdt.column_stats import LeafStats
 
 __all__ = ["FOOTER_READERS", "footer_stats", "summarize_footer"]
 
@@ -56,14 +58,17 @@ def footer_stats(storage: Storage, paths: Sequence[str], schema: pa.Schema) -> p
     """
     with ThreadPoolExecutor(FOOTER_READERS) as pool:
         footers = list(pool.map(lambda p: _read_footer(storage, p), paths))
-    rows = [summarize_footer(m) if m is not None else None for m in footers]
+    fields = list(schema)
+    stats = [
+        footer_file_stats(m, fields) if m is not None else unknown_stats(fields) for m in footers
+    ]
     table: dict[str, pa.Array] = {
         fi.PATH: pa.array(list(paths), pa.string()),
         fi.RECORD_COUNT: pa.array(
             [m.num_rows if m is not None else None for m in footers], pa.int64()
         ),
     }
-    table.update(stats_structs(rows, schema))
+    table.update(stats_columns(stats, fields))
     return pa.table(table)
 
 
