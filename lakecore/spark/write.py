@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -39,7 +39,7 @@ from lakecore.errors import (
     UnsupportedFeatureError,
 )
 from lakecore.expr.evaluate import evaluate_predicate
-from lakecore.format import FormatWriter, WritableFormat
+from lakecore.format import Capability, FormatWriter, WritableFormat, require
 from lakecore.format.writing import DataFileWriter
 from lakecore.model.schema import is_ordered_scalar
 from lakecore.plugins import load_registry
@@ -136,7 +136,7 @@ def write(
     # Check again against the snapshot the commit builds on (another writer may have
     # changed the table since it was opened).
     _check_partitioning(snapshot, target.partition_columns)
-    writer = _writable(snapshot).writer(table.storage, snapshot)
+    writer = _writable(snapshot, mode).writer(table.storage, snapshot)
     file_writer = writer.file_writer(mode, where)
     try:
         check_schema(df.schema, file_writer.schema)
@@ -245,11 +245,14 @@ def _check_partition_columns(schema: pa.Schema, columns: Sequence[str]) -> None:
         raise SchemaError("at least one column must not be a partition column")
 
 
-def _writable(snapshot: Snapshot) -> WritableFormat:
+def _writable(snapshot: Snapshot, mode: str) -> WritableFormat:
+    """The table's format, once it declares what ``mode`` needs (``write``, and ``overwrite``
+    for an overwrite); raises ``UnsupportedFeatureError`` naming the capability."""
     fmt = load_registry().get(snapshot.format)
-    if not isinstance(fmt, WritableFormat):
-        raise UnsupportedFeatureError("write", f"lakecore cannot write {snapshot.format} tables")
-    return fmt
+    require(fmt.name, fmt.capabilities, Capability.WRITE, "lakecore.spark.write")
+    if mode == "overwrite":
+        require(fmt.name, fmt.capabilities, Capability.OVERWRITE)
+    return cast(WritableFormat, fmt)  # declaring ``write`` means implementing it
 
 
 def _as_nullable(schema: pa.Schema) -> pa.Schema:

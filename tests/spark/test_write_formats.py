@@ -23,7 +23,8 @@ pytest.importorskip("pyspark", reason="needs pyspark (pip install 'lakecore[spar
 
 import lakecore
 import lakecore.spark
-from lakecore.errors import ConstraintViolationError, SchemaError
+from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.format import Capability
 from lakecore.storage import open_storage
 from tests.hudi.write.helpers import (
     SCHEMA,
@@ -211,3 +212,24 @@ def test_object_store_tables(
     assert table.format == fmt
     got = table.to_arrow().select(SCHEMA.names).to_pylist()
     assert sorted(got, key=lambda r: r["id"]) == data.to_pylist()
+
+
+def test_capabilities_are_checked_before_writing(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakecore_delta.format import DeltaFormat
+
+    root = tmp_path / "t"
+    lakecore.spark.write(_df(spark, rows((1, "a", 1, "x"))), str(root))
+    before = sorted(p.name for p in root.iterdir())
+    without = DeltaFormat.capabilities - {Capability.OVERWRITE}
+    monkeypatch.setattr(DeltaFormat, "capabilities", without)
+    with pytest.raises(UnsupportedFeatureError) as info:
+        lakecore.spark.write(_df(spark, rows((2, "b", 2, "y"))), str(root), mode="overwrite")
+    assert info.value.feature == "overwrite"
+    assert sorted(p.name for p in root.iterdir()) == before  # nothing written
+    monkeypatch.setattr(DeltaFormat, "capabilities", without - {Capability.WRITE})
+    with pytest.raises(UnsupportedFeatureError) as info:
+        lakecore.spark.write(_df(spark, rows((2, "b", 2, "y"))), str(root))
+    assert info.value.feature == "write"
+    assert lakecore.open(str(root)).version == 1
