@@ -147,8 +147,10 @@ class Table:
     ) -> Scan:
         """Plan a read of the rows matching ``where`` (at ``version``/``timestamp``, or latest).
 
-        ``where`` is SQL text (``"region = 'eu' AND ts >= TIMESTAMP '2024-01-01'"``), a
-        ``lakecore.expr.tree`` tree or a ``pyarrow.compute.Expression``. Files are
+        ``where`` is Spark SQL text (``"region = 'eu' AND ts >= TIMESTAMP '2024-01-01'"``;
+        ``"eu"`` is a string too, `` `name` `` a column), a ``lakecore.expr.tree`` tree or a
+        ``pyarrow.compute.Expression``: the same predicate selects the same rows in
+        ``delete``, ``update``, ``merge`` conditions and CHECK constraints. Files are
         pruned by partition values, then by min/max/null-count stats; the rows read are then
         filtered, so results hold exactly the matching rows. See ``docs/planning.md``.
 
