@@ -384,6 +384,16 @@ def _trim(fn: str) -> Callable[[_Compiler, ex.Call], pc.Expression]:
     return handler
 
 
+def _part(fn: str) -> Callable[[_Compiler, ex.Call], pc.Expression]:
+    """A field of a date or timestamp as an INT (timestamps with a zone: in that zone, UTC)."""
+
+    def handler(c: _Compiler, node: ex.Call) -> pc.Expression:
+        (arg,) = c._args(node, 1, 1)
+        return _call("cast", _call(fn, arg), options=pc.CastOptions(pa.int32()))
+
+    return handler
+
+
 _FUNCTIONS: dict[str, Callable[[_Compiler, ex.Call], pc.Expression]] = {
     "upper": _unary("utf8_upper"),
     "lower": _unary("utf8_lower"),
@@ -401,6 +411,12 @@ _FUNCTIONS: dict[str, Callable[[_Compiler, ex.Call], pc.Expression]] = {
     "trim": _trim("utf8_trim"),
     "ltrim": _trim("utf8_ltrim"),
     "rtrim": _trim("utf8_rtrim"),
+    "year": _part("year"),
+    "month": _part("month"),
+    "day": _part("day"),
+    "hour": _part("hour"),
+    "minute": _part("minute"),
+    "second": _part("second"),
 }
 
 

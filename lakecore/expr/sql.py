@@ -13,7 +13,9 @@ boolean column (``flag`` means ``flag = TRUE``); arithmetic ``+ - * / % DIV`` an
 ``CASE [x] WHEN ... THEN ... [ELSE ...] END``, ``IF(c, a, b)``, ``CAST``, and the functions of
 ``tree.FUNCTIONS`` (``COALESCE``/``IFNULL``/``NVL``, ``UPPER``, ``LOWER``, ``LENGTH``, ``ABS``,
 ``CONCAT`` and ``||``, ``SUBSTRING``/``SUBSTR``, ``TRIM``/``LTRIM``/``RTRIM``, ``ROUND``,
-``CEIL``, ``FLOOR``, ``NULLIF``, ``GREATEST``, ``LEAST``). Literals: numbers (integers are
+``CEIL``, ``FLOOR``, ``NULLIF``, ``GREATEST``, ``LEAST``, ``YEAR``, ``MONTH``, ``DAY``,
+``HOUR``, ``MINUTE``, ``SECOND``, ``TO_DATE``; time parts in UTC), ``a <=> b`` (null-safe
+equality). Literals: numbers (integers are
 ints, ``1.5`` an exact Decimal, ``1e3`` a float), strings, ``TRUE``/``FALSE``/``NULL``,
 ``DATE '...'``, ``TIMESTAMP '...'`` (wall clock unless the text has an offset),
 ``TIMESTAMP_NTZ '...'``, ``CAST('...' AS <type>)``, ``X'00FF'`` / ``UNHEX('00ff')`` for bytes.
@@ -65,6 +67,13 @@ _FUNCTIONS: dict[type[exp.Expression], str] = {
     exp.Least: "least",
     exp.Round: "round",
     exp.Substring: "substring",
+    exp.Year: "year",
+    exp.Month: "month",
+    exp.Day: "day",
+    exp.DayOfMonth: "day",
+    exp.Hour: "hour",
+    exp.Minute: "minute",
+    exp.Second: "second",
 }
 _INTEGER = re.compile(r"[+-]?\d+")
 _DT = exp.DataType.Type
@@ -135,6 +144,8 @@ class _Parser:
             return ex.Not(self.predicate(node.this))
         if type(node) in _COMPARISONS:
             return self._comparison(node, _COMPARISONS[type(node)])
+        if isinstance(node, exp.NullSafeEQ):
+            return self._null_safe_equal(node)
         if isinstance(node, exp.In):
             return self._in(node)
         if isinstance(node, exp.Is):
@@ -193,6 +204,8 @@ class _Parser:
             )
         if isinstance(node, exp.Cast | exp.TryCast):
             return ex.Cast(self.expr(node.this), self._type_name(node.to, node))
+        if isinstance(node, exp.TsOrDsToDate) and node.args.get("format") is None:
+            return ex.Cast(self.expr(node.this), "DATE")  # to_date(x), YEAR(x)'s argument
         if isinstance(node, exp.Condition) and _is_predicate_node(node):
             return self.predicate(node)
         raise self._unsupported(node)
@@ -206,6 +219,13 @@ class _Parser:
         if isinstance(right, ex.Column) and isinstance(left, ex.Literal):
             return ex.Comparison(ex.FLIPPED_OPS[op], right, left)
         return ex.Compare(op, left, right)
+
+    def _null_safe_equal(self, node: exp.NullSafeEQ) -> ex.Predicate:
+        """``a <=> b``: TRUE when both are NULL, FALSE when one is, else ``a = b``; never NULL."""
+        left, right = self.expr(node.this), self.expr(node.expression)
+        both_null = ex.and_(ex.IsNull(left), ex.IsNull(right))
+        neither = ex.and_(ex.Not(ex.IsNull(left)), ex.Not(ex.IsNull(right)))
+        return ex.or_(both_null, ex.and_(neither, self._equals(left, right)))
 
     def _in(self, node: exp.In) -> ex.Predicate:
         if node.args.get("query") is not None or node.args.get("unnest") is not None:

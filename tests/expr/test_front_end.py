@@ -65,6 +65,10 @@ SCALARS: list[tuple[str, list[Any]]] = [
     ("CAST('5' AS INT) + i", [6, 7, None, 9]),
     ('"double quotes are text"', ["double quotes are text"] * 4),
     ("'a\\nb'", ["a\nb"] * 4),
+    ("year(ts) * 100 + month(ts)", [202401] * 4),
+    ("day(ts) + hour(ts)", [1, 2, 3, 4]),
+    ("to_date(ts)", [dt.date(2024, 1, d) for d in (1, 2, 3, 4)]),
+    ("CAST(ts AS DATE)", [dt.date(2024, 1, d) for d in (1, 2, 3, 4)]),
 ]
 
 
@@ -75,7 +79,7 @@ def test_scalar_expressions(sql: str, expected: list[Any]) -> None:
 
 
 def test_scalar_cases_count() -> None:
-    assert len(SCALARS) == 29
+    assert len(SCALARS) == 33
 
 
 PREDICATES: list[tuple[str, list[bool | None]]] = [
@@ -95,6 +99,8 @@ PREDICATES: list[tuple[str, list[bool | None]]] = [
     ("coalesce(i, 0) = 0", [False, False, True, False]),
     ("m / 0 IS NULL", [True, True, True, True]),
     ("i = i", [True, True, None, True]),
+    ("i <=> 2", [False, True, False, False]),  # null-safe: never NULL
+    ("NOT (s <=> NULL)", [True, True, False, True]),
 ]
 
 
@@ -113,7 +119,7 @@ def test_predicates_evaluate_and_filter_alike(sql: str, expected: list[bool | No
 
 
 def test_predicate_cases_count() -> None:
-    assert len(PREDICATES) == 16
+    assert len(PREDICATES) == 18
 
 
 @pytest.mark.parametrize(

@@ -186,3 +186,34 @@ def test_the_predicates_select_something_and_not_everything(built: dict[str, Pat
     assert all(0 < n < len(ROWS) for n in sizes.values()), sizes
     assert sizes['region = "eu"'] == sizes["region = 'eu'"] == 4
     assert sizes["ts >= TIMESTAMP '2024-01-02'"] == len(ROWS) - 2
+
+
+GENERATED = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("name", pa.string()),
+        pa.field("year", pa.int32(), metadata={"delta.generationExpression": "YEAR(ts)"}),
+        pa.field(
+            "label",
+            pa.string(),
+            metadata={"delta.generationExpression": 'concat(upper(name), "-", month(ts))'},
+        ),
+    ]
+)
+
+
+def test_generated_columns_and_constraints_use_the_one_front_end(tmp_path: Path) -> None:
+    """Delta generated columns and CHECK constraints are Spark SQL: functions (YEAR, MONTH,
+    CONCAT, UPPER), double-quoted strings, and the same rows as the scan."""
+    table = lakecore.create(str(tmp_path / "t"), GENERATED, "delta")
+    ts = pa.array([dt.datetime(2024, 3, 5, tzinfo=UTC), dt.datetime(2025, 11, 1, tzinfo=UTC)])
+    table.append(pa.table({"id": [1, 2], "ts": ts, "name": ["ab", "cd"]}))
+    data = sorted(lakecore.open(table.uri).to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert [(r["year"], r["label"]) for r in data] == [(2024, "AB-3"), (2025, "CD-11")]
+    table.add_constraint("recent", 'year >= 2024 AND label LIKE "%-%"')
+    old = pa.array([dt.datetime(2020, 1, 1, tzinfo=UTC)])
+    with pytest.raises(ConstraintViolationError):
+        table.append(pa.table({"id": [3], "ts": old, "name": ["ef"]}))
+    scanned = lakecore.open(table.uri).scan(where='label = "CD-11"').to_arrow()
+    assert scanned.column("id").to_pylist() == [2]
