@@ -256,7 +256,7 @@ class DeltaWriter:
             changes.new_rows.append(table)
             if self._dml().cdf:
                 changes.changes.append(tagged(table, "insert"))
-        keys = " AND ".join(f"{k} IS NOT NULL" for k in on)
+        keys = " AND ".join(f"{ex.sql_name(k)} IS NOT NULL" for k in on)
         info = CommitInfo(
             "MERGE",
             {"predicate": json.dumps([f"merge on {list(on)}"])},

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import SchemaError, UnsupportedFeatureError
+from lakecore.expr import tree as ex
 from lakecore.expr.assign import SetValue, assignment_sql
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.expr.sql import parse_sql
@@ -141,7 +142,7 @@ class HudiWriter:
         rows = merge_source(to_arrow_table(source), self._layout)
         candidates = self._slices_for_keys(rows)
         changes = plan_merge(self._rows, self._layout, rows, clauses, candidates)
-        keys = " AND ".join(f"{k} IS NOT NULL" for k in on)
+        keys = " AND ".join(f"{ex.sql_name(k)} IS NOT NULL" for k in on)
         info = CommitInfo("MERGE", {"on": list(on)}, read_predicate=keys)
         return self._write(changes, "UPSERT", info)
 
