@@ -89,12 +89,26 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
         state.options.read_optimized,
     )
     out_schema = pa.schema([context.schema.field(c) for c in columns])
+    names = context.schema.names
     for index, unit in enumerate(slice_files(files)):
         base = unit[0] if unit and not is_log_file(unit[0]) else None
         logs = unit[1:] if base is not None else unit
-        rows = reader.read(base, logs, list(columns))
-        for batch in rows.combine_chunks().to_batches():
-            yield FileRows(index, 0, pa.RecordBatch.from_arrays(batch.columns, schema=out_schema))
+        # No columns (a count): read one anyway, since a file read with none has no rows.
+        rows = reader.read(base, logs, list(columns) or names[:1]).combine_chunks()
+        if not columns:
+            yield FileRows(index, 0, _no_columns(rows.num_rows))
+            continue
+        offset = 0
+        for batch in rows.to_batches():
+            yield FileRows(
+                index, offset, pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
+            )
+            offset += batch.num_rows
+
+
+def _no_columns(n: int) -> pa.RecordBatch:
+    """A batch of ``n`` rows and no columns."""
+    return pa.RecordBatch.from_pydict({"_": pa.nulls(n)}).select([])
 
 
 def slice_files(files: pa.Table) -> list[list[str]]:

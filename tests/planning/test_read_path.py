@@ -44,7 +44,8 @@ MOR_TABLES = ("mor_avro_v8_trips_8i3u1d", "mor_avro_v6_trips_8i1u", "mor_parquet
 
 
 def _root(corpus: Path, name: str) -> str:
-    return str(corpus / ("hudi" if name.startswith("mor_") else "delta") / name)
+    hudi = name.startswith(("mor_", "cow_"))
+    return str(corpus / ("hudi" if hudi else "delta") / name)
 
 
 def _texts(table: pa.Table) -> list[str]:
@@ -355,3 +356,12 @@ def test_the_hudi_reader_reads_the_listed_data_files(corpus: Path) -> None:
     assert _texts(got) == _texts(expected)
     merged_rows = pa.Table.from_batches(list(read_files(context, row)), snapshot.schema)
     assert _texts(merged_rows) != _texts(got)  # the logs change the slice
+
+
+@pytest.mark.parametrize("name", ["mor_avro_v8_trips_8i3u1d", "cow_v6_nonpartitioned"])
+def test_hudi_rows_count_without_columns(corpus: Path, name: str) -> None:
+    table = lakecore.open(_root(corpus, name))
+    expected = table.to_arrow().num_rows
+    assert expected > 0
+    assert table.scan(columns=[]).to_arrow().num_rows == expected
+    assert table.snapshot().to_arrow(columns=[]).num_rows == expected
