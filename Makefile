@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CORPUS ?= ../shared/corpus
 
-.PHONY: install demo test lint typecheck unit conformance bench clean
+.PHONY: install demo test lint typecheck unit conformance bench clean lance-protos
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ test: lint typecheck unit
 
 bench: install
 	$(PY) benchmarks/delta_snapshot.py
+
+# Regenerate plugins/lakecore_lance/proto/*_pb2.py(i) after editing a .proto there. grpcio-tools
+# (protoc) goes to a scratch directory, never into the venv or the project's dependencies.
+lance-protos: install
+	$(PY) tools/lance_protos.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
