@@ -103,7 +103,7 @@ PREDICATES = [
     "name IS NULL",  # NULLs in a data column
     "name = 'n3' OR id = 7",
     "value > 0.9",
-    "upper(region) = 'US'",  # the planner cannot read it: every file is read
+    "upper(region) = 'US'",  # pruning cannot reason about it (may match): every file is read
     "id = 100000",  # no file
 ]
 CASES = [(p, d, w) for p in (False, True) for d in (False, True) for w in PREDICATES]
