@@ -189,9 +189,21 @@ class _Binder:
                 return _coerced(value, field)
             return _maybe_coerced(value, field)
 
+        try:
+            if isinstance(node, ex.In):
+                return ex.In(target, tuple(lit(v) for v in node.values))
+            return ex.Between(target, lit(node.low), lit(node.high))
+        except PredicateError:
+            if not (exact and field is not None and _is_numeric(field.type)):
+                raise
+        # A number no value of the column's type (x IN (1, 300) on int8): one comparison per
+        # value, each exact (x IN (a, b) is x = a OR x = b; BETWEEN is >= AND <=).
+        assert isinstance(target, ex.Column) and field is not None
         if isinstance(node, ex.In):
-            return ex.In(target, tuple(lit(v) for v in node.values))
-        return ex.Between(target, lit(node.low), lit(node.high))
+            terms = [ex.Comparison("=", target, v) for v in node.values]
+            return ex.or_(*(self._comparison("=", field, t) for t in terms))
+        low = self._comparison(">=", field, ex.Comparison(">=", target, node.low))
+        return ex.and_(low, self._comparison("<=", field, ex.Comparison("<=", target, node.high)))
 
     def _like(self, node: ex.Like) -> ex.Predicate:
         target = self.expr(node.column)

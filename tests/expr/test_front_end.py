@@ -100,6 +100,8 @@ PREDICATES: list[tuple[str, list[bool | None]]] = [
     ("m / 0 IS NULL", [True, True, True, True]),
     ("i = i", [True, True, None, True]),
     ("i <=> 2", [False, True, False, False]),  # null-safe: never NULL
+    ("i IN (1, 3000000000)", [True, False, None, False]),  # beyond INT: compared exactly
+    ("i BETWEEN 1.5 AND 4", [False, True, None, True]),
     ("NOT (s <=> NULL)", [True, True, False, True]),
 ]
 
@@ -119,7 +121,7 @@ def test_predicates_evaluate_and_filter_alike(sql: str, expected: list[bool | No
 
 
 def test_predicate_cases_count() -> None:
-    assert len(PREDICATES) == 18
+    assert len(PREDICATES) == 20
 
 
 @pytest.mark.parametrize(
