@@ -1,0 +1,22 @@
+"""The legacy (v0.1) Lance data file format, read without pylance.
+
+pylance's ``LanceFileReader`` refuses legacy files ("Attempt to use the Lance current-format
+reader to read v1 metadata") and offers no other file-level reader for them, so lakecore
+implements the format: footer and metadata (``layout.py``), the manifest schema's field tree and
+logical types (``fields.py``), and the page encodings (``decode.py``). The entry point is
+:func:`read_legacy_file`.
+"""
+
+from __future__ import annotations
+
+from lakecore_lance.legacy.fields import LegacyField, fields_from_proto, logical_to_arrow
+from lakecore_lance.legacy.layout import is_legacy_version
+from lakecore_lance.legacy.reader import read_legacy_file
+
+__all__ = [
+    "LegacyField",
+    "fields_from_proto",
+    "is_legacy_version",
+    "logical_to_arrow",
+    "read_legacy_file",
+]
