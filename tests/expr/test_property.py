@@ -2,8 +2,9 @@
 
 Hypothesis draws a small table (ints, floats with NaN and null, strings, dates, timestamps,
 decimals, booleans, a partition column) split into "files", and random expression trees over
-it: comparisons with literals and between columns, IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT,
-arithmetic, CASE, COALESCE and string functions. For every predicate:
+it: comparisons with literals (also numbers that are no value of the column's type) and
+between columns, IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, arithmetic, CASE, COALESCE and string
+functions. For every predicate:
 
 - the eager evaluator (``lakecore.expr.evaluate``) gives, row by row, exactly what the
   reference below gives (SQL three-valued logic, written here in plain Python);
@@ -200,8 +201,16 @@ def files(draw: st.DrawFn) -> list[pa.Table]:
     return out
 
 
+OUT_OF_TYPE: dict[str, list[Any]] = {
+    "i": [D("2.5"), D("-0.5")],
+    "j": [D("0.5")],
+    "m": [D("1.234"), 10**8],
+}
+"""Numbers that are no value of the column's type: compared exactly, never coerced."""
+
+
 def literal(name: str) -> st.SearchStrategy[ex.Literal]:
-    return st.sampled_from(POOLS[name]).map(ex.Literal)
+    return st.sampled_from(POOLS[name] + OUT_OF_TYPE.get(name, [])).map(ex.Literal)
 
 
 @st.composite
