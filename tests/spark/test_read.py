@@ -21,7 +21,8 @@ from lakecore.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from lakecore.spark.read import balanced_chunks, conform_batch
+from lakecore.planning.read import reading_columns
+from lakecore.spark.read import TASKS_SCHEMA, balanced_chunks, conform_batch, from_ipc, to_ipc
 from lakecore.spark.types import spark_arrow_schema
 
 from .helpers import rows, to_arrow
@@ -242,3 +243,15 @@ def test_spark_snapshot_and_scan_read_the_same_rows(spark: Any, corpus: Path) ->
         assert rows(corpus, got) == rows(corpus, expected), name
         checked += 1
     assert checked == 3
+
+
+def test_tasks_carry_arrow_rows_not_pickled_objects(events: lakecore.Table) -> None:
+    """A task row is the Arrow IPC stream of planned file-index rows, stats left on the driver."""
+    assert TASKS_SCHEMA.names == ["chunk", "files"]
+    files = events.scan("region = 'eu'").files()
+    payload = to_ipc(reading_columns(files))
+    assert payload.startswith(b"\xff\xff\xff\xff")  # an Arrow IPC stream, not a pickle
+    shipped = from_ipc(payload)
+    assert shipped.num_rows == files.num_rows > 0
+    assert {"min", "max", "null_count"}.isdisjoint(shipped.column_names)
+    assert shipped.column("path").equals(files.column("path"))
