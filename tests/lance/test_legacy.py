@@ -24,7 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
-from lakecore_lance.legacy import LegacyField, fields_from_proto, read_legacy_file
+from lakecore_lance.legacy import (
+    LegacyField,
+    fields_from_proto,
+    read_legacy_file,
+    read_legacy_statistics,
+)
 from lakecore_lance.proto import table_pb2
 
 from lakecore.errors import CorruptTableError, InvalidArgumentError, UnsupportedFeatureError
@@ -256,6 +261,18 @@ def _every_encoding(n: int) -> pa.Table:
             "dec": _col(n, pa.decimal128(12, 3), lambda i: decimal.Decimal(i * 1001) / 1000),
             "dec256": _col(n, pa.decimal256(40, 2), lambda i: decimal.Decimal(i)),
             "nul": pa.nulls(n),
+            "lst_bool": _col(n, pa.list_(pa.bool_()), lambda i: [j % 2 == 0 for j in range(i % 5)]),
+            "lst_fsl": _col(n, pa.list_(pa.list_(pa.int32(), 2)), lambda i: [[i, 1]] * (i % 3)),
+            "lst_dict": pa.array(
+                [["x"] * (i % 3) for i in range(n)],
+                pa.list_(pa.dictionary(pa.int16(), pa.string())),
+            ),
+            "st_dict": pa.StructArray.from_arrays(
+                [pa.array([["a", "b"][i % 2] for i in range(n)]).dictionary_encode()], ["d"]
+            ),
+            "llst_lstr": _col(
+                n, pa.large_list(pa.large_string()), lambda i: ["a" * j for j in range(i % 4)]
+            ),
         }
     )
 
@@ -277,7 +294,7 @@ def wide_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_encoding_case_count() -> None:
-    assert len(ENCODING_COLUMNS) == 35
+    assert len(ENCODING_COLUMNS) == 40
 
 
 @pytest.mark.parametrize("column", ENCODING_COLUMNS)
@@ -460,7 +477,8 @@ def test_truncated_file_is_corrupt_naming_it(
 def test_byte_flips_raise_only_lakecore_errors(
     tmp_path: Path, wide_file: tuple[bytes, list[Any], list[int], bytes]
 ) -> None:
-    """300 random byte changes (half of them in the metadata and page table at the end)."""
+    """300 random byte changes (half of them in the metadata and page tables at the end), each
+    file read for its rows and its statistics."""
     raw = wide_file[0]
     rng = np.random.default_rng(7)
     outcomes = {"read": 0, "corrupt": 0, "unsupported": 0}
@@ -472,6 +490,7 @@ def test_byte_flips_raise_only_lakecore_errors(
             buf[at] = int(rng.integers(0, 256))
         try:
             _read_bytes(tmp_path, bytes(buf), wide_file)
+            read_legacy_statistics(open_storage(str(tmp_path)), "f.lance")
             outcomes["read"] += 1
         except CorruptTableError as exc:
             assert "f.lance" in str(exc)
@@ -498,3 +517,46 @@ def test_tombstoned_ids_take_the_extent_from_the_embedded_schema(wide_dataset: P
     # Lance's own rule with the first id gone would misplace every page.
     with pytest.raises(CorruptTableError):
         read_legacy_file(storage, path, list(manifest.fields), file_field_ids=ids[1:])
+
+
+def test_statistics_bound_each_batch(tmp_path: Path) -> None:
+    """The writer's per-batch null counts and min/max, checked against the written rows."""
+    source = pa.table(
+        {
+            "n": pa.array([5, None, -2, 7, None, None, 1], pa.int64()),
+            "s": pa.array(["b", "a", None, "c", "dd", "cc", None]),
+        }
+    )
+    _write_legacy(tmp_path / "d", source)
+    storage = open_storage(str(tmp_path / "d"))
+    manifest = _manifest(storage.read(_manifest_path(storage)))
+    stats = read_legacy_statistics(storage, f"data/{manifest.fragments[0].files[0].path}")
+    assert stats is not None
+    assert stats.to_pydict() == {
+        "num_rows": [3, 3, 1],
+        "0": [
+            {"null_count": 1, "min_value": -2, "max_value": 5},
+            {"null_count": 2, "min_value": 7, "max_value": 7},
+            {"null_count": 0, "min_value": 1, "max_value": 1},
+        ],
+        "1": [
+            {"null_count": 1, "min_value": "a", "max_value": "b"},
+            {"null_count": 0, "min_value": "c", "max_value": "dd"},
+            # an all-null batch has unknown string bounds: null
+            {"null_count": 1, "min_value": None, "max_value": None},
+        ],
+    }
+
+
+def test_statistics_absent_in_lance_0_7_files() -> None:
+    root = CORPUS / "lance" / "v0.7.5__with_deletions"
+    name = next((root / "data").iterdir()).name
+    assert read_legacy_statistics(open_storage(str(root)), f"data/{name}") is None
+
+
+def test_statistics_of_a_truncated_file_are_corrupt(
+    tmp_path: Path, wide_file: tuple[bytes, list[Any], list[int], bytes]
+) -> None:
+    (tmp_path / "f.lance").write_bytes(wide_file[0][:-3])
+    with pytest.raises(CorruptTableError, match=r"f\.lance"):
+        read_legacy_statistics(open_storage(str(tmp_path)), "f.lance")

@@ -2,9 +2,10 @@
 
 pylance's ``LanceFileReader`` refuses legacy files ("Attempt to use the Lance current-format
 reader to read v1 metadata") and offers no other file-level reader for them, so lakecore
-implements the format: footer and metadata (``layout.py``), the manifest schema's field tree and
-logical types (``fields.py``), and the page encodings (``decode.py``). The entry point is
-:func:`read_legacy_file`.
+implements the format: footer and metadata (``layout.py``), the manifest schema's field tree
+and logical types (``fields.py``), the page encodings (``decode.py``), and the per-batch
+statistics the writer kept (``stats.py``). The entry points are :func:`read_legacy_file` and
+:func:`read_legacy_statistics`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from lakecore_lance.legacy.fields import LegacyField, fields_from_proto, logical_to_arrow
 from lakecore_lance.legacy.layout import is_legacy_version
 from lakecore_lance.legacy.reader import read_legacy_file
+from lakecore_lance.legacy.stats import read_legacy_statistics
 
 __all__ = [
     "LegacyField",
@@ -19,4 +21,5 @@ __all__ = [
     "is_legacy_version",
     "logical_to_arrow",
     "read_legacy_file",
+    "read_legacy_statistics",
 ]

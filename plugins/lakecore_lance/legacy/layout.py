@@ -111,28 +111,15 @@ def read_layout(data: FileBytes, extent: tuple[int, int] | None) -> FileLayout:
             message, batch offsets that are not a non-decreasing sequence from 0, or a page
             table / page outside the file.
     """
-    if data.size < FOOTER_SIZE:
-        raise data.corrupt(f"{data.size} bytes is too short for the 16-byte footer")
-    footer = data.read(data.size - FOOTER_SIZE, data.size, "footer")
-    meta_pos, major, minor, magic = struct.unpack("<QHH4s", footer)
-    if magic != MAGIC:
-        raise data.corrupt(f"bad magic {magic!r} (expected {MAGIC!r})")
-    if (major, minor) not in LEGACY_VERSIONS:
-        raise data.corrupt(
-            f"file version {major}.{minor} is not the legacy format (0.1/0.2); "
-            "it must be read with the current-format reader"
-        )
-    metadata = _read_metadata(data, meta_pos)
+    (major, minor), metadata = read_metadata(data)
     offsets = tuple(metadata.batch_offsets)
-    if offsets and (offsets[0] != 0 or any(b < a for a, b in itertools.pairwise(offsets))):
-        raise data.corrupt(f"batch offsets {list(offsets)[:8]} are not non-decreasing from 0")
     if extent is None:
         ids = [f.id for f in embedded_fields(data, metadata.manifest_position)]
         if not ids:
             raise data.corrupt("the embedded schema has no fields")
         extent = (min(ids), max(ids))
     num_batches = max(0, len(offsets) - 1)
-    pages = _read_page_table(data, metadata.page_table_position, *extent, num_batches)
+    pages = read_page_table(data, metadata.page_table_position, *extent, num_batches)
     return FileLayout(
         version=(major, minor),
         batch_offsets=offsets,
@@ -157,6 +144,30 @@ def embedded_fields(data: FileBytes, manifest_position: int) -> Sequence[Any]:
     return list(manifest.fields)
 
 
+def read_metadata(data: FileBytes) -> tuple[tuple[int, int], file_pb2.Metadata]:
+    """The footer's (major, minor) version and the ``Metadata`` message, validated.
+
+    Raises:
+        CorruptTableError: as :func:`read_layout`.
+    """
+    if data.size < FOOTER_SIZE:
+        raise data.corrupt(f"{data.size} bytes is too short for the 16-byte footer")
+    footer = data.read(data.size - FOOTER_SIZE, data.size, "footer")
+    meta_pos, major, minor, magic = struct.unpack("<QHH4s", footer)
+    if magic != MAGIC:
+        raise data.corrupt(f"bad magic {magic!r} (expected {MAGIC!r})")
+    if (major, minor) not in LEGACY_VERSIONS:
+        raise data.corrupt(
+            f"file version {major}.{minor} is not the legacy format (0.1/0.2); "
+            "it must be read with the current-format reader"
+        )
+    metadata = _read_metadata(data, meta_pos)
+    offsets = list(metadata.batch_offsets)
+    if offsets and (offsets[0] != 0 or any(b < a for a, b in itertools.pairwise(offsets))):
+        raise data.corrupt(f"batch offsets {offsets[:8]} are not non-decreasing from 0")
+    return (major, minor), metadata
+
+
 def read_message(data: FileBytes, position: int, what: str) -> bytes:
     """The protobuf bytes of a u32-length-prefixed message at ``position``."""
     (length,) = struct.unpack("<I", data.read(position, position + 4, f"{what} length"))
@@ -175,9 +186,14 @@ def _read_metadata(data: FileBytes, position: int) -> file_pb2.Metadata:
     return metadata
 
 
-def _read_page_table(
+def read_page_table(
     data: FileBytes, position: int, min_field_id: int, max_field_id: int, num_batches: int
 ) -> dict[tuple[int, int], tuple[int, int]]:
+    """The page table at ``position``: (field id, batch) -> (position, item count).
+
+    Raises:
+        CorruptTableError: the table or an entry lies outside the file.
+    """
     if num_batches == 0:
         return {}
     if max_field_id < min_field_id or min_field_id < 0:
