@@ -18,7 +18,11 @@ from lakecore.errors import PluginNotInstalledError
 from lakecore.format import TableFormat
 
 DISABLE_ENV = "LAKECORE_DISABLED_PLUGINS"
-BUILTIN_PLUGINS = {"delta": "lakecore_delta.plugin", "hudi": "lakecore_hudi.plugin"}
+BUILTIN_PLUGINS = {
+    "delta": "lakecore_delta.plugin",
+    "hudi": "lakecore_hudi.plugin",
+    "lance": "lakecore_lance.plugin",
+}
 """Plugins shipped in this distribution: loaded even when running from a source checkout."""
 INSTALL_HINTS = {
     "delta": "the delta plugin ships with lakecore; check LAKECORE_DISABLED_PLUGINS",

@@ -13,10 +13,9 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[1] / "lakecore"
 PLUGIN = re.compile(r"lakecore_(delta|hudi|lance)")
 ALLOWED = {
-    (
-        "plugins.py",
-        'BUILTIN_PLUGINS = {"delta": "lakecore_delta.plugin", "hudi": "lakecore_hudi.plugin"}',
-    )
+    ("plugins.py", '"delta": "lakecore_delta.plugin",'),
+    ("plugins.py", '"hudi": "lakecore_hudi.plugin",'),
+    ("plugins.py", '"lance": "lakecore_lance.plugin",'),
 }
 
 

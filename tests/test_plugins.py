@@ -20,7 +20,7 @@ from lakecore.plugins import (
 )
 from lakecore.storage import Storage
 
-BUILTINS = ["delta", "hudi"]
+BUILTINS = ["delta", "hudi", "lance"]
 """The plugins this distribution ships; tests disable them to see only their fakes."""
 
 
@@ -150,10 +150,10 @@ def test_entry_point_plugins_register_formats(monkeypatch: pytest.MonkeyPatch) -
 
 def test_disabling_an_entry_point_by_plugin_name(monkeypatch: pytest.MonkeyPatch) -> None:
     _install(monkeypatch, FakeEntryPoint("fake-plugin", FakePlugin(fake("fake"))))
-    monkeypatch.setenv("LAKECORE_DISABLED_PLUGINS", "delta,hudi,fake-plugin")
+    monkeypatch.setenv("LAKECORE_DISABLED_PLUGINS", "delta,hudi,lance,fake-plugin")
     registry = load_registry()
     assert registry.names() == []
-    assert registry.disabled == {"delta", "hudi", "fake-plugin"}
+    assert registry.disabled == {"delta", "hudi", "lance", "fake-plugin"}
 
 
 def test_disabling_by_format_name(monkeypatch: pytest.MonkeyPatch) -> None:

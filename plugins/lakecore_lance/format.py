@@ -1,0 +1,124 @@
+"""LanceFormat: the TableFormat implementation for Lance datasets (reading; writing is next)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from lakecore.errors import TableNotFoundError
+from lakecore.format import Capability, TableFeatures, require
+from lakecore.model.history import HistoryEntry
+from lakecore.snapshot import Snapshot
+from lakecore.storage import Storage
+from lakecore_lance import features
+from lakecore_lance import history as lance_history
+from lakecore_lance.manifest import VERSIONS_DIR, latest_manifest, parse_manifest_name
+from lakecore_lance.source import LanceSnapshotSource
+from lakecore_lance.state import LanceState, load_state
+
+if TYPE_CHECKING:
+    from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
+
+CAPABILITIES = frozenset({Capability.TIME_TRAVEL_BY_TIMESTAMP})
+"""What lakecore does with Lance datasets so far: read any version (by number, tag or time)
+and its history. Writing (and with it every write capability), the change feed and upkeep
+come with the writer."""
+
+
+def _version_number(storage: Storage, version: int | str) -> int:
+    """A version number, or the version a tag points at."""
+    if isinstance(version, int) and not isinstance(version, bool):
+        return version
+    text = str(version)
+    if text.isdigit():
+        return int(text)
+    return lance_history.tag_version(storage, text)
+
+
+class LanceFormat:
+    """Lance datasets: ``_versions/`` manifests over fragments of ``.lance`` data files."""
+
+    name = "lance"
+    capabilities = CAPABILITIES
+
+    def detect(self, storage: Storage) -> bool:
+        try:
+            listed = storage.list_dir(VERSIONS_DIR)
+        except OSError:
+            return False
+        return any(parse_manifest_name(f.path) is not None for f in listed)
+
+    def latest_version(self, storage: Storage) -> int:
+        return latest_manifest(storage).version
+
+    def load_snapshot(
+        self,
+        storage: Storage,
+        version: int | str | None = None,
+        timestamp: int | None = None,
+        previous: Snapshot | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> Snapshot:
+        if options:
+            raise ValueError(f"the lance format has no reading options; got {sorted(options)}")
+        if timestamp is not None:
+            version = lance_history.version_at(storage, timestamp)
+        number = None if version is None else _version_number(storage, version)
+        if (
+            previous is not None
+            and isinstance(previous.source, LanceSnapshotSource)
+            and number is not None
+            and previous.version == number
+        ):
+            return previous
+        state = load_state(storage, number)
+        return self._snapshot(storage, state)
+
+    def _snapshot(self, storage: Storage, state: LanceState) -> Snapshot:
+        m = state.manifest
+        properties = dict(m.config)
+        properties.update({f"table_metadata.{k}": v for k, v in m.table_metadata.items()})
+        return Snapshot(
+            format=self.name,
+            version=state.version,
+            timestamp=state.timestamp_ms,
+            schema=state.schema,
+            partition_columns=(),
+            properties=properties,
+            features=TableFeatures(
+                format_version=m.data_format.version or "0.1",
+                reader_features=features.flag_names(int(m.reader_feature_flags)),
+                writer_features=features.flag_names(int(m.writer_feature_flags)),
+                merge_on_read=any(f.HasField("deletion_file") for f in m.fragments),
+            ),
+            source=LanceSnapshotSource(storage, state),
+        )
+
+    def history(self, storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
+        if not self.detect(storage):
+            raise TableNotFoundError(f"no Lance dataset at {storage.root}")
+        return lance_history.history(storage, limit)
+
+    def changes(self, storage: Storage, start: int | str, end: int | str | None) -> pa.Table:
+        require(self.name, self.capabilities, Capability.CHANGE_FEED)
+        raise AssertionError("unreachable: change_feed is not declared")  # pragma: no cover
+
+    def ensure_readable(self, snapshot: Snapshot) -> None:
+        source = snapshot.source
+        if not isinstance(source, LanceSnapshotSource):
+            raise TypeError(f"not a Lance snapshot: {snapshot!r}")
+        features.ensure_readable(source.state.manifest, f"version {snapshot.version}")
+
+    def read_files(
+        self, context: ScanContext, files: pa.Table, columns: Sequence[str]
+    ) -> Iterator[FileRows]:
+        from lakecore_lance.scan import read_files
+
+        return read_files(context, files, columns)
+
+    def deleted_positions(self, context: ScanContext, files: pa.Table) -> list[RowPositions | None]:
+        from lakecore_lance.scan import deleted_positions
+
+        return deleted_positions(context, files)

@@ -1,0 +1,327 @@
+"""Reading Lance fragments: the ``read_files`` / ``deleted_positions`` halves of ``LanceFormat``.
+
+A fragment's rows are spread over its data files, each holding some of the fields (a column
+added later lives in a new file; an updated column may be rewritten into a new file, the old
+file's field id tombstoned as -2). For each requested column the last data file holding its
+field id is read, and the fragment's rows are the columns side by side, in position order.
+
+Modern data files (file format 2.x) are decoded by pylance's ``lance.file.LanceFileReader``;
+legacy (v0.1) files, which it refuses, by ``lakecore_lance.legacy`` (the format implemented
+from the spec). Which applies is decided per file from the manifest's ``DataFile`` version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lakecore.errors import CorruptTableError, StorageError, UnsupportedFeatureError
+from lakecore.model import files as fi
+from lakecore.model.schema import field_id
+from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
+from lakecore.storage import Storage
+from lakecore_lance.deletions import read_deleted
+from lakecore_lance.schema import FieldNode
+from lakecore_lance.state import DataFileInfo, LanceScanState, LanceState
+
+TOMBSTONE = -2
+"""A ``DataFile.fields`` entry of a field whose data moved to another file."""
+BATCH_ROWS = 64 * 1024
+
+
+def scan_context(storage: Storage, state: LanceState) -> ScanContext:
+    """The ``ScanContext`` of ``state``'s version of the dataset in ``storage``."""
+    return ScanContext(
+        format="lance",
+        table_uri=storage.root,
+        schema=state.schema,
+        file_format="lance",
+        storage_options=dict(getattr(storage, "storage_options", None) or {}),
+        state=state.scan_state(),
+        storage=storage,
+    )
+
+
+def scan_state(context: ScanContext) -> LanceScanState:
+    """``context.state``; raises ``TypeError`` when it is not a Lance scan state."""
+    if not isinstance(context.state, LanceScanState):
+        raise TypeError(f"expected a LanceScanState in the scan context, got {context.state!r}")
+    return context.state
+
+
+def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) -> Iterator[FileRows]:
+    """Yield every row (deleted ones included) of each fragment of ``files`` (see module doc)."""
+    state = scan_state(context)
+    storage = context.open_storage()
+    wanted = [(name, context.schema.field(name)) for name in columns]
+    ids = []
+    for name, f in wanted:
+        fid = field_id(f)
+        if fid is None:
+            raise CorruptTableError(f"column {name!r} of the Lance schema has no field id")
+        ids.append(fid)
+    tops = {node.id: node for node in state.tree()}
+    paths = files.column(fi.PATH).to_pylist()
+    for index, path in enumerate(paths):
+        infos = state.fragments.get(path)
+        if infos is None:
+            raise CorruptTableError(f"{path} is not a fragment of version {state.version}")
+        rows = state.physical_rows[path]
+        table = _read_fragment(storage, state, tops, infos, rows, wanted, ids)
+        offset = 0
+        for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+            yield FileRows(index, offset, batch)
+            offset += batch.num_rows
+
+
+def _read_fragment(
+    storage: Storage,
+    state: LanceScanState,
+    tops: dict[int, FieldNode],
+    infos: tuple[DataFileInfo, ...],
+    rows: int | None,
+    wanted: list[tuple[str, pa.Field]],
+    ids: list[int],
+) -> pa.Table:
+    holder: dict[int, tuple[DataFileInfo, int]] = {}
+    for info in infos:
+        layout = None if info.legacy else _layout_from_ids(info, tops)
+        if layout is None and not info.legacy:
+            layout = _layout_from_file(storage, info, tops)
+        if info.legacy:
+            for top in _legacy_tops(info, tops):
+                holder[top] = (info, -1)
+            continue
+        assert layout is not None
+        for position, owner in enumerate(layout):
+            if owner is not None:
+                holder[owner] = (info, position)
+    by_file: dict[str, list[int]] = {}
+    for fid in ids:
+        if fid in holder:
+            by_file.setdefault(holder[fid][0].path, []).append(fid)
+    read: dict[int, pa.ChunkedArray] = {}
+    for info in infos:
+        needed = by_file.get(info.path)
+        if not needed:
+            continue
+        if info.legacy:
+            table = _read_legacy(storage, state, info, needed)
+            columns = dict(zip(needed, table.columns, strict=True))
+        else:
+            positions = [holder[fid][1] for fid in needed]
+            columns = dict(zip(needed, _read_modern(storage, info, positions), strict=True))
+        for fid, column in columns.items():
+            if rows is None:
+                rows = len(column)
+            if len(column) != rows:
+                raise CorruptTableError(
+                    f"{info.path} holds {len(column)} rows but its fragment has {rows}"
+                )
+            read[fid] = column
+    if rows is None:
+        rows = _row_count(storage, state, infos[0])
+    arrays = []
+    for (name, f), fid in zip(wanted, ids, strict=True):
+        column = read.get(fid)
+        if column is None:  # a field none of the fragment's files holds: all null
+            arrays.append(pa.chunked_array([pa.nulls(rows, f.type)], type=f.type))
+        else:
+            arrays.append(_as_type(column, f.type, name))
+    if not wanted:  # no column requested (a count): the rows still exist
+        return pa.table({"_": pa.nulls(rows)}).drop_columns(["_"])
+    return pa.Table.from_arrays(arrays, schema=pa.schema([f for _, f in wanted]))
+
+
+def _row_count(storage: Storage, state: LanceScanState, info: DataFileInfo) -> int:
+    """Rows of a data file (fragments whose manifest does not say)."""
+    if info.legacy:
+        tops = _legacy_tops(info, {n.id: n for n in state.tree()})
+        return int(_read_legacy(storage, state, info, tops[:1]).num_rows)
+    with _reader(storage, info, None) as reader:
+        return int(reader.num_rows())
+
+
+def _ancestors(tops: dict[int, FieldNode]) -> dict[int, int]:
+    return {fid: top for top, node in tops.items() for fid in node.ids()}
+
+
+def _layout_from_ids(info: DataFileInfo, tops: dict[int, FieldNode]) -> list[int | None] | None:
+    """The top-level field id of each of the file's top-level columns, from the manifest alone.
+
+    Works when every id the file lists is a field of the current schema: consecutive ids of one
+    top-level field form one column (whether the writer listed every node or only leaves).
+    None when the file lists ids the schema no longer has (dropped or tombstoned fields).
+    """
+    ancestor = _ancestors(tops)
+    layout: list[int | None] = []
+    for fid in info.fields:
+        top = ancestor.get(fid)
+        if top is None:
+            return None
+        if not layout or layout[-1] != top:
+            layout.append(top)
+    return layout if len(set(layout)) == len(layout) else None
+
+
+def _layout_from_file(
+    storage: Storage, info: DataFileInfo, tops: dict[int, FieldNode]
+) -> list[int | None]:
+    """As ``_layout_from_ids``, walking the file's own schema to see how many ids each column
+    takes (every node, or leaves only); columns of unknown or tombstoned ids map to None."""
+    with _reader(storage, info, None) as reader:
+        schema = reader.metadata().schema
+    ancestor = _ancestors(tops)
+    nodes = [_count(f.type, leaves=False) for f in schema]
+    leaves = [_count(f.type, leaves=True) for f in schema]
+    if len(info.fields) == sum(nodes):
+        widths = nodes
+    elif len(info.fields) == sum(leaves):
+        widths = leaves
+    else:
+        raise CorruptTableError(
+            f"{info.path}: the manifest lists {len(info.fields)} field ids for a file of "
+            f"{sum(nodes)} fields ({sum(leaves)} leaves)"
+        )
+    layout: list[int | None] = []
+    start = 0
+    for width in widths:
+        span = info.fields[start : start + width]
+        start += width
+        known = [ancestor[i] for i in span if i in ancestor]
+        layout.append(known[0] if known else None)
+    return layout
+
+
+def _count(t: pa.DataType, leaves: bool) -> int:
+    own = 0 if leaves else 1
+    if pa.types.is_struct(t):
+        return own + sum(_count(t.field(i).type, leaves) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return own + _count(t.value_type, leaves)
+    return 1
+
+
+def _legacy_tops(info: DataFileInfo, tops: dict[int, FieldNode]) -> list[int]:
+    ancestor = _ancestors(tops)
+    seen: list[int] = []
+    for fid in info.fields:
+        top = ancestor.get(fid)
+        if top is not None and top not in seen:
+            seen.append(top)
+    return seen
+
+
+def _read_modern(
+    storage: Storage, info: DataFileInfo, positions: list[int]
+) -> list[pa.ChunkedArray]:
+    """The file's top-level columns at ``positions`` (pylance's file reader).
+
+    The reader maps the file's fields to its columns in order. Files whose manifest
+    ``column_indices`` say otherwise (early 2.0 files labelled 0.3 that stored strings as two
+    columns) are refused rather than misread.
+    """
+    if info.column_indices and list(info.column_indices) != list(range(len(info.column_indices))):
+        raise UnsupportedFeatureError(
+            "lance:column_indices",
+            f"{info.path} (file version {info.major}.{info.minor}) stores its fields in columns "
+            f"{list(info.column_indices)}, not in order; lakecore does not read such files yet",
+        )
+    with _reader(storage, info, None) as reader:
+        names = reader.metadata().schema.names
+        selected = [names[p] for p in positions]
+        if len(selected) == len(names):
+            table = reader.read_all(batch_size=BATCH_ROWS).to_table()
+        else:
+            with _reader(storage, info, selected) as projected:
+                table = projected.read_all(batch_size=BATCH_ROWS).to_table()
+    return [table.column(names[p]) for p in positions]
+
+
+def _read_legacy(
+    storage: Storage, state: LanceScanState, info: DataFileInfo, field_ids: list[int]
+) -> pa.Table:
+    """The fields ``field_ids`` of a legacy (v0.1) data file, through ``lakecore_lance.legacy``."""
+    try:
+        from lakecore_lance.legacy.reader import read_legacy_file
+    except ImportError as exc:
+        raise UnsupportedFeatureError(
+            "lance:legacy_file_format",
+            f"{info.path} is a legacy (v0.1) Lance data file and the legacy reader is missing",
+        ) from exc
+    table: pa.Table = read_legacy_file(
+        storage,
+        info.path,
+        state.fields(),
+        field_ids,
+        file_field_ids=list(info.fields),
+        dictionary_file=state.manifest_path,
+    )
+    return table
+
+
+@contextlib.contextmanager
+def _reader(storage: Storage, info: DataFileInfo, columns: list[str] | None) -> Iterator[Any]:
+    """A ``LanceFileReader`` of ``info``: the local path directly, else a local copy made
+    through ``storage`` (so that object stores go through lakecore's storage and options)."""
+    from lance.file import LanceFileReader
+
+    if getattr(storage, "is_local", False):
+        path = storage.resolve(info.path)
+        if not os.path.exists(path):
+            raise CorruptTableError(f"data file {info.path} is missing")
+        yield _open(LanceFileReader, path, columns, info)
+        return
+    try:
+        data = storage.read(info.path)
+    except FileNotFoundError as exc:
+        raise CorruptTableError(f"data file {info.path} is missing") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot read data file {info.path}: {exc}") from exc
+    with tempfile.TemporaryDirectory(prefix="lakecore-lance-") as tmp:
+        local = os.path.join(tmp, "file.lance")
+        with open(local, "wb") as out:
+            out.write(data)
+        yield _open(LanceFileReader, local, columns, info)
+
+
+def _open(cls: Any, path: str, columns: list[str] | None, info: DataFileInfo) -> Any:
+    try:
+        return cls(path, columns=columns)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise CorruptTableError(f"cannot read data file {info.path}: {exc}") from exc
+
+
+def _as_type(column: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
+    if column.type.equals(target):
+        return column
+    try:
+        return column.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise CorruptTableError(
+            f"column {name!r} is {column.type} in its data file, {target} in the schema"
+        ) from exc
+
+
+def deleted_positions(context: ScanContext, files: pa.Table) -> list[RowPositions | None]:
+    """The deleted row offsets of each fragment of ``files`` (None: no deletion file)."""
+    scan_state(context)
+    storage = context.open_storage()
+    result: list[RowPositions | None] = []
+    for value in files.column(fi.DELETION).to_pylist():
+        if value is None:
+            result.append(None)
+            continue
+        descriptor = value.get(fi.DESCRIPTOR)
+        if not descriptor:
+            raise CorruptTableError("a Lance deletion descriptor is empty")
+        path = bytes(descriptor).decode("utf-8", errors="strict")
+        positions = read_deleted(storage, path)
+        result.append(np.asarray(positions, dtype=np.uint64))
+    return result

@@ -1,0 +1,33 @@
+"""The Lance plugin is built in; without the ``lance`` extra it stays unregistered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lakecore
+from lakecore.errors import PluginNotInstalledError
+from lakecore.plugins import load_registry
+from lakecore_lance import plugin
+
+from .helpers import lance
+
+
+def test_registered_and_detected(tmp_path: Path) -> None:
+    assert "lance" in load_registry(disabled=[]).names()
+    lance.write_dataset(pa.table({"id": [1, 2]}), str(tmp_path / "ds"))
+    table = lakecore.open(str(tmp_path / "ds"))
+    assert table.format == "lance"
+    assert table.capabilities == frozenset({lakecore.Capability.TIME_TRAVEL_BY_TIMESTAMP})
+
+
+def test_without_the_extra_the_install_hint_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lance.write_dataset(pa.table({"id": [1]}), str(tmp_path / "ds"))
+    monkeypatch.setattr(plugin, "REQUIRED_MODULES", ("lance", "no_such_module_for_lakecore"))
+    assert "lance" not in load_registry(disabled=[]).names()
+    with pytest.raises(PluginNotInstalledError, match=r"pip install 'lakecore\[lance\]'"):
+        lakecore.open(str(tmp_path / "ds"))
