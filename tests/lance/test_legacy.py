@@ -416,6 +416,21 @@ def test_unknown_logical_type_is_unsupported_naming_it(wide_dataset: Path) -> No
         )
 
 
+@pytest.mark.parametrize(("encoding", "name"), [(4, "RLE"), (9, "9")])
+def test_rle_and_unknown_encodings_are_unsupported_naming_them(
+    wide_dataset: Path, encoding: int, name: str
+) -> None:
+    storage = open_storage(str(wide_dataset))
+    manifest = _manifest(storage.read(_manifest_path(storage)))
+    data_file = manifest.fragments[0].files[0]
+    fields = [LegacyField(id=0, name="i16", logical_type="int16", nullable=True, encoding=encoding)]
+    with pytest.raises(UnsupportedFeatureError, match=f"encoding {name}") as info:
+        read_legacy_file(
+            storage, f"data/{data_file.path}", fields, file_field_ids=list(data_file.fields)
+        )
+    assert info.value.feature == f"lance legacy encoding {name}"
+
+
 def test_dictionary_of_floats_is_unsupported(wide_dataset: Path) -> None:
     storage = open_storage(str(wide_dataset))
     manifest = _manifest(storage.read(_manifest_path(storage)))

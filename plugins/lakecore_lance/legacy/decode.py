@@ -29,11 +29,22 @@ import numpy as np
 import pyarrow as pa
 
 from lakecore.errors import UnsupportedFeatureError
-from lakecore_lance.legacy.fields import LegacyField
+from lakecore_lance.legacy.fields import (
+    ENCODING_DICTIONARY,
+    ENCODING_NONE,
+    ENCODING_PLAIN,
+    ENCODING_RLE,
+    ENCODING_VAR_BINARY,
+    LegacyField,
+)
 from lakecore_lance.legacy.layout import FileBytes, FileLayout
 
 _INDEX_TYPES = (pa.int8(), pa.int16(), pa.int32(), pa.int64(),
                 pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64())  # fmt: skip
+
+_DECODED_ENCODINGS = frozenset(
+    {ENCODING_NONE, ENCODING_PLAIN, ENCODING_VAR_BINARY, ENCODING_DICTIONARY}
+)
 
 
 @dataclass
@@ -74,6 +85,15 @@ def read_range(ctx: DecodeContext, fld: LegacyField, batch: int, start: int, end
             not valid for the type (offsets going backwards, invalid UTF-8, bad keys).
         UnsupportedFeatureError: the field's type has no legacy encoding lakecore reads.
     """
+    if fld.encoding not in _DECODED_ENCODINGS:
+        # The page layout follows the type (as in Lance's reader); RLE was declared in the
+        # proto but never written, and an unknown value may mean a layout we would misread.
+        name = {ENCODING_RLE: "RLE"}.get(fld.encoding, str(fld.encoding))
+        raise UnsupportedFeatureError(
+            f"lance legacy encoding {name}",
+            f"legacy lance data file {ctx.data.path}: field {fld.name!r} (id {fld.id}) uses "
+            f"encoding {name}, which the legacy (v0.1) reader does not decode",
+        )
     typ = fld.arrow_type()
     n = end - start
     if pa.types.is_struct(typ):
