@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from lakecore_lance.legacy import (
     LegacyField,
     fields_from_proto,
@@ -207,7 +209,7 @@ def _col(n: int, typ: pa.DataType, value: Callable[[int], Any]) -> pa.Array:
 
 def _every_encoding(n: int) -> pa.Table:
     inner = pa.struct([("z", pa.float64())])
-    st = pa.struct(
+    struct_type = pa.struct(
         [("a", pa.int32()), ("s", pa.string()), ("l", pa.list_(pa.int8())), ("in", inner)]
     )
     kv = pa.struct([("k", pa.string()), ("v", pa.int64())])
@@ -241,7 +243,7 @@ def _every_encoding(n: int) -> pa.Table:
             "fsb": _col(n, pa.binary(3), lambda i: bytes([i % 256, 1, 2])),
             "st": _col(
                 n,
-                st,
+                struct_type,
                 lambda i: {
                     "a": i,
                     "s": str(i) if i % 2 else None,
@@ -575,3 +577,48 @@ def test_statistics_of_a_truncated_file_are_corrupt(
     (tmp_path / "f.lance").write_bytes(wide_file[0][:-3])
     with pytest.raises(CorruptTableError, match=r"f\.lance"):
         read_legacy_statistics(open_storage(str(tmp_path)), "f.lance")
+
+
+@pytest.mark.s3
+def test_reads_a_legacy_file_from_s3(
+    wide_dataset: Path, s3_uri: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """The reader only uses ``Storage.head``/``read``: an object store works as a disk does."""
+    local = open_storage(str(wide_dataset))
+    remote = open_storage(s3_uri, s3_storage_options)
+    for info in local.list_all():
+        remote.put(info.path, local.read(info.path))
+    assert _read_version(remote).equals(_read_version(local))
+    manifest = _manifest(remote.read(_manifest_path(remote)))
+    stats = read_legacy_statistics(remote, f"data/{manifest.fragments[0].files[0].path}")
+    assert stats is not None and stats.num_rows == 4
+
+
+_ROWS = st.lists(
+    st.tuples(
+        st.none() | st.integers(-(2**31), 2**31 - 1),
+        st.none() | st.text(max_size=4),
+        st.none() | st.lists(st.none() | st.integers(-(2**15), 2**15 - 1), max_size=4),
+        st.none() | st.booleans(),
+    ),
+    max_size=30,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=_ROWS, group=st.integers(1, 8))
+def test_random_tables_equal_pylance(tmp_path: Path, rows: list[Any], group: int) -> None:
+    """Random values (nulls, empty strings and lists, odd batch sizes) read as pylance does."""
+    schema = pa.schema(
+        [("i", pa.int32()), ("s", pa.string()), ("l", pa.list_(pa.int16())), ("b", pa.bool_())]
+    )
+    table = pa.Table.from_pylist(
+        [dict(zip(schema.names, row, strict=True)) for row in rows], schema=schema
+    )
+    root = tmp_path / f"r{len(list(tmp_path.iterdir()))}"
+    lance.write_dataset(table, str(root), data_storage_version="legacy", max_rows_per_group=group)
+    got = _read_version(open_storage(str(root)))
+    want = lance.dataset(str(root)).to_table()
+    assert got.combine_chunks().equals(want.combine_chunks())
