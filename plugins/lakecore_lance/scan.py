@@ -26,6 +26,7 @@ from lakecore.model import files as fi
 from lakecore.model.schema import field_id
 from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
 from lakecore.storage import Storage
+from lakecore_lance.columns import in_order, shift_columns
 from lakecore_lance.deletions import read_deleted
 from lakecore_lance.schema import FieldNode
 from lakecore_lance.state import DataFileInfo, LanceScanState, LanceState
@@ -96,7 +97,10 @@ def _read_fragment(
             layout = _layout_from_file(storage, info, tops)
         if info.legacy:
             for top in _legacy_tops(info, tops):
-                holder[top] = (info, -1)
+                # Two legacy files of a fragment may claim one field id (lance 0.10 add/drop
+                # columns, corpus v0.10.5__corrupt_schema): the first file's column is read,
+                # as pylance does.
+                holder.setdefault(top, (info, -1))
             continue
         assert layout is not None
         for position, owner in enumerate(layout):
@@ -221,18 +225,9 @@ def _legacy_tops(info: DataFileInfo, tops: dict[int, FieldNode]) -> list[int]:
 def _read_modern(
     storage: Storage, info: DataFileInfo, positions: list[int]
 ) -> list[pa.ChunkedArray]:
-    """The file's top-level columns at ``positions`` (pylance's file reader).
-
-    The reader maps the file's fields to its columns in order. Files whose manifest
-    ``column_indices`` say otherwise (early 2.0 files labelled 0.3 that stored strings as two
-    columns) are refused rather than misread.
-    """
-    if info.column_indices and list(info.column_indices) != list(range(len(info.column_indices))):
-        raise UnsupportedFeatureError(
-            "lance:column_indices",
-            f"{info.path} (file version {info.major}.{info.minor}) stores its fields in columns "
-            f"{list(info.column_indices)}, not in order; lakecore does not read such files yet",
-        )
+    """The file's top-level columns at ``positions`` (pylance's file reader)."""
+    if not in_order(info.column_indices):
+        return [_read_shifted(storage, info, p) for p in positions]
     with _reader(storage, info, None) as reader:
         names = reader.metadata().schema.names
         selected = [names[p] for p in positions]
@@ -242,6 +237,28 @@ def _read_modern(
             with _reader(storage, info, selected) as projected:
                 table = projected.read_all(batch_size=BATCH_ROWS).to_table()
     return [table.column(names[p]) for p in positions]
+
+
+def _read_shifted(storage: Storage, info: DataFileInfo, position: int) -> pa.ChunkedArray:
+    """One field of a file whose fields do not start at consecutive columns
+    (``lakecore_lance.columns``): read from a copy where it does."""
+    with _reader(storage, info, None) as reader:
+        schema = reader.metadata().schema
+    if any(pa.types.is_nested(f.type) for f in schema):
+        raise UnsupportedFeatureError(
+            "lance:column_indices",
+            f"{info.path} stores nested fields at columns {list(info.column_indices)}; "
+            "lakecore reads such files only with flat fields",
+        )
+    if len(info.column_indices) != len(schema):
+        raise CorruptTableError(
+            f"{info.path}: {len(info.column_indices)} column indices for {len(schema)} fields"
+        )
+    first = info.column_indices[position]
+    name = schema.names[position]
+    with _reader(storage, info, [name], shift=(position, first)) as reader:
+        table = reader.read_all(batch_size=BATCH_ROWS).to_table()
+    return table.column(name)
 
 
 def _read_legacy(
@@ -267,12 +284,18 @@ def _read_legacy(
 
 
 @contextlib.contextmanager
-def _reader(storage: Storage, info: DataFileInfo, columns: list[str] | None) -> Iterator[Any]:
+def _reader(
+    storage: Storage,
+    info: DataFileInfo,
+    columns: list[str] | None,
+    shift: tuple[int, int] | None = None,
+) -> Iterator[Any]:
     """A ``LanceFileReader`` of ``info``: the local path directly, else a local copy made
-    through ``storage`` (so that object stores go through lakecore's storage and options)."""
+    through ``storage`` (so that object stores go through lakecore's storage and options).
+    ``shift=(field, column)`` reads a copy in which ``field`` starts at ``column``."""
     from lance.file import LanceFileReader
 
-    if getattr(storage, "is_local", False):
+    if getattr(storage, "is_local", False) and shift is None:
         path = storage.resolve(info.path)
         if not os.path.exists(path):
             raise CorruptTableError(f"data file {info.path} is missing")
@@ -284,6 +307,8 @@ def _reader(storage: Storage, info: DataFileInfo, columns: list[str] | None) -> 
         raise CorruptTableError(f"data file {info.path} is missing") from exc
     except OSError as exc:
         raise StorageError(f"cannot read data file {info.path}: {exc}") from exc
+    if shift is not None:
+        data = shift_columns(data, shift[0], shift[1], info.path)
     with tempfile.TemporaryDirectory(prefix="lakecore-lance-") as tmp:
         local = os.path.join(tmp, "file.lance")
         with open(local, "wb") as out:

@@ -1,13 +1,11 @@
 """Every Lance table of the shared corpus at every recorded version: rows equal the expected
 answer (pylance 14.0.2's, by the corpus digest), files = fragments, the schema's columns.
 
-Two tables differ from the oracle on purpose or are not read yet (each case says why):
-- ``v0.10.5__corrupt_schema`` v6: duplicate field ids (a Lance 0.10.5 bug); lakecore reads each
-  id from the fragment's last data file holding it, which is what Lance's own repair
-  (``fix_schema``, test ``test_fix_v0_10_5_corrupt_schema``: b = 0, 4, 8, 12 and
-  c = 0, 5, 10, 15) makes of it; the oracle's un-repaired read takes the first file.
-- ``hist__0.13.0_string_encoding``: an early 2.0 file (labelled 0.3) storing strings as two
-  columns; refused with ``UnsupportedFeatureError`` (xfail) rather than misread.
+``v0.10.5__corrupt_schema`` v6 has duplicate field ids (a Lance 0.10.5 bug: two data files of a
+fragment claim ids 2 and 3); lakecore reads the first file's column, as pylance's reader does
+(Lance repairs the schema on its next commit, ``fix_schema``, keeping the last file instead).
+``hist__0.13.0_string_encoding`` is an early 2.0 file (labelled 0.3) whose strings take two
+columns each (``column_indices`` 0, 1, 3, 5): read through ``lakecore_lance.columns``.
 """
 
 from __future__ import annotations
@@ -15,13 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import lakecore
 from conformance.cases import Corpus
-from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from lakecore.errors import CorruptTableError
 
 from ..corpus import CORPUS
 
@@ -32,11 +28,6 @@ CASES = [
     for name in TABLES
     for key in json.loads((EXPECTED / f"{name}.json").read_text())["versions"]
 ]
-REPAIRED = {("v0.10.5__corrupt_schema", "6"): {"b": [0, 4, 8, 12], "c": [0, 5, 10, 15]}}
-NOT_READ = {
-    "hist__0.13.0_string_encoding": "early 2.0 file (0.3) with strings in two columns "
-    "(column_indices 0,1,3,5): pylance's file reader cannot read it alone; refused, not misread"
-}
 
 
 def _expected(name: str) -> dict[str, Any]:
@@ -71,23 +62,10 @@ def test_version_matches_expected(corpus: Corpus, name: str, key: str) -> None:
         with pytest.raises(CorruptTableError, match="missing"):
             snap.to_arrow()
         return
-    if name in NOT_READ:
-        with pytest.raises(UnsupportedFeatureError):
-            snap.to_arrow()
-        pytest.xfail(NOT_READ[name])
     rows = snap.to_arrow()
     assert [f.name for f in rows.schema] == [c["name"] for c in entry["schema"]]
     assert rows.num_rows == entry["num_rows"]
-    repaired = REPAIRED.get((name, key))
-    if repaired is None:
-        assert corpus.digest(rows) == entry["digest"]
-        return
-    want = pq.read_table(EXPECTED / entry["rows_file"])
-    for column, values in repaired.items():
-        i = want.schema.get_field_index(column)
-        want = want.set_column(i, want.schema.field(i), pa.array(values, want.schema.field(i).type))
-    assert corpus.digest(rows) == corpus.digest(want)
-    assert corpus.digest(rows) != entry["digest"]  # the oracle's un-repaired read differs
+    assert corpus.digest(rows) == entry["digest"]
 
 
 def test_history_of_corpus_tables(corpus: Corpus) -> None:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from lakecore_lance import plugin
 
 import lakecore
 from lakecore.errors import PluginNotInstalledError
 from lakecore.plugins import load_registry
-from lakecore_lance import plugin
 
 from .helpers import lance
 
