@@ -22,6 +22,7 @@ Every page is addressed by (field id, batch) in the page table and has a ``posit
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -56,6 +57,7 @@ class DecodeContext:
     # Loads a dictionary field's values (called at most once per field id).
     load_dictionary: Callable[[LegacyField], pa.Array]
     _dictionaries: dict[int, pa.Array] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def page(self, fld: LegacyField, batch: int, needed: int) -> tuple[int, int]:
         """The (position, item count) of ``fld``'s page in ``batch``; at least ``needed`` items.
@@ -71,10 +73,11 @@ class DecodeContext:
         return pos, length
 
     def dictionary(self, fld: LegacyField) -> pa.Array:
-        """The dictionary values of ``fld``, loaded once."""
-        if fld.id not in self._dictionaries:
-            self._dictionaries[fld.id] = self.load_dictionary(fld)
-        return self._dictionaries[fld.id]
+        """The dictionary values of ``fld``, loaded once (batches may decode in threads)."""
+        with self._lock:
+            if fld.id not in self._dictionaries:
+                self._dictionaries[fld.id] = self.load_dictionary(fld)
+            return self._dictionaries[fld.id]
 
 
 def read_range(ctx: DecodeContext, fld: LegacyField, batch: int, start: int, end: int) -> pa.Array:

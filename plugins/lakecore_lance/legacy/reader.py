@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
@@ -11,6 +12,8 @@ from lakecore.storage import Storage
 from lakecore_lance.legacy.decode import DecodeContext, read_dictionary_values, read_range
 from lakecore_lance.legacy.fields import LegacyField, ProtoFieldLike, fields_from_proto
 from lakecore_lance.legacy.layout import FileBytes, FileLayout, embedded_fields, read_layout
+
+_REMOTE_READERS = 16
 
 
 def read_legacy_file(
@@ -72,12 +75,23 @@ def read_legacy_file(
 
     ctx = DecodeContext(data=data, layout=layout, load_dictionary=load_dictionary)
     schema = pa.schema([f.arrow_field() for f in selected])
-    columns: list[pa.ChunkedArray] = []
-    for fld in selected:
-        chunks = [
-            read_range(ctx, fld, b, 0, layout.batch_length(b)) for b in range(layout.num_batches)
-        ]
-        columns.append(pa.chunked_array(chunks, type=fld.arrow_type()))
+    tasks = [(fld, b) for fld in selected for b in range(layout.num_batches)]
+
+    def decode(task: tuple[LegacyField, int]) -> pa.Array:
+        fld, batch = task
+        return read_range(ctx, fld, batch, 0, layout.batch_length(batch))
+
+    if getattr(storage, "is_local", False) or len(tasks) < 4:
+        chunks = [decode(t) for t in tasks]
+    else:
+        # An object store answers each page request with a round trip: overlap them.
+        with ThreadPoolExecutor(_REMOTE_READERS) as pool:
+            chunks = list(pool.map(decode, tasks))
+    n = layout.num_batches
+    columns = [
+        pa.chunked_array(chunks[i * n : (i + 1) * n], type=fld.arrow_type())
+        for i, fld in enumerate(selected)
+    ]
     if not selected:
         # No columns, but the row count still matters (count_rows on a projection of none).
         rows = layout.batch_offsets[-1] if layout.num_batches else 0
