@@ -11,14 +11,12 @@ statistics the writer kept (``stats.py``). The entry points are :func:`read_lega
 from __future__ import annotations
 
 from lakecore_lance.legacy.fields import LegacyField, fields_from_proto, logical_to_arrow
-from lakecore_lance.legacy.layout import is_legacy_version
 from lakecore_lance.legacy.reader import read_legacy_file
 from lakecore_lance.legacy.stats import read_legacy_statistics
 
 __all__ = [
     "LegacyField",
     "fields_from_proto",
-    "is_legacy_version",
     "logical_to_arrow",
     "read_legacy_file",
     "read_legacy_statistics",

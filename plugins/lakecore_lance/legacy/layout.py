@@ -30,19 +30,12 @@ from lakecore_lance.proto import file_pb2, table_pb2
 
 MAGIC = b"LANC"
 FOOTER_SIZE = 16
-# Versions written by the legacy writer: 0.1 (lance < 0.10) and 0.2; 0.3 is the 2.0 format.
+# Versions the legacy writer stamps: 0.1 (the corpus files of Lance 0.7 and 0.10) and 0.2
+# (Lance 0.15 and pylance 14 with data_storage_version="legacy"); 0.3 is the 2.0 format.
 LEGACY_VERSIONS = frozenset({(0, 1), (0, 2)})
 # The first read takes this much of the file's tail: it usually holds the metadata, the page
 # table and the schema of a small file, so one request opens the file.
 TAIL_BLOCK = 64 * 1024
-
-
-def is_legacy_version(major: int, minor: int) -> bool:
-    """Whether a data file version (manifest ``DataFile`` or footer) is the legacy format.
-
-    ``(0, 0)`` is what manifests written before the version fields existed record.
-    """
-    return (major, minor) in LEGACY_VERSIONS or (major, minor) == (0, 0)
 
 
 class FileBytes:

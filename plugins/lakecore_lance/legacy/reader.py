@@ -55,48 +55,62 @@ def read_legacy_file(
     """
     roots = _as_trees(fields)
     data = FileBytes(storage, path)
-    ids = list(file_field_ids or ())
-    if ids and min(ids) >= 0:
-        # The page table starts at the data file's first field id (the writer's schema order,
-        # as Lance reads it) and ends at its largest.
-        layout = read_layout(data, (ids[0], max(ids)))
-        stored = set(ids)
-    else:
-        # Unknown ids, or tombstoned ones (-2, after a column update rewrote them elsewhere):
-        # the schema the file embeds says which ids it was written with.
-        # A tombstoned field is read from the newer file that replaced it, never from here.
-        layout = read_layout(data, None)
-        written = {f.id for f in embedded_fields(data, layout.manifest_position)}
-        stored = {i for i in ids if i >= 0} if ids else written
+    layout, stored = _open_layout(data, file_field_ids)
     selected = _select(roots, field_ids, stored)
 
     def load_dictionary(fld: LegacyField) -> pa.Array:
         return _load_dictionary(storage, data, layout, fld, dictionary_file)
 
     ctx = DecodeContext(data=data, layout=layout, load_dictionary=load_dictionary)
-    schema = pa.schema([f.arrow_field() for f in selected])
+    if not selected:
+        # No columns, but the row count still matters (count_rows on a projection of none).
+        rows = layout.batch_offsets[-1] if layout.num_batches else 0
+        return pa.table([pa.nulls(rows)], names=["_"]).drop_columns(["_"])
+    remote = not getattr(storage, "is_local", False)
+    columns = _decode_columns(ctx, selected, parallel=remote)
+    return pa.Table.from_arrays(columns, schema=pa.schema([f.arrow_field() for f in selected]))
+
+
+def _open_layout(
+    data: FileBytes, file_field_ids: Sequence[int] | None
+) -> tuple[FileLayout, set[int]]:
+    """The file's layout and the field ids it stores."""
+    ids = list(file_field_ids or ())
+    if ids and min(ids) >= 0:
+        # The page table starts at the data file's first field id (the writer's schema order,
+        # as Lance reads it) and ends at its largest.
+        return read_layout(data, (ids[0], max(ids))), set(ids)
+    # Unknown ids, or tombstoned ones (-2, after a column update rewrote them into a newer
+    # file, which is where they are read from): the schema the file embeds says which ids it
+    # was written with, hence the page table's extent.
+    layout = read_layout(data, None)
+    if ids:
+        return layout, {i for i in ids if i >= 0}
+    return layout, {f.id for f in embedded_fields(data, layout.manifest_position)}
+
+
+def _decode_columns(
+    ctx: DecodeContext, selected: Sequence[LegacyField], *, parallel: bool
+) -> list[pa.ChunkedArray]:
+    """Every batch of each selected field, one chunk per batch."""
+    layout = ctx.layout
     tasks = [(fld, b) for fld in selected for b in range(layout.num_batches)]
 
     def decode(task: tuple[LegacyField, int]) -> pa.Array:
         fld, batch = task
         return read_range(ctx, fld, batch, 0, layout.batch_length(batch))
 
-    if getattr(storage, "is_local", False) or len(tasks) < 4:
+    if not parallel or len(tasks) < 4:
         chunks = [decode(t) for t in tasks]
     else:
         # An object store answers each page request with a round trip: overlap them.
         with ThreadPoolExecutor(_REMOTE_READERS) as pool:
             chunks = list(pool.map(decode, tasks))
     n = layout.num_batches
-    columns = [
+    return [
         pa.chunked_array(chunks[i * n : (i + 1) * n], type=fld.arrow_type())
         for i, fld in enumerate(selected)
     ]
-    if not selected:
-        # No columns, but the row count still matters (count_rows on a projection of none).
-        rows = layout.batch_offsets[-1] if layout.num_batches else 0
-        return pa.table([pa.nulls(rows)], names=["_"]).drop_columns(["_"])
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _as_trees(fields: Sequence[LegacyField] | Sequence[ProtoFieldLike]) -> tuple[LegacyField, ...]:
