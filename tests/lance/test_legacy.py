@@ -622,3 +622,20 @@ def test_random_tables_equal_pylance(tmp_path: Path, rows: list[Any], group: int
     got = _read_version(open_storage(str(root)))
     want = lance.dataset(str(root)).to_table()
     assert got.combine_chunks().equals(want.combine_chunks())
+
+
+def test_dictionaries_of_later_versions_are_read_from_their_manifest(tmp_path: Path) -> None:
+    """Every manifest a commit writes carries the dictionary values again, at its own offsets."""
+    root = tmp_path / "dict"
+    table = pa.table(
+        {"d": pa.array(["x", "yy", "x", None]).dictionary_encode(), "i": pa.array([1, 2, 3, 4])}
+    )
+    _write_legacy(root, table)
+    _write_legacy(root, table.slice(1, 2), mode="append")
+    lance.dataset(str(root)).delete("i = 3")
+    storage = open_storage(str(root))
+    for version in (1, 2, 3):
+        for embedded in (False, True):
+            got = _read_version(storage, version, embedded=embedded)
+            want = lance.dataset(str(root), version=version).to_table()
+            assert got.equals(want), (version, embedded)
