@@ -1,6 +1,6 @@
 """pytest entry: one test per corpus table, plus a count test so an empty loop cannot pass.
 
-Formats: ``$LAKECORE_CONFORMANCE_FORMATS`` (comma separated, default ``delta,hudi``; delta
+Formats: ``$LAKECORE_CONFORMANCE_FORMATS`` (comma separated, default ``delta,hudi,lance``; delta
 includes ``delta-bad/``). The corpus: ``$LAKECORE_CORPUS`` or ``../shared/corpus``; when it is
 missing every test here fails (never skips).
 """
@@ -18,11 +18,12 @@ from conformance.report import failure_message
 FORMATS_ENV = "LAKECORE_CONFORMANCE_FORMATS"
 MIN_DELTA_CASES = 100
 MIN_HUDI_CASES = 20
-DEFAULT_FORMATS = "delta,hudi"
+LANCE_CASES = 19
+DEFAULT_FORMATS = "delta,hudi,lance"
 
 
 def selected_formats() -> tuple[str, ...]:
-    """Return the formats named in ``$LAKECORE_CONFORMANCE_FORMATS`` (default: delta, hudi)."""
+    """Return the formats named in ``$LAKECORE_CONFORMANCE_FORMATS`` (default: all three)."""
     raw = os.environ.get(FORMATS_ENV, DEFAULT_FORMATS)
     names = [n.strip() for n in raw.split(",") if n.strip()]
     unknown = sorted(set(names) - set(FORMATS))
@@ -71,3 +72,6 @@ def test_every_expected_file_is_a_case() -> None:
     if "hudi" in formats:
         hudi_cases = sum(1 for c in CASES if c.format == "hudi")
         assert hudi_cases >= MIN_HUDI_CASES, f"only {hudi_cases} hudi cases discovered"
+    if "lance" in formats:
+        lance_cases = sum(1 for c in CASES if c.format == "lance")
+        assert lance_cases == LANCE_CASES, f"{lance_cases} lance cases discovered"
