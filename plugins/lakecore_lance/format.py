@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakecore.errors import TableNotFoundError
-from lakecore.format import Capability, TableFeatures, require
+from lakecore.format import Capability, TableFeatures
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -21,10 +21,10 @@ from lakecore_lance.state import LanceState, load_state
 if TYPE_CHECKING:
     from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
 
-CAPABILITIES = frozenset({Capability.TIME_TRAVEL_BY_TIMESTAMP})
-"""What lakecore does with Lance datasets so far: read any version (by number, tag or time)
-and its history. Writing (and with it every write capability), the change feed and upkeep
-come with the writer."""
+CAPABILITIES = frozenset({Capability.TIME_TRAVEL_BY_TIMESTAMP, Capability.CHANGE_FEED})
+"""What lakecore does with Lance datasets so far: read any version (by number, tag or time),
+its history and a change feed derived from the manifests. Writing (and with it every write
+capability) and upkeep come with the writer."""
 
 
 def _version_number(storage: Storage, version: int | str) -> int:
@@ -102,8 +102,13 @@ class LanceFormat:
         return lance_history.history(storage, limit)
 
     def changes(self, storage: Storage, start: int | str, end: int | str | None) -> pa.Table:
-        require(self.name, self.capabilities, Capability.CHANGE_FEED)
-        raise AssertionError("unreachable: change_feed is not declared")  # pragma: no cover
+        """Rows inserted and deleted by versions ``start..end``, derived from the manifests
+        (``lakecore_lance.changes``); versions may be numbers or tags."""
+        from lakecore_lance.changes import read_changes
+
+        first = _version_number(storage, start)
+        last = None if end is None else _version_number(storage, end)
+        return read_changes(storage, first, last)
 
     def ensure_readable(self, snapshot: Snapshot) -> None:
         source = snapshot.source

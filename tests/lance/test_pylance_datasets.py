@@ -14,7 +14,7 @@ from lakecore_lance.deletions import read_deleted
 from lakecore_lance.format import LanceFormat
 
 import lakecore
-from lakecore.errors import UnsupportedFeatureError, VersionNotFoundError
+from lakecore.errors import VersionNotFoundError
 from lakecore.planning import read_files
 
 from .helpers import assert_same_as_pylance, lance, reference, sort_rows
@@ -175,15 +175,6 @@ def test_scan_context_pickles_and_reads_in_another_process_shape(tmp_path: Path)
     assert clone.storage is None and clone.state == context.state
     rows = pa.Table.from_batches(list(read_files(clone, snap.files())))
     assert sort_rows(rows).equals(sort_rows(reference(path)))
-
-
-def test_change_feed_is_not_declared(tmp_path: Path) -> None:
-    path = tmp_path / "cdf"
-    lance.write_dataset(_rows(range(3)), str(path))
-    table = lakecore.open(str(path))
-    with pytest.raises(UnsupportedFeatureError) as info:
-        table.changes(0)
-    assert info.value.feature == "change_feed"
 
 
 def test_read_deleted_decodes_both_forms(tmp_path: Path) -> None:
