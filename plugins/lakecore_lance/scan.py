@@ -28,6 +28,7 @@ from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
 from lakecore.storage import Storage
 from lakecore_lance.columns import in_order, shift_columns
 from lakecore_lance.deletions import read_deleted
+from lakecore_lance.nested import Path, conform, file_field_ids
 from lakecore_lance.schema import FieldNode
 from lakecore_lance.state import DataFileInfo, LanceScanState, LanceState
 
@@ -111,16 +112,22 @@ def _read_fragment(
         if fid in holder:
             by_file.setdefault(holder[fid][0].path, []).append(fid)
     read: dict[int, pa.ChunkedArray] = {}
+    targets = {fid: f for (_, f), fid in zip(wanted, ids, strict=True)}
     for info in infos:
         needed = by_file.get(info.path)
         if not needed:
             continue
+        file_ids: dict[Path, int] = {}
         if info.legacy:
             table = _read_legacy(storage, state, info, needed)
             columns = dict(zip(needed, table.columns, strict=True))
         else:
             positions = [holder[fid][1] for fid in needed]
-            columns = dict(zip(needed, _read_modern(storage, info, positions), strict=True))
+            modern = _read_modern(storage, info, positions)
+            columns = {
+                fid: _by_id(storage, info, column, targets[fid], file_ids)
+                for fid, column in zip(needed, modern, strict=True)
+            }
         for fid, column in columns.items():
             if rows is None:
                 rows = len(column)
@@ -321,6 +328,32 @@ def _open(cls: Any, path: str, columns: list[str] | None, info: DataFileInfo) ->
         return cls(path, columns=columns)
     except (OSError, ValueError, RuntimeError) as exc:
         raise CorruptTableError(f"cannot read data file {info.path}: {exc}") from exc
+
+
+def _by_id(
+    storage: Storage,
+    info: DataFileInfo,
+    column: pa.ChunkedArray,
+    target: pa.Field,
+    file_ids: dict[Path, int],
+) -> pa.ChunkedArray:
+    """A nested column whose type differs from the dataset's (renamed or dropped children):
+    children matched by field id (``lakecore_lance.nested``); other columns as they are."""
+    t = target.type
+    if column.type.equals(t) or not pa.types.is_nested(t) or pa.types.is_fixed_size_list(t):
+        return column
+    if not file_ids:
+        file_ids.update(file_field_ids(storage, info.path))
+    top = [p for p, i in file_ids.items() if len(p) == 1 and i == field_id(target)]
+    if not top:
+        return column  # the file does not say: the schema cast decides (``_as_type``)
+    try:
+        chunks = [conform(c, target, file_ids, top[0]) for c in column.chunks]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise CorruptTableError(
+            f"column {target.name!r} of {info.path} does not convert to {t}: {exc}"
+        ) from exc
+    return pa.chunked_array(chunks, type=t)
 
 
 def _as_type(column: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:

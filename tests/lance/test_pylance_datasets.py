@@ -188,3 +188,32 @@ def test_read_deleted_decodes_both_forms(tmp_path: Path) -> None:
         found[p.suffix] = read_deleted(storage, f"_deletions/{p.name}")
     assert found[".arrow"].tolist() == [0, 1, 2]
     assert found[".bin"].tolist() == [0, 1, 2, *range(1000, 8000)]
+
+
+@pytest.mark.parametrize("storage_version", STORAGE_VERSIONS)
+def test_renamed_and_dropped_fields_nested_too(tmp_path: Path, storage_version: str) -> None:
+    """Data files keep their old field names: children are matched by field id, not name."""
+    n = 10
+    table = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "point": pa.array([{"x": float(i), "y": -float(i)} for i in range(n)]),
+            "name": [f"n{i}" for i in range(n)],
+            "ev": pa.array([[{"k": "a", "n": i}] for i in range(n)]),
+        }
+    )
+    path = tmp_path / "renamed"
+    ds = lance.write_dataset(
+        table, str(path), data_storage_version=storage_version, enable_stable_row_ids=True
+    )
+    ds.alter_columns({"path": "name", "name": "label"})
+    ds.drop_columns(["point.y"])
+    ds.add_columns({"z": "id + 1"})
+    ds.delete("id = 2")
+    ds.alter_columns({"path": "point.x", "name": "px"})
+    ds.alter_columns({"path": "ev.item.k", "name": "kind"})
+    assert assert_same_as_pylance(path) == 7
+    latest = lakecore.open(str(path)).to_arrow()
+    assert sorted(r["px"] for r in latest.column("point").to_pylist()) == [
+        float(i) for i in range(n) if i != 2
+    ]
