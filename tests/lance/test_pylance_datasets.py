@@ -217,3 +217,16 @@ def test_renamed_and_dropped_fields_nested_too(tmp_path: Path, storage_version: 
     assert sorted(r["px"] for r in latest.column("point").to_pylist()) == [
         float(i) for i in range(n) if i != 2
     ]
+
+
+def test_scan_with_a_predicate_and_a_count(tmp_path: Path) -> None:
+    path = tmp_path / "scan"
+    ds = lance.write_dataset(_rows(range(50)), str(path), max_rows_per_file=20)
+    ds.delete("id % 5 = 0")
+    table = lakecore.open(str(path))
+    got = table.scan(where="id >= 12 AND x < 20", columns=["name"]).to_arrow()
+    want = lance.dataset(str(path)).to_table(columns=["name"], filter="id >= 12 AND x < 20")
+    assert sorted(got.column("name").to_pylist()) == sorted(want.column("name").to_pylist())
+    assert got.num_rows == 23  # ids 12..39 but multiples of 5
+    assert table.snapshot().to_arrow(columns=[]).num_rows == lance.dataset(str(path)).count_rows()
+    assert len(table.scan().tasks()) == 3
