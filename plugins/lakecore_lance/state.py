@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from lakecore.storage import Storage
+from lakecore.storage.paths import contained_path
 from lakecore_lance import features
 from lakecore_lance.manifest import (
     LoadedManifest,
@@ -143,5 +144,9 @@ def load_state(storage: Storage, version: int | None) -> LanceState:
     file = latest_manifest(storage) if version is None else find_manifest(storage, version)
     loaded = read_manifest(storage, file)
     features.ensure_readable(loaded.manifest, f"version {file.version} of {storage.root}")
+    for fragment in loaded.manifest.fragments:
+        for data_file in fragment.files:
+            # Paths a manifest names must stay under the dataset root (architecture.md).
+            contained_path(f"{DATA_DIR}/{data_file.path}", storage.root, source=file.path)
     schema = arrow_schema(loaded.manifest.fields, loaded.manifest.schema_metadata)
     return LanceState(loaded, schema)

@@ -170,3 +170,15 @@ def test_known_flags_are_readable(tmp_path: Path) -> None:
     assert {"deletion_files", "stable_row_ids"} <= snap.features.reader_features
     assert snap.features.merge_on_read
     assert sorted(snap.to_arrow().column("id").to_pylist()) == list(range(2, 10))
+
+
+def test_data_file_paths_may_not_escape_the_root(tmp_path: Path) -> None:
+    path = tmp_path / "escape"
+    _dataset(path, 1, v2=False)
+
+    def escape(m: object) -> None:
+        m.fragments[0].files[0].path = "../../outside.lance"  # type: ignore[attr-defined]
+
+    rewrite_manifest(path / "_versions" / "1.manifest", escape)
+    with pytest.raises(CorruptTableError, match=r"outside\.lance"):
+        lakecore.open(str(path)).snapshot()
