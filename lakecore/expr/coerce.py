@@ -3,8 +3,10 @@
 Rules (``PredicateError`` whenever the value would change):
 
 - integers: ints, integral floats/Decimals, integer text; must fit the column's width.
-- floats: any number or numeric text (``'NaN'``, ``'inf'`` included), rounded to the column's
-  precision (a float32 column compares with ``float32(literal)``).
+- floats: any number or numeric text (``'NaN'``, ``'inf'`` included). Integers and text are
+  rounded to the column's precision (Spark casts them to the column's type); a fractional
+  number a narrower float column cannot hold (``0.7`` for float32) is refused, so that the
+  comparison is made exactly in double precision, as Spark makes it.
 - decimals: numbers or text with no more fractional digits than the scale and no more digits
   than the precision.
 - strings: text only. binary: bytes, or text (UTF-8). booleans: bools or ``'true'``/``'false'``.
@@ -108,13 +110,21 @@ def _integer(value: Any, t: pa.DataType) -> int:
 def _floating(value: Any, t: pa.DataType) -> float:
     if isinstance(value, bool):
         raise TypeError("expected a number, not a boolean")
+    cast_first = isinstance(value, str | int)
     if isinstance(value, str):
         value = float(value.strip())
     if not isinstance(value, int | float | decimal.Decimal):
         raise TypeError("expected a number")
     out = float(value)
-    # Round to the column's precision, as the column's values were.
-    return float(pa.scalar(out, pa.float64()).cast(t).as_py())
+    rounded = float(pa.scalar(out, pa.float64()).cast(t).as_py())
+    # Spark compares a FLOAT column with a fractional number (a decimal or double literal) in
+    # double precision: such a number that the column's type cannot hold is no value of it
+    # (float32(0.7) < 0.7 is true there). Integers and text are cast to the column's type
+    # first, as Spark casts them.
+    exact = cast_first or math.isnan(out) or rounded == out
+    if not exact:
+        raise ValueError(f"{value!r} is not a value of {t}")
+    return rounded
 
 
 def _decimal(value: Any, t: pa.Decimal128Type) -> decimal.Decimal:

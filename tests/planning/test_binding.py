@@ -55,7 +55,9 @@ def bound_value(column: str, value: Any) -> Any:
         ("f64", 5, 5.0),
         ("f64", decimal.Decimal("0.1"), 0.1),
         ("f64", "NaN", float("nan")),
-        ("f32", 0.1, float(pa.scalar(0.1, pa.float32()).as_py())),
+        ("f32", 0.5, 0.5),
+        ("f32", "0.1", float(pa.scalar(0.1, pa.float32()).as_py())),
+        ("f32", 16777217, 16777216.0),
         ("dec", 5, decimal.Decimal("5.00")),
         ("dec", 1.5, decimal.Decimal("1.50")),
         ("dec", "-999.99", decimal.Decimal("-999.99")),
@@ -114,6 +116,8 @@ def test_impossible_coercions_raise(column: str, value: Any, fragment: str) -> N
         ("dec", decimal.Decimal("1.234")),
         ("dec", 1000),
         ("dec", float("inf")),
+        ("f32", 0.1),
+        ("f32", decimal.Decimal("0.7")),
     ],
 )
 def test_numbers_outside_the_column_type_compare_exactly(column: str, value: Any) -> None:
