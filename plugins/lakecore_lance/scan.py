@@ -21,7 +21,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lakecore.errors import CorruptTableError, StorageError, UnsupportedFeatureError
+from lakecore.errors import (
+    CorruptTableError,
+    LakecoreError,
+    StorageError,
+    UnsupportedFeatureError,
+)
 from lakecore.model import files as fi
 from lakecore.model.schema import field_id
 from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
@@ -306,7 +311,8 @@ def _reader(
         path = storage.resolve(info.path)
         if not os.path.exists(path):
             raise CorruptTableError(f"data file {info.path} is missing")
-        yield _open(LanceFileReader, path, columns, info)
+        with _decoding(info):
+            yield _open(LanceFileReader, path, columns, info)
         return
     try:
         data = storage.read(info.path)
@@ -320,7 +326,26 @@ def _reader(
         local = os.path.join(tmp, "file.lance")
         with open(local, "wb") as out:
             out.write(data)
-        yield _open(LanceFileReader, local, columns, info)
+        with _decoding(info):
+            yield _open(LanceFileReader, local, columns, info)
+
+
+@contextlib.contextmanager
+def _decoding(info: DataFileInfo) -> Iterator[None]:
+    """Turn what pylance raises while decoding ``info`` into ``CorruptTableError`` naming it.
+
+    pylance raises ``ValueError``/``OSError``/``ArrowInvalid`` for most corrupt files, and
+    pyo3's ``PanicException`` (a ``BaseException``, not an ``Exception``) when its Rust code
+    panics on one; interpreter exits and lakecore's own errors pass through.
+    """
+    try:
+        yield
+    except LakecoreError:
+        raise
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise  # KeyboardInterrupt, SystemExit, GeneratorExit
+        raise CorruptTableError(f"cannot decode data file {info.path}: {exc}") from exc
 
 
 def _open(cls: Any, path: str, columns: list[str] | None, info: DataFileInfo) -> Any:
