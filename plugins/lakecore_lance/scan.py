@@ -13,9 +13,12 @@ from the spec). Which applies is decided per file from the manifest's ``DataFile
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import tempfile
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -40,6 +43,8 @@ from lakecore_lance.state import DataFileInfo, LanceScanState, LanceState
 TOMBSTONE = -2
 """A ``DataFile.fields`` entry of a field whose data moved to another file."""
 BATCH_ROWS = 64 * 1024
+PREFETCH = 4
+"""Fragments decoded ahead of the one being yielded (threads)."""
 
 
 def scan_context(storage: Storage, state: LanceState) -> ScanContext:
@@ -75,16 +80,33 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
         ids.append(fid)
     tops = {node.id: node for node in state.tree()}
     paths = files.column(fi.PATH).to_pylist()
-    for index, path in enumerate(paths):
-        infos = state.fragments.get(path)
-        if infos is None:
+    for path in paths:
+        if path not in state.fragments:
             raise CorruptTableError(f"{path} is not a fragment of version {state.version}")
+
+    def read(path: str) -> pa.Table:
+        infos = state.fragments[path]
         rows = state.physical_rows[path]
-        table = _read_fragment(storage, state, tops, infos, rows, wanted, ids)
-        offset = 0
-        for batch in table.to_batches(max_chunksize=BATCH_ROWS):
-            yield FileRows(index, offset, batch)
-            offset += batch.num_rows
+        return _read_fragment(storage, state, tops, infos, rows, wanted, ids)
+
+    # Fragments are decoded a few at a time in threads (pylance releases the GIL), in order:
+    # at most PREFETCH fragments are held beyond the one being yielded.
+    with ThreadPoolExecutor(max_workers=PREFETCH, thread_name_prefix="lakecore-lance") as pool:
+        pending: deque[Future[pa.Table]] = deque()
+        upcoming = iter(paths)
+        for path in itertools.islice(upcoming, PREFETCH):
+            pending.append(pool.submit(read, path))
+        index = 0
+        while pending:
+            table = pending.popleft().result()
+            following = next(upcoming, None)
+            if following is not None:
+                pending.append(pool.submit(read, following))
+            offset = 0
+            for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+                yield FileRows(index, offset, batch)
+                offset += batch.num_rows
+            index += 1
 
 
 def _read_fragment(
