@@ -20,11 +20,22 @@ from lakecore_lance.state import LanceState, load_state
 
 if TYPE_CHECKING:
     from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
+    from lakecore_lance.write.committer import LanceCommitter
+    from lakecore_lance.write.writer import LanceWriter
 
-CAPABILITIES = frozenset({Capability.TIME_TRAVEL_BY_TIMESTAMP, Capability.CHANGE_FEED})
+CAPABILITIES = frozenset(
+    {
+        Capability.TIME_TRAVEL_BY_TIMESTAMP,
+        Capability.CHANGE_FEED,
+        Capability.WRITE,
+        Capability.OVERWRITE,
+        Capability.DELETE,
+        Capability.UPDATE,
+    }
+)
 """What lakecore does with Lance datasets so far: read any version (by number, tag or time),
-its history and a change feed derived from the manifests. Writing (and with it every write
-capability) and upkeep come with the writer."""
+its history and a change feed derived from the manifests; create, append, overwrite, delete
+and update (``lakecore_lance.write``). Merge, schema evolution and upkeep come later."""
 
 
 def _version_number(storage: Storage, version: int | str) -> int:
@@ -127,3 +138,26 @@ class LanceFormat:
         from lakecore_lance.scan import deleted_positions
 
         return deleted_positions(context, files)
+
+    # ------------------------------------------------------------------ writing
+
+    def create(
+        self,
+        storage: Storage,
+        schema: pa.Schema,
+        partition_by: Sequence[str],
+        properties: dict[str, str],
+    ) -> None:
+        from lakecore_lance.write.create import create_dataset
+
+        create_dataset(storage, schema, partition_by, properties)
+
+    def writer(self, storage: Storage, snapshot: Snapshot) -> LanceWriter:
+        from lakecore_lance.write.writer import LanceWriter
+
+        return LanceWriter(storage, snapshot)
+
+    def committer(self, storage: Storage, base: Snapshot) -> LanceCommitter:
+        from lakecore_lance.write.committer import LanceCommitter
+
+        return LanceCommitter(storage, base)

@@ -20,12 +20,13 @@ def test_registered_and_detected(tmp_path: Path) -> None:
     lance.write_dataset(pa.table({"id": [1, 2]}), str(tmp_path / "ds"))
     table = lakecore.open(str(tmp_path / "ds"))
     assert table.format == "lance"
+    c = lakecore.Capability
     assert table.capabilities == frozenset(
-        {lakecore.Capability.TIME_TRAVEL_BY_TIMESTAMP, lakecore.Capability.CHANGE_FEED}
+        {c.TIME_TRAVEL_BY_TIMESTAMP, c.CHANGE_FEED, c.WRITE, c.OVERWRITE, c.DELETE, c.UPDATE}
     )
     with pytest.raises(lakecore.UnsupportedFeatureError) as info:
-        table.append(pa.table({"id": [3]}))
-    assert info.value.feature == "write"
+        table.merge(pa.table({"id": [3]}), on="id")
+    assert info.value.feature == "merge"
 
 
 def test_without_the_extra_the_install_hint_is_given(

@@ -1,0 +1,1 @@
+"""Writing Lance datasets: lakecore writes the table layer, pylance encodes data files."""

@@ -1,0 +1,234 @@
+"""LanceCommitter: Lance's side of the core's commit loop (see ``lakecore.format.committer``).
+
+prepare = the transaction file (``_transactions/{read_version}-{uuid}.txn``) and the next
+manifest; commit = write the transaction file (once), then ``put_if_absent`` of the next
+manifest under the dataset's naming (V2 for datasets lakecore creates): ``Conflict(winner)``
+when another writer took the version; rebase = read the winner's transaction and re-apply
+this one on the winner's manifest when compatible (Lance's conflict resolver, narrowed to
+what lakecore writes), else ``CommitConflictError`` naming the winner; abort = delete the
+data files, deletion files and transaction file this transaction wrote.
+
+Compatibility with a winner (anything else conflicts):
+
+- append: after an append, delete or update (fragments are only added);
+- delete / update (fragments ``T`` changed or removed): after an append, or a delete, update
+  or compaction (``rewrite``) touching none of ``T``;
+- whole-table overwrite: never (it read every row the winner changed);
+- any: the winner changed the schema, added an index or used a writer feature lakecore does
+  not keep valid -> conflict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lakecore.errors import CommitConflictError, CommitStorageError
+from lakecore.format.committer import Prepared
+from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, Conflict
+from lakecore.snapshot import Snapshot
+from lakecore.storage import Storage
+from lakecore_lance.history import TRANSACTIONS_DIR, read_transaction
+from lakecore_lance.manifest import MAGIC, find_manifest, manifest_path, read_manifest
+from lakecore_lance.proto import table_pb2, transaction_pb2
+from lakecore_lance.write.changes import (
+    WRITABLE_WRITER_FLAGS,
+    Combined,
+    apply,
+    changes_of,
+    combine,
+    transaction,
+    txn_uuid,
+)
+from lakecore_lance.write.writer import state_of
+
+FOOTER_VERSION = (0, 2)
+"""The (major, minor) pylance 14 writes in a manifest's footer."""
+HINT = "_versions/latest_version_hint.json"
+
+
+@dataclass(frozen=True, slots=True)
+class LancePlan:
+    """The payload of a Lance ``Prepared``: what ``commit`` writes."""
+
+    combined: Combined
+    transaction_path: str
+    transaction: bytes
+    manifest: bytes
+    """The encoded next manifest, framed."""
+    current: table_pb2.Manifest
+    """The manifest it follows (the base's, or the last winner's)."""
+
+
+def encode_manifest(manifest: table_pb2.Manifest) -> bytes:
+    """A manifest file: u32 length + protobuf at position 0, then the 16-byte footer."""
+    body: bytes = manifest.SerializeToString(deterministic=True)
+    major, minor = FOOTER_VERSION
+    return struct.pack("<I", len(body)) + body + struct.pack("<qHH", 0, major, minor) + MAGIC
+
+
+class LanceCommitter:
+    """Lands one transaction on a Lance dataset, on top of ``base`` (one per transaction)."""
+
+    def __init__(self, storage: Storage, base: Snapshot) -> None:
+        self._storage = storage
+        self._state = state_of(base)
+        self._naming = self._state.loaded.file.naming
+        self._txn_written: str | None = None
+        self._committed = False
+
+    def prepare(self, actions: Sequence[Action], info: CommitInfo) -> Prepared:
+        """The transaction file and the next manifest for ``actions`` (nothing written).
+
+        Raises ``UnsupportedFeatureError`` for actions a Lance commit cannot hold (see
+        ``combine``) and ``ValueError`` for none at all.
+        """
+        combined = combine(changes_of(actions))
+        base = self._state.manifest
+        raw = transaction(combined, int(base.version), base)
+        name = f"{int(base.version)}-{txn_uuid(raw)}.txn"
+        return self._plan(actions, info, combined, f"{TRANSACTIONS_DIR}/{name}", raw, base)
+
+    def _plan(
+        self,
+        actions: Sequence[Action],
+        info: CommitInfo,
+        combined: Combined,
+        txn_path: str,
+        raw: bytes,
+        current: table_pb2.Manifest,
+    ) -> Prepared:
+        name = txn_path.rsplit("/", 1)[-1]
+        manifest = apply(combined, current, name)
+        plan = LancePlan(combined, txn_path, raw, encode_manifest(manifest), current)
+        return Prepared(int(manifest.version), tuple(actions), info, plan)
+
+    def commit(self, prepared: Prepared) -> CommitOutcome:
+        """Write the transaction file (first attempt only), then put the next manifest unless
+        the version exists: ``Committed`` or ``Conflict(version)``.
+
+        Raises ``CommitStorageError`` when the transaction file cannot be written (nothing
+        landed); an ``OSError`` putting the manifest leaves the outcome unknown (the core
+        says so).
+        """
+        plan = prepared.payload
+        if not isinstance(plan, LancePlan):
+            raise TypeError("not a Lance prepared commit")
+        if self._txn_written is None:
+            try:
+                self._storage.put(plan.transaction_path, plan.transaction)
+            except OSError as exc:
+                raise CommitStorageError(
+                    f"cannot write transaction file {plan.transaction_path}: {exc}"
+                ) from exc
+            self._txn_written = plan.transaction_path
+        version = int(prepared.version)
+        try:
+            self._storage.put_if_absent(manifest_path(version, self._naming), plan.manifest)
+        except FileExistsError:
+            return Conflict(version)
+        self._committed = True
+        self._write_hint(version)
+        return Committed(version)
+
+    def _write_hint(self, version: int) -> None:
+        # pylance keeps a hint of the latest version; readers never trust it (a slower writer
+        # may overwrite it with an older number), so a failure here is harmless.
+        with contextlib.suppress(OSError):
+            self._storage.put(HINT, f'{{"version":{version}}}'.encode())
+
+    def rebase(self, prepared: Prepared, winner: int | str) -> Prepared:
+        """Check version ``winner``'s transaction against this one; the same transaction on
+        top of the winner's manifest when compatible (see the module docstring).
+
+        Raises ``CommitConflictError`` naming ``winner`` otherwise; ``OSError`` reading it.
+        """
+        plan = prepared.payload
+        if not isinstance(plan, LancePlan):
+            raise TypeError("not a Lance prepared commit")
+        won = int(winner)
+        loaded = read_manifest(self._storage, find_manifest(self._storage, won))
+        txn = read_transaction(self._storage, loaded)
+        check_compatible(plan.combined, plan.current, loaded.manifest, txn, won)
+        return self._plan(
+            prepared.actions,
+            prepared.info,
+            plan.combined,
+            plan.transaction_path,
+            plan.transaction,
+            loaded.manifest,
+        )
+
+    def abort(self, actions: Sequence[Action]) -> None:
+        """Delete the data and deletion files the changes of ``actions`` wrote and this
+        transaction's transaction file; idempotent. Never after the commit landed."""
+        if self._committed:
+            return
+        for change in changes_of(actions):
+            for path in change.written:
+                if path.startswith(("data/", "_deletions/")):
+                    self._storage.delete(path)
+        if self._txn_written is not None:
+            self._storage.delete(self._txn_written)
+
+
+_DATA_ONLY = frozenset({"append", "delete", "update", "rewrite"})
+
+
+def _touched(txn: transaction_pb2.Transaction) -> frozenset[int] | None:
+    """Fragments of its read version the winner changed or removed; None: unknown (all)."""
+    op = txn.WhichOneof("operation")
+    if op == "append":
+        return frozenset()
+    if op == "delete":
+        ids = {int(f.id) for f in txn.delete.updated_fragments}
+        return frozenset(ids | {int(i) for i in txn.delete.deleted_fragment_ids})
+    if op == "update":
+        ids = {int(f.id) for f in txn.update.updated_fragments}
+        return frozenset(ids | {int(i) for i in txn.update.removed_fragment_ids})
+    if op == "rewrite":
+        old = [f for g in txn.rewrite.groups for f in g.old_fragments]
+        old.extend(txn.rewrite.old_fragments)
+        return frozenset(int(f.id) for f in old)
+    return None
+
+
+def check_compatible(
+    mine: Combined,
+    current: table_pb2.Manifest,
+    won: table_pb2.Manifest,
+    txn: transaction_pb2.Transaction | None,
+    winner: int,
+) -> None:
+    """Raise ``CommitConflictError`` naming ``winner`` unless this transaction may land after
+    it (see the module docstring)."""
+    op = None if txn is None else txn.WhichOneof("operation")
+
+    def conflict(why: str) -> CommitConflictError:
+        return CommitConflictError(
+            f"version {winner} ({op or 'unknown operation'}) was committed concurrently and "
+            f"conflicts with this {mine.operation}: {why}",
+            winning_version=winner,
+        )
+
+    if txn is None or op not in _DATA_ONLY:
+        raise conflict("lakecore rebases only past appends, deletes, updates and compactions")
+    if list(won.fields) != list(current.fields):
+        raise conflict("it changed the schema")
+    if won.HasField("index_section"):
+        raise conflict("the dataset now has indices, which lakecore does not maintain")
+    if int(won.writer_feature_flags) & ~WRITABLE_WRITER_FLAGS:
+        raise conflict("it uses writer features lakecore does not keep valid")
+    if mine.operation == "overwrite":
+        raise conflict("a whole-table overwrite read every row the winner changed")
+    if mine.operation == "append" and op != "rewrite":
+        return
+    touched = _touched(txn)
+    if mine.operation == "append":
+        return  # a compaction only replaces fragments; new ones are unaffected
+    assert touched is not None
+    both = touched & mine.touched
+    if both:
+        raise conflict(f"both changed fragments {sorted(both)}")

@@ -1,0 +1,63 @@
+"""Creating a Lance dataset: version 1's manifest (V2 naming) and its transaction file."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from lakecore.errors import TableExistsError, UnsupportedFeatureError
+from lakecore.storage import Storage
+from lakecore_lance.history import TRANSACTIONS_DIR
+from lakecore_lance.manifest import manifest_path
+from lakecore_lance.proto import table_pb2, transaction_pb2
+from lakecore_lance.write.changes import Combined, apply
+from lakecore_lance.write.committer import HINT, encode_manifest
+from lakecore_lance.write.fields import lance_fields
+
+DEFAULT_DATA_VERSION = "2.2"
+"""The data storage version new datasets get: what pylance 14 writes by default."""
+
+
+def create_dataset(
+    storage: Storage,
+    schema: pa.Schema,
+    partition_by: Sequence[str],
+    properties: dict[str, str],
+) -> None:
+    """Create an empty dataset of ``schema``: field ids 0.. depth first, data storage version
+    ``DEFAULT_DATA_VERSION``, V2 manifest naming, an ``Overwrite`` transaction at read version
+    0 (as pylance writes a new dataset).
+
+    Raises ``UnsupportedFeatureError`` for ``partition_by`` or ``properties`` (Lance has no
+    partitions; table config is not written yet), ``SchemaError`` for types Lance cannot hold,
+    ``TableExistsError`` when version 1 exists (decided by ``put_if_absent``).
+    """
+    if partition_by:
+        raise UnsupportedFeatureError(
+            "lance:partitioning", f"Lance datasets are not partitioned (got {list(partition_by)})"
+        )
+    if properties:
+        raise UnsupportedFeatureError(
+            "lance:properties", f"lakecore does not write Lance table config yet: {properties}"
+        )
+    fields = lance_fields(schema)
+    meta = {k.decode(): bytes(v) for k, v in (schema.metadata or {}).items()}
+    txn = transaction_pb2.Transaction(read_version=0, uuid=str(uuid.uuid4()))
+    txn.overwrite.schema.extend(fields)
+    for k, v in meta.items():
+        txn.overwrite.schema_metadata[k] = v
+    name = f"0-{txn.uuid}.txn"
+    empty = table_pb2.Manifest(fields=fields, schema_metadata=meta, version=0)
+    empty.data_format.file_format = "lance"
+    empty.data_format.version = DEFAULT_DATA_VERSION
+    nothing = Combined("overwrite", (), {}, frozenset(), None)
+    manifest = apply(nothing, empty, name)
+    storage.put(f"{TRANSACTIONS_DIR}/{name}", txn.SerializeToString(deterministic=True))
+    try:
+        storage.put_if_absent(manifest_path(1, "v2"), encode_manifest(manifest))
+    except FileExistsError as exc:
+        storage.delete(f"{TRANSACTIONS_DIR}/{name}")
+        raise TableExistsError(f"{storage.root} already holds a Lance dataset") from exc
+    storage.put(HINT, b'{"version":1}')

@@ -1,0 +1,326 @@
+"""LanceWriter: plans appends, overwrites, deletes and updates against one Lance version.
+
+Rows are conformed to the dataset schema (lossless casts only, NOT NULL checked), written as
+new fragments (``files_out``), and deletes mark rows in per-fragment deletion files. Only
+the fragments the planner's pruning keeps (``candidate_files``) are read, through the
+reader's own read path (``lakecore_lance.scan``), deleted rows included so that row offsets
+are the fragment's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.expr import tree as ex
+from lakecore.expr.assign import assigned_values
+from lakecore.expr.evaluate import evaluate_predicate
+from lakecore.model import files as fi
+from lakecore.model.actions import Action, CommitInfo, FormatPayload
+from lakecore.model.data_input import cast_lossless, to_arrow_table
+from lakecore.model.schema import strip_metadata
+from lakecore.planning.candidates import candidate_files, dml_predicate
+from lakecore.snapshot import Snapshot
+from lakecore.storage import Storage
+from lakecore_lance import features
+from lakecore_lance.file_index import FRAGMENT_ID
+from lakecore_lance.proto import table_pb2
+from lakecore_lance.source import LanceSnapshotSource
+from lakecore_lance.state import LanceState
+from lakecore_lance.write.changes import FORMAT, WRITABLE_WRITER_FLAGS, LanceChange
+from lakecore_lance.write.files_out import (
+    WRITABLE_DATA_VERSIONS,
+    write_deletion_file,
+    write_fragments,
+)
+
+if TYPE_CHECKING:
+    from lakecore.expr.assign import SetValue
+    from lakecore.format.writing import DataFileWriter, SchemaUpdate
+    from lakecore.model.merge import MergeClauses
+
+
+def state_of(snapshot: Snapshot) -> LanceState:
+    """The Lance state behind a lakecore Snapshot of a Lance dataset."""
+    source = snapshot.source
+    if not isinstance(source, LanceSnapshotSource):
+        raise TypeError("not a Lance snapshot")
+    return source.state
+
+
+def ensure_writable(state: LanceState) -> None:
+    """Raise ``UnsupportedFeatureError`` when lakecore cannot write to ``state``'s dataset:
+    writer feature flags it does not keep valid (stable row ids, base paths, ...), indices
+    (not maintained yet), or data files in a storage version other than 2.1/2.2."""
+    m = state.manifest
+    unknown = int(m.writer_feature_flags) & ~WRITABLE_WRITER_FLAGS
+    if unknown:
+        names = sorted(features.flag_names(unknown))
+        raise UnsupportedFeatureError(
+            f"lance:{names[0]}", f"lakecore does not write Lance datasets with features {names}"
+        )
+    if m.HasField("index_section"):
+        raise UnsupportedFeatureError(
+            "lance:indices", "lakecore does not write Lance datasets with indices yet"
+        )
+    version = m.data_format.version
+    if version not in WRITABLE_DATA_VERSIONS:
+        raise UnsupportedFeatureError(
+            f"lance:data_storage_version:{version or '0.1'}",
+            f"lakecore writes Lance data storage versions {sorted(WRITABLE_DATA_VERSIONS)}, "
+            f"not {version or '0.1 (legacy)'}",
+        )
+
+
+def conform(data: Any, schema: pa.Schema) -> pa.Table:
+    """``data`` as rows of ``schema`` (by name, lossless casts, missing nullable columns as
+    nulls). Raises ``SchemaError`` (unknown or missing columns, types that do not convert)
+    and ``ConstraintViolationError`` (nulls in a NOT NULL column)."""
+    table = to_arrow_table(data)
+    extra = [n for n in table.column_names if schema.get_field_index(n) < 0]
+    if extra:
+        raise SchemaError(f"columns {extra} are not in the dataset schema {schema.names}")
+    target = strip_metadata(schema)
+    columns = []
+    for f in target:
+        if f.name in table.column_names:
+            column = cast_lossless(table.column(f.name), f.type, f.name)
+        elif f.nullable:
+            column = pa.nulls(table.num_rows, f.type)
+        else:
+            raise SchemaError(f"the data has no column {f.name!r}, which is NOT NULL")
+        if not f.nullable and column.null_count:
+            raise ConstraintViolationError(f"column {f.name!r} is NOT NULL; the data has nulls")
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+@dataclass(frozen=True, slots=True)
+class Marked:
+    """A fragment's rows a delete or update takes: the fragment's live rows matching."""
+
+    fragment_id: int
+    positions: np.ndarray
+    """Offsets of the matching live rows, sorted."""
+    already: np.ndarray
+    """Offsets deleted before (sorted)."""
+    physical_rows: int
+    rows: pa.Table | None
+    """The matching rows themselves (updates)."""
+
+
+class LanceWriter:
+    """Writes data and deletion files for one snapshot and returns the staged changes."""
+
+    def __init__(self, storage: Storage, snapshot: Snapshot) -> None:
+        self._storage = storage
+        self._snapshot = snapshot
+        self._state = state_of(snapshot)
+        ensure_writable(self._state)
+        self._schema = snapshot.schema
+
+    # ------------------------------------------------------------------ helpers
+
+    def _new_rows(self, rows: pa.Table) -> tuple[tuple[bytes, ...], tuple[str, ...]]:
+        if rows.num_rows == 0:
+            return (), ()
+        m = self._state.manifest
+        written = write_fragments(self._storage, m.fields, m.data_format.version, rows)
+        return written.fragments, written.paths
+
+    def _predicate(self, where: str | None) -> ex.Predicate | None:
+        # Parsed, bound and type-checked before any IO: bad SQL or unknown columns fail here.
+        return None if where is None else dml_predicate(where, self._schema)
+
+    def _marked(self, predicate: ex.Predicate | None, keep_rows: bool) -> list[Marked]:
+        """The live rows matching ``predicate`` (all when None), fragment by fragment, read
+        only from the fragments pruning keeps."""
+        from lakecore_lance.scan import deleted_positions, read_files
+
+        files = self._snapshot.files()
+        context = self._snapshot.source.scan_context()
+        if predicate is not None:
+            files = candidate_files(files, predicate, context)
+        columns = self._schema.names
+        out = []
+        for i in range(files.num_rows):
+            row = files.slice(i, 1)
+            fid = int(row.column(FRAGMENT_ID)[0].as_py())
+            physical = row.column(fi.RECORD_COUNT)[0].as_py()
+            gone = deleted_positions(context, row)[0]
+            already = np.zeros(0, np.uint64) if gone is None else np.asarray(gone, np.uint64)
+            hits: list[np.ndarray] = []
+            chunks: list[pa.Table] = []
+            total = 0
+            for part in read_files(context, row, columns):
+                batch = pa.Table.from_batches([part.batch])
+                total = max(total, part.offset + batch.num_rows)
+                if predicate is None:
+                    mask = np.ones(batch.num_rows, dtype=bool)
+                else:
+                    result = pc.fill_null(evaluate_predicate(predicate, batch), False)
+                    mask = np.asarray(result.to_numpy(zero_copy_only=False), dtype=bool)
+                offsets = np.nonzero(mask)[0].astype(np.uint64) + np.uint64(part.offset)
+                live = ~np.isin(offsets, already)
+                if keep_rows:
+                    local = np.nonzero(mask)[0][live]
+                    chunks.append(batch.take(pa.array(local, pa.int64())))
+                hits.append(offsets[live])
+            positions = np.concatenate(hits) if hits else np.zeros(0, np.uint64)
+            if len(positions) == 0:
+                continue
+            rows = pa.concat_tables(chunks) if keep_rows else None
+            out.append(Marked(fid, positions, already, int(physical or total), rows))
+        return out
+
+    def _deletions(
+        self, marked: Sequence[Marked]
+    ) -> tuple[tuple[bytes, ...], tuple[int, ...], tuple[str, ...]]:
+        """Deletion files for ``marked`` (old and new offsets together); fragments left with
+        no live row are removed instead."""
+        from lakecore_lance.deletions import deletion_path
+
+        by_id = {int(f.id): f for f in self._state.manifest.fragments}
+        updated: list[bytes] = []
+        removed: list[int] = []
+        written: list[str] = []
+        for m in marked:
+            positions = np.union1d(m.already, m.positions).astype(np.uint64)
+            if len(positions) >= m.physical_rows:
+                removed.append(m.fragment_id)
+                continue
+            deletion = write_deletion_file(
+                self._storage, m.fragment_id, self._state.version, positions
+            )
+            written.append(deletion_path(m.fragment_id, deletion))
+            fragment = table_pb2.DataFragment()
+            fragment.CopyFrom(by_id[m.fragment_id])
+            fragment.deletion_file.CopyFrom(deletion)
+            updated.append(fragment.SerializeToString(deterministic=True))
+        return tuple(updated), tuple(removed), tuple(written)
+
+    def _stage(self, change: LanceChange, info: CommitInfo) -> tuple[list[Action], CommitInfo]:
+        return [FormatPayload(FORMAT, change)], info
+
+    # ------------------------------------------------------------------ the writes
+
+    def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        rows = conform(data, self._schema)
+        fragments, paths = self._new_rows(rows)
+        change = LanceChange("append", new_fragments=fragments, written=paths)
+        return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}))
+
+    def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
+        rows = conform(data, self._schema)
+        if where is None:
+            fragments, paths = self._new_rows(rows)
+            change = LanceChange("overwrite", new_fragments=fragments, written=paths)
+            info = CommitInfo("WRITE", {"mode": "Overwrite"}, read_whole_table=True)
+            return self._stage(change, info)
+        predicate = self._predicate(where)
+        assert predicate is not None
+        outside = pc.invert(pc.fill_null(evaluate_predicate(predicate, rows), False))
+        if pc.any(outside).as_py():
+            raise ConstraintViolationError(
+                f"{pc.sum(outside).as_py()} row(s) of the data do not match {where!r}"
+            )
+        updated, removed, deletions = self._deletions(self._marked(predicate, False))
+        fragments, paths = self._new_rows(rows)
+        change = LanceChange(
+            "update",
+            new_fragments=fragments,
+            updated_fragments=updated,
+            removed_fragment_ids=removed,
+            written=deletions + paths,
+            predicate=where,
+        )
+        info = CommitInfo("WRITE", {"mode": "Overwrite", "where": where}, read_predicate=where)
+        return self._stage(change, info)
+
+    def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
+        predicate = self._predicate(where)
+        updated, removed, written = self._deletions(self._marked(predicate, False))
+        change = LanceChange(
+            "delete",
+            updated_fragments=updated,
+            removed_fragment_ids=removed,
+            written=written,
+            predicate=where,
+        )
+        info = CommitInfo("DELETE", {"predicate": where or ""}, read_predicate=where)
+        return self._stage(change, info)
+
+    def update(
+        self, set: Mapping[str, SetValue], where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
+        predicate = self._predicate(where)
+        empty = strip_metadata(self._schema).empty_table()
+        for name, value in set.items():
+            if self._schema.get_field_index(name) < 0:
+                raise SchemaError(
+                    f"cannot update unknown column {name!r}; the dataset has {self._schema.names}"
+                )
+            assigned_values(value, self._schema.field(name), empty)  # checked before any IO
+        marked = self._marked(predicate, True)
+        parts = []
+        for m in marked:
+            assert m.rows is not None
+            rows = m.rows
+            for name, value in set.items():
+                values = assigned_values(value, self._schema.field(name), rows)
+                rows = rows.set_column(rows.schema.get_field_index(name), name, values)
+            parts.append(conform(rows, self._schema))
+        updated, removed, deletions = self._deletions(marked)
+        new_rows = pa.concat_tables(parts) if parts else strip_metadata(self._schema).empty_table()
+        fragments, paths = self._new_rows(new_rows)
+        change = LanceChange(
+            "update",
+            new_fragments=fragments,
+            updated_fragments=updated,
+            removed_fragment_ids=removed,
+            written=deletions + paths,
+            predicate=where,
+        )
+        info = CommitInfo("UPDATE", {"predicate": where or ""}, read_predicate=where)
+        return self._stage(change, info)
+
+    # ------------------------------------------------------------------ not declared
+
+    def _refuse(self, capability: str) -> NoReturn:
+        raise UnsupportedFeatureError(
+            capability, f"lakecore does not {capability.replace('_', ' ')} Lance datasets yet"
+        )
+
+    def merge(
+        self, source: Any, on: Sequence[str], clauses: MergeClauses
+    ) -> tuple[list[Action], CommitInfo]:
+        self._refuse("merge")
+
+    def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        self._refuse("upsert")
+
+    def schema_update(self) -> SchemaUpdate:
+        self._refuse("schema_evolution")
+
+    def add_constraint(self, name: str, sql: str) -> tuple[list[Action], CommitInfo]:
+        self._refuse("constraints")
+
+    def drop_constraint(self, name: str) -> tuple[list[Action], CommitInfo]:
+        self._refuse("constraints")
+
+    def file_writer(self, mode: str, where: str | None) -> DataFileWriter:
+        self._refuse("spark_write")
+
+    def add_files(
+        self, file_writer: DataFileWriter, files: pa.Table, mode: str, where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
+        self._refuse("spark_write")
+
+    def discard(self, file_writer: DataFileWriter) -> None:
+        self._refuse("spark_write")

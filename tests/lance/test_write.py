@@ -1,0 +1,157 @@
+"""The Lance writer: what lakecore writes, pylance reads at every version with identical rows
+(pylance is the reference engine), and lakecore reads it back."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from lakecore_lance.proto import table_pb2
+
+import lakecore
+from lakecore.errors import (
+    ConstraintViolationError,
+    SchemaError,
+    TableExistsError,
+    UnsupportedFeatureError,
+)
+from tests.lance.helpers import assert_same_as_pylance, lance, sort_rows
+
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("vec", pa.list_(pa.float32(), 2)),
+        ("tags", pa.list_(pa.string())),
+        ("st", pa.struct([("a", pa.int32()), ("b", pa.list_(pa.int64()))])),
+        ("ts", pa.timestamp("us", "UTC")),
+        ("amount", pa.decimal128(10, 2)),
+    ]
+)
+
+
+def rows(ids: list[int], name: str = "a") -> pa.Table:
+    n = len(ids)
+    return pa.table(
+        {
+            "id": ids,
+            "name": [name] * n,
+            "vec": pa.array([[float(i), 0.5] for i in ids], pa.list_(pa.float32(), 2)),
+            "tags": [[name, str(i)] if i % 3 else None for i in ids],
+            "st": [{"a": i, "b": [i, i]} if i % 2 else None for i in ids],
+            "ts": pa.array([i * 1000 for i in ids], pa.timestamp("us", "UTC")),
+            "amount": pa.array([None] * n, pa.decimal128(10, 2)),
+        },
+        schema=SCHEMA,
+    )
+
+
+def manifest(path: Path, version: int) -> table_pb2.Manifest:
+    name = f"{2**64 - 1 - version:020d}.manifest"
+    data = (path / "_versions" / name).read_bytes()
+    position = struct.unpack("<q", data[-16:-8])[0]
+    (length,) = struct.unpack("<I", data[position : position + 4])
+    m = table_pb2.Manifest()
+    m.ParseFromString(data[position + 4 : position + 4 + length])
+    return m
+
+
+def lakecore_rows(path: Path, version: int | None = None) -> pa.Table:
+    return sort_rows(lakecore.open(str(path)).to_arrow(version=version))
+
+
+def test_create_writes_what_pylance_writes_for_a_new_dataset(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    lakecore.create(str(ours), SCHEMA, format="lance")
+    lance.write_dataset(SCHEMA.empty_table(), str(theirs))
+    mine, ref = manifest(ours, 1), manifest(theirs, 1)
+    assert list(mine.fields) == list(ref.fields)
+    assert mine.data_format == ref.data_format  # the data storage version pylance defaults to
+    assert not mine.HasField("max_fragment_id") and mine.version == 1
+    assert sorted(p.name for p in (ours / "_versions").iterdir()) == sorted(
+        p.name for p in (theirs / "_versions").iterdir()
+    )
+    assert lance.dataset(str(ours)).to_table().schema == SCHEMA
+    with pytest.raises(TableExistsError):
+        lakecore.create(str(ours), SCHEMA, format="lance")
+
+
+def test_create_refuses_what_lance_cannot_hold(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedFeatureError):
+        lakecore.create(str(tmp_path / "p"), SCHEMA, format="lance", partition_by=["name"])
+    bad = pa.schema([("m", pa.map_(pa.string(), pa.int64()))])
+    with pytest.raises(SchemaError):
+        lakecore.create(str(tmp_path / "m"), bad, format="lance")
+    assert not (tmp_path / "p").exists() or not any((tmp_path / "p").rglob("*.manifest"))
+
+
+def test_every_operation_reads_the_same_in_pylance(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = lakecore.create(str(path), SCHEMA, format="lance")
+    table.append(rows([1, 2, 3, 4]))
+    table.append(rows([5, 6]))
+    assert lakecore_rows(path).equals(sort_rows(rows([1, 2, 3, 4, 5, 6])))
+    table.delete("id = 2 OR id = 6")
+    table.update({"name": "'u'", "id": "id * 10"}, "id >= 4")
+    table.overwrite(rows([7, 8], "u"), where="name = 'u'")
+    table.delete("id = 7 OR id = 8")  # fragment 2 (the overwrite's rows) is dropped whole
+    last = manifest(path, table.version)
+    assert [int(f.id) for f in last.fragments] == [0]
+    assert last.reader_feature_flags & 1 and last.writer_feature_flags & 1
+    ids = lakecore_rows(path).column("id").to_pylist()
+    assert ids == [1, 3]
+    assert assert_same_as_pylance(path) == 7
+    table.overwrite(rows([9]))
+    assert lakecore_rows(path).column("id").to_pylist() == [9]
+    table.delete()
+    assert lakecore_rows(path).num_rows == 0
+    assert assert_same_as_pylance(path) == 9
+    # pylance appends and deletes on top of what lakecore wrote; lakecore reads them
+    lance.write_dataset(rows([11, 12]), str(path), mode="append")
+    lance.dataset(str(path)).delete("id = 12")
+    table.append(rows([13]))
+    assert lakecore_rows(path).column("id").to_pylist() == [11, 13]
+    assert assert_same_as_pylance(path) == 12
+
+
+def test_large_deletes_write_a_bitmap_and_small_ones_arrow(tmp_path: Path) -> None:
+    path = tmp_path / "big"
+    table = lakecore.create(str(path), pa.schema([("id", pa.int64())]), format="lance")
+    table.append(pa.table({"id": list(range(12_000))}))
+    table.delete("id < 10")
+    assert [p.suffix for p in (path / "_deletions").iterdir()] == [".arrow"]
+    table.delete("id % 2 = 0")
+    suffixes = sorted(p.suffix for p in (path / "_deletions").iterdir())
+    assert suffixes == [".arrow", ".bin"]
+    assert manifest(path, table.version).fragments[0].deletion_file.num_deleted_rows == 6005
+    assert lance.dataset(str(path)).count_rows() == 5995
+    assert assert_same_as_pylance(path) == 4
+
+
+def test_bad_input_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "bad"
+    table = lakecore.create(str(path), SCHEMA, format="lance")
+    version = table.append(rows([1]))
+    with pytest.raises(SchemaError):
+        table.append(pa.table({"id": ["x"]}))
+    with pytest.raises(SchemaError):
+        table.append(pa.table({"id": [1], "nope": [2]}))
+    with pytest.raises(ConstraintViolationError):
+        table.overwrite(rows([5]), where="id = 1")
+    with pytest.raises(SchemaError):
+        table.update({"nope": "1"}, "id = 1")
+    assert table.version == version
+    assert len(list((path / "data").iterdir())) == 1
+    assert assert_same_as_pylance(path) == 2
+
+
+def test_writing_a_dataset_with_indices_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "idx"
+    ds = lance.write_dataset(pa.table({"id": list(range(100))}), str(path))
+    ds.create_scalar_index("id", "BTREE")
+    table = lakecore.open(str(path))
+    with pytest.raises(UnsupportedFeatureError, match="indices"):
+        table.append(pa.table({"id": [1]}))
+    assert lance.dataset(str(path)).count_rows() == 100
