@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from lakecore_lance.proto import table_pb2
+from lakecore_lance.proto import table_pb2, transaction_pb2
+from lakecore_lance.write.committer import INLINE_TRANSACTION_FIELD
 
 import lakecore
 from lakecore.errors import (
@@ -74,6 +75,15 @@ def test_create_writes_what_pylance_writes_for_a_new_dataset(tmp_path: Path) -> 
         p.name for p in (theirs / "_versions").iterdir()
     )
     assert lance.dataset(str(ours)).to_table().schema == SCHEMA
+    for path in (ours, theirs):  # both lay the file out alike: inline transaction first
+        data = next((path / "_versions").glob("*.manifest")).read_bytes()
+        position = struct.unpack("<q", data[-16:-8])[0]
+        (length,) = struct.unpack("<I", data[position : position + 4])
+        assert data[position + 4 : position + 4 + length].endswith(INLINE_TRANSACTION_FIELD)
+        (size,) = struct.unpack("<I", data[:4])
+        txn = transaction_pb2.Transaction()
+        txn.ParseFromString(data[4 : 4 + size])
+        assert txn.WhichOneof("operation") == "overwrite" and txn.read_version == 0
     with pytest.raises(TableExistsError):
         lakecore.create(str(ours), SCHEMA, format="lance")
 

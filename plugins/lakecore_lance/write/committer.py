@@ -62,11 +62,22 @@ class LancePlan:
     """The manifest it follows (the base's, or the last winner's)."""
 
 
-def encode_manifest(manifest: table_pb2.Manifest) -> bytes:
-    """A manifest file: u32 length + protobuf at position 0, then the 16-byte footer."""
-    body: bytes = manifest.SerializeToString(deterministic=True)
+INLINE_TRANSACTION_FIELD = b"\xb8\x01\x00"
+"""Manifest field 23 (varint) = 0: the position of the inline transaction, as pylance 14
+writes it (``tests/lance/test_write.py`` checks). Pylance 14 decodes a transaction at that
+position when it resolves conflicts, also when the field is absent, so every manifest lakecore
+writes starts with its transaction. (The checked-in table.proto names field 21
+``transaction_section``; pylance 14 writes 23.)"""
+
+
+def encode_manifest(manifest: table_pb2.Manifest, transaction: bytes) -> bytes:
+    """A manifest file as pylance 14 lays it out: the u32-length-prefixed ``transaction`` at
+    position 0, the u32-length-prefixed manifest, then the 16-byte footer pointing at it."""
+    body: bytes = manifest.SerializeToString(deterministic=True) + INLINE_TRANSACTION_FIELD
+    head = struct.pack("<I", len(transaction)) + transaction
     major, minor = FOOTER_VERSION
-    return struct.pack("<I", len(body)) + body + struct.pack("<qHH", 0, major, minor) + MAGIC
+    footer = struct.pack("<qHH", len(head), major, minor) + MAGIC
+    return head + struct.pack("<I", len(body)) + body + footer
 
 
 class LanceCommitter:
@@ -102,7 +113,7 @@ class LanceCommitter:
     ) -> Prepared:
         name = txn_path.rsplit("/", 1)[-1]
         manifest = apply(combined, current, name)
-        plan = LancePlan(combined, txn_path, raw, encode_manifest(manifest), current)
+        plan = LancePlan(combined, txn_path, raw, encode_manifest(manifest, raw), current)
         return Prepared(int(manifest.version), tuple(actions), info, plan)
 
     def commit(self, prepared: Prepared) -> CommitOutcome:

@@ -54,9 +54,10 @@ def create_dataset(
     empty.data_format.version = DEFAULT_DATA_VERSION
     nothing = Combined("overwrite", (), {}, frozenset(), None)
     manifest = apply(nothing, empty, name)
-    storage.put(f"{TRANSACTIONS_DIR}/{name}", txn.SerializeToString(deterministic=True))
+    raw = txn.SerializeToString(deterministic=True)
+    storage.put(f"{TRANSACTIONS_DIR}/{name}", raw)
     try:
-        storage.put_if_absent(manifest_path(1, "v2"), encode_manifest(manifest))
+        storage.put_if_absent(manifest_path(1, "v2"), encode_manifest(manifest, raw))
     except FileExistsError as exc:
         storage.delete(f"{TRANSACTIONS_DIR}/{name}")
         raise TableExistsError(f"{storage.root} already holds a Lance dataset") from exc
