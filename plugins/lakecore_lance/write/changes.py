@@ -122,7 +122,9 @@ def combine(changes: Sequence[LanceChange]) -> Combined:
         operation = "delete"
     else:
         operation = "update"
-    predicate = " OR ".join(f"({p})" for p in predicates) if predicates else None
+    predicate = " OR ".join(f"({p})" for p in predicates) if len(predicates) > 1 else None
+    if len(predicates) == 1:
+        predicate = predicates[0]
     return Combined(operation, tuple(new), updated, frozenset(removed), predicate)
 
 
