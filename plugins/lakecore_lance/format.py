@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakecore.errors import TableNotFoundError
+from lakecore.errors import TableNotFoundError, UnsupportedFeatureError
 from lakecore.format import Capability, TableFeatures
+from lakecore.model.actions import Action, CommitInfo
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -31,11 +32,13 @@ CAPABILITIES = frozenset(
         Capability.OVERWRITE,
         Capability.DELETE,
         Capability.UPDATE,
+        Capability.RESTORE,
     }
 )
 """What lakecore does with Lance datasets so far: read any version (by number, tag or time),
-its history and a change feed derived from the manifests; create, append, overwrite, delete
-and update (``lakecore_lance.write``). Merge, schema evolution and upkeep come later."""
+its history and a change feed derived from the manifests; create, append, overwrite, delete,
+update and restore (``lakecore_lance.write``). Merge, schema evolution and the other upkeep
+(checkpoint, vacuum, optimize: refused) come later."""
 
 
 def _version_number(storage: Storage, version: int | str) -> int:
@@ -161,3 +164,30 @@ class LanceFormat:
         from lakecore_lance.write.committer import LanceCommitter
 
         return LanceCommitter(storage, base)
+
+    # ------------------------------------------------------------------ upkeep
+
+    def restore(
+        self, storage: Storage, snapshot: Snapshot, version: int | str
+    ) -> tuple[list[Action], CommitInfo]:
+        from lakecore_lance.write.maintenance import restore_actions
+
+        return restore_actions(storage, snapshot, _version_number(storage, version))
+
+    def checkpoint(self, storage: Storage, snapshot: Snapshot) -> int:
+        raise UnsupportedFeatureError("checkpoint", "Lance datasets have no checkpoints")
+
+    def vacuum(
+        self,
+        storage: Storage,
+        snapshot: Snapshot,
+        retention_hours: float,
+        dry_run: bool,
+        enforce_retention: bool,
+    ) -> list[str]:
+        raise UnsupportedFeatureError("vacuum", "lakecore does not clean up Lance versions yet")
+
+    def optimize(
+        self, storage: Storage, snapshot: Snapshot, target_file_size: int | None
+    ) -> tuple[list[Action], CommitInfo]:
+        raise UnsupportedFeatureError("optimize", "lakecore does not compact Lance datasets yet")

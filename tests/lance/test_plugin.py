@@ -22,7 +22,15 @@ def test_registered_and_detected(tmp_path: Path) -> None:
     assert table.format == "lance"
     c = lakecore.Capability
     assert table.capabilities == frozenset(
-        {c.TIME_TRAVEL_BY_TIMESTAMP, c.CHANGE_FEED, c.WRITE, c.OVERWRITE, c.DELETE, c.UPDATE}
+        {
+            c.TIME_TRAVEL_BY_TIMESTAMP,
+            c.CHANGE_FEED,
+            c.WRITE,
+            c.OVERWRITE,
+            c.DELETE,
+            c.UPDATE,
+            c.RESTORE,
+        }
     )
     with pytest.raises(lakecore.UnsupportedFeatureError) as info:
         table.merge(pa.table({"id": [3]}), on="id")

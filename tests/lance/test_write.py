@@ -17,6 +17,7 @@ from lakecore.errors import (
     SchemaError,
     TableExistsError,
     UnsupportedFeatureError,
+    VersionNotFoundError,
 )
 from tests.lance.helpers import assert_same_as_pylance, lance, sort_rows
 
@@ -165,3 +166,24 @@ def test_writing_a_dataset_with_indices_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="indices"):
         table.append(pa.table({"id": [1]}))
     assert lance.dataset(str(path)).count_rows() == 100
+
+
+def test_restore_commits_an_older_versions_content(tmp_path: Path) -> None:
+    path = tmp_path / "r"
+    table = lakecore.create(str(path), SCHEMA, format="lance")
+    table.append(rows([1, 2, 3]))
+    with_deletion = table.delete("id = 2")
+    lance.dataset(str(path)).tags.create("before-overwrite", with_deletion)
+    table.overwrite(rows([9]))
+    restored = table.restore(with_deletion)
+    assert lakecore_rows(path).column("id").to_pylist() == [1, 3]
+    table.append(rows([4]))  # new fragment ids stay unique past the restore
+    assert sorted(int(f.id) for f in manifest(path, table.version).fragments) == [0, 2]
+    table.restore("before-overwrite")  # by tag
+    assert lakecore_rows(path).column("id").to_pylist() == [1, 3]
+    history = table.history()
+    assert history[0].operation == "restore" and history[2].operation == "restore"
+    assert restored == with_deletion + 2
+    assert assert_same_as_pylance(path) == 7
+    with pytest.raises(VersionNotFoundError):
+        table.restore(99)

@@ -32,13 +32,15 @@ class LanceChange:
     """One staged Lance write (see the module docstring); serialized protos keep it frozen."""
 
     operation: str
-    """``append``, ``delete``, ``update`` or ``overwrite`` (the whole table)."""
+    """``append``, ``delete``, ``update``, ``overwrite`` (the whole table) or ``restore``."""
     new_fragments: tuple[bytes, ...] = ()
     updated_fragments: tuple[bytes, ...] = ()
     removed_fragment_ids: tuple[int, ...] = ()
     written: tuple[str, ...] = ()
     """Files this change wrote (data and deletion files, relative to the root)."""
     predicate: str | None = None
+    restored: bytes = b""
+    """``restore``: the serialized manifest of the version restored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,7 @@ class Combined:
     updated: dict[int, table_pb2.DataFragment]
     removed: frozenset[int]
     predicate: str | None
+    restored: table_pb2.Manifest | None = None
 
     @property
     def touched(self) -> frozenset[int]:
@@ -87,6 +90,14 @@ def combine(changes: Sequence[LanceChange]) -> Combined:
     """
     if not changes:
         raise ValueError("nothing to commit")
+    if any(c.operation == "restore" for c in changes):
+        if len(changes) > 1:
+            raise UnsupportedFeatureError(
+                "lance:transaction-shape", "a Lance restore must be the only change of its commit"
+            )
+        target = table_pb2.Manifest()
+        target.ParseFromString(changes[0].restored)
+        return Combined("restore", (), {}, frozenset(), None, target)
     overwrite = any(c.operation == "overwrite" for c in changes)
     if overwrite and (
         changes[0].operation != "overwrite"
@@ -114,12 +125,13 @@ def combine(changes: Sequence[LanceChange]) -> Combined:
             removed.add(fid)
         if c.predicate:
             predicates.append(c.predicate)
+    kinds = {c.operation for c in changes}
     if overwrite:
         operation = "overwrite"
-    elif not updated and not removed:
+    elif kinds == {"append"}:
         operation = "append"
-    elif not new:
-        operation = "delete"
+    elif not new and kinds <= {"append", "delete"}:
+        operation = "delete"  # also when nothing matched: history says what was asked
     else:
         operation = "update"
     predicate = " OR ".join(f"({p})" for p in predicates) if len(predicates) > 1 else None
@@ -139,7 +151,10 @@ def transaction(combined: Combined, read_version: int, base: table_pb2.Manifest)
     """The ``_transactions/`` file of ``combined`` read at ``read_version`` (a new uuid)."""
     txn = transaction_pb2.Transaction(read_version=read_version, uuid=str(uuid.uuid4()))
     op = combined.operation
-    if op == "append":
+    if op == "restore":
+        assert combined.restored is not None
+        txn.restore.version = int(combined.restored.version)
+    elif op == "append":
         txn.append.fragments.extend(combined.new)
     elif op == "delete":
         txn.delete.updated_fragments.extend(combined.updated.values())
@@ -174,18 +189,24 @@ def apply(
     transaction changes is no longer in ``current``.
     """
     out = table_pb2.Manifest()
-    out.CopyFrom(current)
+    out.CopyFrom(current if combined.restored is None else combined.restored)
     del out.fragments[:]
-    kept = [] if combined.operation == "overwrite" else list(current.fragments)
+    if combined.restored is not None:
+        kept = list(combined.restored.fragments)  # the restored version's content, as is
+    elif combined.operation == "overwrite":
+        kept = []
+    else:
+        kept = list(current.fragments)
     present = {int(f.id) for f in kept}
     missing = combined.touched - present
-    if missing and combined.operation != "overwrite":
+    if missing and combined.operation not in ("overwrite", "restore"):
         raise CommitConflictError(
             f"fragments {sorted(missing)} changed by this transaction are gone in version "
             f"{current.version}",
             winning_version=int(current.version),
         )
     next_id = (int(current.max_fragment_id) + 1) if current.HasField("max_fragment_id") else 0
+    # Fragment ids are never reused, also past a restore of an older version.
     for f in kept:
         fid = int(f.id)
         if fid in combined.removed:
@@ -198,7 +219,7 @@ def apply(
         next_id += 1
     if out.fragments or current.HasField("max_fragment_id"):
         top = max([int(f.id) for f in out.fragments], default=0)
-        out.max_fragment_id = max(top, int(current.max_fragment_id))
+        out.max_fragment_id = max(top, int(current.max_fragment_id), int(out.max_fragment_id))
     out.version = int(current.version) + 1
     now = time.time_ns()
     out.timestamp.seconds, out.timestamp.nanos = divmod(now, 1_000_000_000)

@@ -13,7 +13,7 @@ Compatibility with a winner (anything else conflicts):
 - append: after an append, delete or update (fragments are only added);
 - delete / update (fragments ``T`` changed or removed): after an append, or a delete, update
   or compaction (``rewrite``) touching none of ``T``;
-- whole-table overwrite: never (it read every row the winner changed);
+- whole-table overwrite, restore: never (they replace every row the winner changed);
 - any: the winner changed the schema, added an index or used a writer feature lakecore does
   not keep valid -> conflict.
 """
@@ -232,8 +232,8 @@ def check_compatible(
         raise conflict("the dataset now has indices, which lakecore does not maintain")
     if int(won.writer_feature_flags) & ~WRITABLE_WRITER_FLAGS:
         raise conflict("it uses writer features lakecore does not keep valid")
-    if mine.operation == "overwrite":
-        raise conflict("a whole-table overwrite read every row the winner changed")
+    if mine.operation in ("overwrite", "restore"):
+        raise conflict(f"a {mine.operation} replaces every row the winner changed")
     if mine.operation == "append" and op != "rewrite":
         return
     touched = _touched(txn)
