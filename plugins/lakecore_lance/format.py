@@ -33,12 +33,13 @@ CAPABILITIES = frozenset(
         Capability.DELETE,
         Capability.UPDATE,
         Capability.RESTORE,
+        Capability.VACUUM,
     }
 )
 """What lakecore does with Lance datasets so far: read any version (by number, tag or time),
 its history and a change feed derived from the manifests; create, append, overwrite, delete,
-update and restore (``lakecore_lance.write``). Merge, schema evolution and the other upkeep
-(checkpoint, vacuum, optimize: refused) come later."""
+update, restore and vacuum (``lakecore_lance.write``). Merge, schema evolution and the other
+upkeep (checkpoint, optimize: refused) come later."""
 
 
 def _version_number(storage: Storage, version: int | str) -> int:
@@ -185,7 +186,9 @@ class LanceFormat:
         dry_run: bool,
         enforce_retention: bool,
     ) -> list[str]:
-        raise UnsupportedFeatureError("vacuum", "lakecore does not clean up Lance versions yet")
+        from lakecore_lance.write.maintenance import vacuum
+
+        return vacuum(storage, snapshot, retention_hours, dry_run, enforce_retention)
 
     def optimize(
         self, storage: Storage, snapshot: Snapshot, target_file_size: int | None

@@ -30,6 +30,7 @@ def test_registered_and_detected(tmp_path: Path) -> None:
             c.DELETE,
             c.UPDATE,
             c.RESTORE,
+            c.VACUUM,
         }
     )
     with pytest.raises(lakecore.UnsupportedFeatureError) as info:

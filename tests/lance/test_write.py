@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import datetime
+import shutil
 import struct
 from pathlib import Path
 
@@ -12,8 +14,10 @@ from lakecore_lance.proto import table_pb2, transaction_pb2
 from lakecore_lance.write.committer import INLINE_TRANSACTION_FIELD
 
 import lakecore
+from lakecore import Table
 from lakecore.errors import (
     ConstraintViolationError,
+    InvalidArgumentError,
     SchemaError,
     TableExistsError,
     UnsupportedFeatureError,
@@ -187,3 +191,43 @@ def test_restore_commits_an_older_versions_content(tmp_path: Path) -> None:
     assert assert_same_as_pylance(path) == 7
     with pytest.raises(VersionNotFoundError):
         table.restore(99)
+
+
+def _build_history(path: Path) -> Table:
+    table = lakecore.create(str(path), SCHEMA, format="lance")
+    table.append(rows([1, 2, 3]))
+    table.delete("id = 1")
+    table.update({"name": "'u'"}, "id = 2")
+    lance.dataset(str(path)).tags.create("kept", 3)
+    table.overwrite(rows([7]))
+    table.append(rows([8]))
+    return table
+
+
+def _files(path: Path) -> set[str]:
+    hint = "_versions/latest_version_hint.json"
+    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()} - {hint}
+
+
+def test_vacuum_removes_what_pylance_cleanup_removes(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    table = _build_history(ours)
+    shutil.copytree(ours, theirs)
+    with pytest.raises(InvalidArgumentError):
+        table.vacuum(retention_hours=1, dry_run=True)
+    listed = table.vacuum(retention_hours=0, dry_run=True, enforce_retention=False)
+    assert _files(ours) >= set(listed)
+    removed = table.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
+    assert removed == listed and not set(removed) & _files(ours)
+    lance.dataset(str(theirs)).cleanup_old_versions(
+        older_than=datetime.timedelta(0), delete_unverified=True, error_if_tagged_old_versions=False
+    )
+    assert _files(ours) == _files(theirs)
+    assert [v["version"] for v in lance.dataset(str(ours)).versions()] == [3, 6]
+    assert lakecore_rows(ours, 3).equals(sort_rows(lance.dataset(str(ours), version=3).to_table()))
+    assert lakecore_rows(ours).column("id").to_pylist() == [7, 8]
+    with pytest.raises(VersionNotFoundError):
+        table.snapshot(version=2)
+    assert table.vacuum(retention_hours=0, dry_run=True, enforce_retention=False) == []
+    table.append(rows([9]))
+    assert assert_same_as_pylance(ours) == 3
