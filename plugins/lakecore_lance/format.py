@@ -32,13 +32,14 @@ CAPABILITIES = frozenset(
         Capability.OVERWRITE,
         Capability.DELETE,
         Capability.UPDATE,
+        Capability.MERGE,
         Capability.RESTORE,
         Capability.VACUUM,
     }
 )
 """What lakecore does with Lance datasets so far: read any version (by number, tag or time),
 its history and a change feed derived from the manifests; create, append, overwrite, delete,
-update, restore and vacuum (``lakecore_lance.write``). Merge, schema evolution and the other
+update, merge, restore and vacuum (``lakecore_lance.write``). Schema evolution and the other
 upkeep (checkpoint, optimize: refused) come later."""
 
 

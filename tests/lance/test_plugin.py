@@ -29,13 +29,14 @@ def test_registered_and_detected(tmp_path: Path) -> None:
             c.OVERWRITE,
             c.DELETE,
             c.UPDATE,
+            c.MERGE,
             c.RESTORE,
             c.VACUUM,
         }
     )
     with pytest.raises(lakecore.UnsupportedFeatureError) as info:
-        table.merge(pa.table({"id": [3]}), on="id")
-    assert info.value.feature == "merge"
+        table.upsert(pa.table({"id": [3]}))
+    assert info.value.feature == "upsert"
 
 
 def test_without_the_extra_the_install_hint_is_given(

@@ -21,11 +21,13 @@ from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFe
 from lakecore.expr import tree as ex
 from lakecore.expr.assign import assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
+from lakecore.expr.sql import parse_sql
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import cast_lossless, to_arrow_table
+from lakecore.model.merge import MergeClauses, qualified_columns
 from lakecore.model.schema import strip_metadata
-from lakecore.planning.candidates import candidate_files, dml_predicate
+from lakecore.planning.candidates import candidate_files, dml_predicate, merge_candidates
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_lance import features
@@ -43,7 +45,6 @@ from lakecore_lance.write.files_out import (
 if TYPE_CHECKING:
     from lakecore.expr.assign import SetValue
     from lakecore.format.writing import DataFileWriter, SchemaUpdate
-    from lakecore.model.merge import MergeClauses
 
 
 def state_of(snapshot: Snapshot) -> LanceState:
@@ -76,6 +77,55 @@ def ensure_writable(state: LanceState) -> None:
             f"lakecore writes Lance data storage versions {sorted(WRITABLE_DATA_VERSIONS)}, "
             f"not {version or '0.1 (legacy)'}",
         )
+
+
+_SOURCE_ROW = "__lakecore_source_row"
+_TARGET_ROW = "__lakecore_target_row"
+
+
+def _typed_source(source: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The merge source with the dataset's columns in the dataset's types (lossless casts, so
+    keys join exactly); other columns are kept for the SQL."""
+    for i, name in enumerate(source.column_names):
+        j = schema.get_field_index(name)
+        if j >= 0:
+            target = strip_metadata(schema).field(j).type
+            source = source.set_column(i, name, cast_lossless(source.column(i), target, name))
+    return source
+
+
+def _check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> None:
+    """``SchemaError`` for a key missing from either side, ``ConstraintViolationError`` when
+    two source rows share a key (a target row could match several)."""
+    if not keys:
+        raise SchemaError("a merge needs at least one key column")
+    for k in keys:
+        if source.schema.get_field_index(k) < 0 or schema.get_field_index(k) < 0:
+            raise SchemaError(f"merge key {k!r} must be a column of both source and target")
+    counts = source.group_by(list(keys)).aggregate([([], "count_all")])
+    if counts.num_rows and pc.max(counts.column("count_all")).as_py() > 1:
+        raise ConstraintViolationError(
+            "the merge source has several rows with the same key: a target row could match "
+            "more than one source row"
+        )
+
+
+def _updated(
+    before: pa.Table, src_rows: pa.Table, schema: pa.Schema, clauses: MergeClauses
+) -> pa.Table:
+    """Matched target rows after the update clause (every source column, or the SET list)."""
+    after = before
+    if clauses.matched_update_all:
+        for name in src_rows.column_names:
+            i = after.schema.get_field_index(name)
+            if i >= 0:
+                after = after.set_column(i, name, src_rows.column(name))
+        return after
+    both = qualified_columns(before, src_rows)
+    for name, value in (clauses.matched_update or {}).items():
+        values = assigned_values(value, schema.field(name), both)
+        after = after.set_column(after.schema.get_field_index(name), name, values)
+    return after
 
 
 def conform(data: Any, schema: pa.Schema) -> pa.Table:
@@ -178,6 +228,21 @@ class LanceWriter:
             rows = pa.concat_tables(chunks) if keep_rows else None
             out.append(Marked(fid, positions, already, int(physical or total), rows))
         return out
+
+    def _fragment(self, row: pa.Table) -> tuple[int, int, np.ndarray, pa.Table]:
+        """One file-index row's fragment: its id, physical rows, deleted offsets (sorted) and
+        every row (deleted ones included, so that a row's index is its offset)."""
+        from lakecore_lance.scan import deleted_positions, read_files
+
+        context = self._snapshot.source.scan_context()
+        fid = int(row.column(FRAGMENT_ID)[0].as_py())
+        gone = deleted_positions(context, row)[0]
+        already = np.zeros(0, np.uint64) if gone is None else np.asarray(gone, np.uint64)
+        parts = [part.batch for part in read_files(context, row, self._schema.names)]
+        target = strip_metadata(self._schema)
+        table = pa.Table.from_batches(parts, schema=target) if parts else target.empty_table()
+        physical = row.column(fi.RECORD_COUNT)[0].as_py()
+        return fid, int(physical or table.num_rows), already, table
 
     def _deletions(
         self, marked: Sequence[Marked]
@@ -290,17 +355,89 @@ class LanceWriter:
         info = CommitInfo("UPDATE", {"predicate": where or ""}, read_predicate=where)
         return self._stage(change, info)
 
+    def merge(
+        self, source: Any, on: Sequence[str], clauses: MergeClauses
+    ) -> tuple[list[Action], CommitInfo]:
+        """Lance ``merge_insert`` semantics in lakecore's MERGE form: matched target rows are
+        deleted (and, for an update, rewritten as new fragments); unmatched source rows are
+        inserted when ``insert_all``. Only fragments whose key range may match are read.
+
+        Raises ``SchemaError`` for a key missing from either side or an assignment that does
+        not type-check, ``ConstraintViolationError`` when two source rows share a key,
+        ``PredicateError`` for conditions that do not parse; all before any file is written.
+        """
+        src = _typed_source(to_arrow_table(source), self._schema)
+        for sql in (clauses.matched_condition, clauses.not_matched_condition):
+            if sql:
+                parse_sql(sql)
+        empty = strip_metadata(self._schema).empty_table()
+        both = qualified_columns(empty, src.slice(0, 0))
+        for name, value in (clauses.matched_update or {}).items():
+            if self._schema.get_field_index(name) < 0:
+                raise SchemaError(f"cannot update unknown column {name!r}")
+            assigned_values(value, self._schema.field(name), both)
+        _check_keys(src, self._schema, on)
+        files = merge_candidates(
+            self._snapshot.files(), src, on, self._schema, self._snapshot.source.scan_context()
+        )
+        changing = clauses.matched_delete or clauses.matched_update_all or clauses.matched_update
+        matched_source = np.zeros(src.num_rows, dtype=bool)
+        ids = pa.array(np.arange(src.num_rows), pa.int64())
+        keyed_source = src.select(list(on)).append_column(_SOURCE_ROW, ids)
+        marked: list[Marked] = []
+        rewritten: list[pa.Table] = []
+        for i in range(files.num_rows):
+            fid, physical, already, table = self._fragment(files.slice(i, 1))
+            offsets = pa.array(np.arange(table.num_rows), pa.int64())
+            live = pa.array(~np.isin(np.arange(table.num_rows), already))
+            keyed = table.select(list(on)).append_column(_TARGET_ROW, offsets).filter(live)
+            joined = keyed.join(keyed_source, list(on), join_type="inner")
+            if joined.num_rows == 0:
+                continue
+            t_rows = joined.column(_TARGET_ROW).to_numpy()
+            s_rows = joined.column(_SOURCE_ROW).to_numpy()
+            before = table.take(pa.array(t_rows))
+            src_rows = src.take(pa.array(s_rows))
+            if clauses.matched_condition:
+                both = qualified_columns(before, src_rows)
+                ok = pc.fill_null(evaluate_predicate(clauses.matched_condition, both), False)
+                keep = np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
+                t_rows, s_rows = t_rows[keep], s_rows[keep]
+                before, src_rows = before.filter(ok), src_rows.filter(ok)
+            matched_source[s_rows] = True
+            if len(t_rows) == 0 or not changing:
+                continue
+            if not clauses.matched_delete:
+                rewritten.append(
+                    conform(_updated(before, src_rows, self._schema, clauses), self._schema)
+                )
+            positions = np.sort(t_rows.astype(np.uint64))
+            marked.append(Marked(fid, positions, already, physical, None))
+        inserts = src.filter(pa.array(~matched_source))
+        if clauses.not_matched_condition and inserts.num_rows:
+            both = qualified_columns(inserts, inserts)
+            ok = pc.fill_null(evaluate_predicate(clauses.not_matched_condition, both), False)
+            inserts = inserts.filter(ok)
+        if clauses.insert_all and inserts.num_rows:
+            rewritten.append(conform(inserts, self._schema))
+        updated, removed, deletions = self._deletions(marked)
+        new_rows = pa.concat_tables(rewritten) if rewritten else empty
+        fragments, paths = self._new_rows(new_rows)
+        change = LanceChange(
+            "update" if marked else "append",
+            new_fragments=fragments,
+            updated_fragments=updated,
+            removed_fragment_ids=removed,
+            written=deletions + paths,
+        )
+        return self._stage(change, CommitInfo("MERGE", {"on": list(on)}))
+
     # ------------------------------------------------------------------ not declared
 
     def _refuse(self, capability: str) -> NoReturn:
         raise UnsupportedFeatureError(
             capability, f"lakecore does not {capability.replace('_', ' ')} Lance datasets yet"
         )
-
-    def merge(
-        self, source: Any, on: Sequence[str], clauses: MergeClauses
-    ) -> tuple[list[Action], CommitInfo]:
-        self._refuse("merge")
 
     def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
         self._refuse("upsert")
