@@ -15,7 +15,7 @@ from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_lance import features
 from lakecore_lance import history as lance_history
-from lakecore_lance.manifest import VERSIONS_DIR, latest_manifest, parse_manifest_name
+from lakecore_lance.manifest import has_manifest, latest_manifest
 from lakecore_lance.source import LanceSnapshotSource
 from lakecore_lance.state import LanceState, load_state
 
@@ -61,10 +61,9 @@ class LanceFormat:
 
     def detect(self, storage: Storage) -> bool:
         try:
-            listed = storage.list_dir(VERSIONS_DIR)
+            return has_manifest(storage)
         except OSError:
             return False
-        return any(parse_manifest_name(f.path) is not None for f in listed)
 
     def latest_version(self, storage: Storage) -> int:
         return latest_manifest(storage).version

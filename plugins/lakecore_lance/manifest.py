@@ -81,6 +81,20 @@ def list_manifests(storage: Storage) -> list[ManifestFile]:
     return sorted((m for m in found if m is not None), key=lambda m: m.version)
 
 
+def has_manifest(storage: Storage) -> bool:
+    """Whether ``_versions/`` holds a manifest (format detection).
+
+    The first name of a sorted listing decides when it is a manifest (either naming), so a
+    local dataset of many versions is not stat-ed whole; otherwise every name is looked at.
+    """
+    first = next(iter(storage.list_from(f"{VERSIONS_DIR}/")), None)
+    if first is None:
+        return False
+    if parse_manifest_name(first.path) is not None:
+        return True
+    return any(parse_manifest_name(f.path) is not None for f in storage.list_dir(VERSIONS_DIR))
+
+
 def latest_manifest(storage: Storage) -> ManifestFile:
     """The newest version's manifest; raises ``TableNotFoundError`` when there is none.
 
