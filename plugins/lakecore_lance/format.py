@@ -35,12 +35,13 @@ CAPABILITIES = frozenset(
         Capability.MERGE,
         Capability.RESTORE,
         Capability.VACUUM,
+        Capability.OPTIMIZE,
     }
 )
 """What lakecore does with Lance datasets so far: read any version (by number, tag or time),
 its history and a change feed derived from the manifests; create, append, overwrite, delete,
-update, merge, restore and vacuum (``lakecore_lance.write``). Schema evolution and the other
-upkeep (checkpoint, optimize: refused) come later."""
+update, merge, restore, vacuum and optimize (``lakecore_lance.write``). Schema evolution comes
+later; Lance has no checkpoints."""
 
 
 def _version_number(storage: Storage, version: int | str) -> int:
@@ -193,4 +194,6 @@ class LanceFormat:
     def optimize(
         self, storage: Storage, snapshot: Snapshot, target_file_size: int | None
     ) -> tuple[list[Action], CommitInfo]:
-        raise UnsupportedFeatureError("optimize", "lakecore does not compact Lance datasets yet")
+        from lakecore_lance.write.maintenance import optimize_actions
+
+        return optimize_actions(storage, snapshot, target_file_size)

@@ -30,6 +30,7 @@ def test_registered_and_detected(tmp_path: Path) -> None:
             c.DELETE,
             c.UPDATE,
             c.MERGE,
+            c.OPTIMIZE,
             c.RESTORE,
             c.VACUUM,
         }

@@ -41,6 +41,9 @@ class LanceChange:
     predicate: str | None = None
     restored: bytes = b""
     """``restore``: the serialized manifest of the version restored."""
+    groups: tuple[tuple[tuple[int, ...], int], ...] = ()
+    """``rewrite`` (compaction): per group, the old fragment ids and how many of
+    ``new_fragments`` (in order) replace them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,7 @@ class Combined:
     removed: frozenset[int]
     predicate: str | None
     restored: table_pb2.Manifest | None = None
+    groups: tuple[tuple[tuple[int, ...], int], ...] = ()
 
     @property
     def touched(self) -> frozenset[int]:
@@ -90,11 +94,17 @@ def combine(changes: Sequence[LanceChange]) -> Combined:
     """
     if not changes:
         raise ValueError("nothing to commit")
-    if any(c.operation == "restore" for c in changes):
-        if len(changes) > 1:
-            raise UnsupportedFeatureError(
-                "lance:transaction-shape", "a Lance restore must be the only change of its commit"
-            )
+    alone = [c.operation for c in changes if c.operation in ("restore", "rewrite")]
+    if alone and len(changes) > 1:
+        raise UnsupportedFeatureError(
+            "lance:transaction-shape", f"a Lance {alone[0]} must be the only change of its commit"
+        )
+    if alone == ["rewrite"]:
+        c = changes[0]
+        rewritten = tuple(_fragment(raw) for raw in c.new_fragments)
+        old = frozenset(c.removed_fragment_ids)
+        return Combined("rewrite", rewritten, {}, old, None, None, c.groups)
+    if alone == ["restore"]:
         target = table_pb2.Manifest()
         target.ParseFromString(changes[0].restored)
         return Combined("restore", (), {}, frozenset(), None, target)
@@ -151,7 +161,15 @@ def transaction(combined: Combined, read_version: int, base: table_pb2.Manifest)
     """The ``_transactions/`` file of ``combined`` read at ``read_version`` (a new uuid)."""
     txn = transaction_pb2.Transaction(read_version=read_version, uuid=str(uuid.uuid4()))
     op = combined.operation
-    if op == "restore":
+    if op == "rewrite":
+        by_id = {int(f.id): f for f in base.fragments}
+        start = 0
+        for old_ids, count in combined.groups:
+            group = txn.rewrite.groups.add()
+            group.old_fragments.extend(by_id[i] for i in old_ids)
+            group.new_fragments.extend(combined.new[start : start + count])
+            start += count
+    elif op == "restore":
         assert combined.restored is not None
         txn.restore.version = int(combined.restored.version)
     elif op == "append":

@@ -57,9 +57,10 @@ def write_fragments(
     fields: Sequence[file_pb2.Field],
     data_version: str,
     rows: pa.Table,
+    max_rows: int = MAX_ROWS_PER_FILE,
 ) -> WrittenFragments:
     """Write ``rows`` (already conformed to the table schema) as new fragments of at most
-    ``MAX_ROWS_PER_FILE`` rows, one ``.lance`` data file each, in data storage version
+    ``max_rows`` rows, one ``.lance`` data file each, in data storage version
     ``data_version`` (one of ``WRITABLE_DATA_VERSIONS``).
 
     Raises ``OSError`` from the storage; files written before a failure are listed nowhere
@@ -69,8 +70,8 @@ def write_fragments(
     leaves = leaf_ids(fields)
     fragments: list[bytes] = []
     paths: list[str] = []
-    for start in range(0, rows.num_rows, MAX_ROWS_PER_FILE):
-        chunk = rows.slice(start, MAX_ROWS_PER_FILE)
+    for start in range(0, rows.num_rows, max_rows):
+        chunk = rows.slice(start, max_rows)
         name = f"{uuid.uuid4().hex}.lance"
         path = f"{DATA_DIR}/{name}"
         _write_file(storage, path, chunk, data_version)

@@ -1,21 +1,27 @@
-"""Lance upkeep lakecore writes: ``restore`` (a new version with an older version's content)
-and ``vacuum`` (cleanup of old versions and the files only they need)."""
+"""Lance upkeep lakecore writes: ``restore`` (a new version with an older version's content),
+``vacuum`` (cleanup of old versions and the files only they need) and ``optimize``
+(compaction)."""
 
 from __future__ import annotations
 
 import time
+
+import numpy as np
+import pyarrow as pa
 
 from lakecore.errors import InvalidArgumentError
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_lance.deletions import DELETIONS_DIR, deletion_path
+from lakecore_lance.file_index import FRAGMENT_ID
 from lakecore_lance.history import TRANSACTIONS_DIR, tags, timestamp_ms
 from lakecore_lance.manifest import VERSIONS_DIR, list_manifests, read_manifest
 from lakecore_lance.proto import table_pb2
 from lakecore_lance.state import DATA_DIR, load_state
 from lakecore_lance.write.changes import FORMAT, LanceChange
-from lakecore_lance.write.writer import ensure_writable, state_of
+from lakecore_lance.write.files_out import write_fragments
+from lakecore_lance.write.writer import LanceWriter, ensure_writable, state_of
 
 
 def restore_actions(
@@ -114,3 +120,70 @@ def _references(m: table_pb2.Manifest) -> set[str]:
     if m.transaction_file:
         out.add(f"{TRANSACTIONS_DIR}/{m.transaction_file}")
     return out
+
+
+TARGET_ROWS = 1024 * 1024
+"""Rows per compacted fragment by default (pylance's ``target_rows_per_fragment``)."""
+MATERIALIZE_DELETIONS = 0.1
+"""A fragment with more than this share of its rows deleted is rewritten (pylance's
+``materialize_deletions_threshold``)."""
+
+
+def optimize_actions(
+    storage: Storage, snapshot: Snapshot, target_file_size: int | None
+) -> tuple[list[Action], CommitInfo]:
+    """Compaction (Lance's ``compact_files``, a ``Rewrite`` transaction; rows unchanged).
+
+    Candidates are fragments smaller than the target or with more than
+    ``MATERIALIZE_DELETIONS`` of their rows deleted; each run of adjacent candidates becomes
+    one group whose live rows are rewritten as fragments of the target size (a run of one
+    fragment without deletions is left alone). The target is ``TARGET_ROWS`` rows, or with
+    ``target_file_size`` that many bytes at the dataset's average bytes per row. No action
+    when nothing qualifies.
+    """
+    writer = LanceWriter(storage, snapshot)
+    state = state_of(snapshot)
+    fragments = list(state.manifest.fragments)
+    rows_total = sum(int(f.physical_rows) for f in fragments)
+    target = TARGET_ROWS
+    if target_file_size is not None and rows_total:
+        size = sum(int(d.file_size_bytes) for f in fragments for d in f.files)
+        target = max(1, int(target_file_size * rows_total / max(size, 1)))
+    runs: list[list[table_pb2.DataFragment]] = [[]]
+    for f in fragments:
+        rows = int(f.physical_rows)
+        deleted = int(f.deletion_file.num_deleted_rows) if f.HasField("deletion_file") else 0
+        if rows and (rows < target or deleted > MATERIALIZE_DELETIONS * rows):
+            runs[-1].append(f)
+        elif runs[-1]:
+            runs.append([])
+    groups = [r for r in runs if len(r) > 1 or (r and r[0].HasField("deletion_file"))]
+    if not groups:
+        return [], CommitInfo("OPTIMIZE", {"groups": 0})
+    files = snapshot.files()
+    index = {int(i): n for n, i in enumerate(files.column(FRAGMENT_ID).to_pylist())}
+    new: list[bytes] = []
+    written: list[str] = []
+    shape: list[tuple[tuple[int, ...], int]] = []
+    m = state.manifest
+    for group in groups:
+        live = []
+        for f in group:
+            _, _, already, table = writer.fragment_rows(files.slice(index[int(f.id)], 1))
+            keep = ~np.isin(np.arange(table.num_rows), already)
+            live.append(table.filter(pa.array(keep)))
+        out = write_fragments(
+            storage, m.fields, m.data_format.version, pa.concat_tables(live), target
+        )
+        new.extend(out.fragments)
+        written.extend(out.paths)
+        shape.append((tuple(int(f.id) for f in group), len(out.fragments)))
+    change = LanceChange(
+        "rewrite",
+        new_fragments=tuple(new),
+        removed_fragment_ids=tuple(i for ids, _ in shape for i in ids),
+        written=tuple(written),
+        groups=tuple(shape),
+    )
+    info = CommitInfo("OPTIMIZE", {"groups": len(shape), "target_rows": target})
+    return [FormatPayload(FORMAT, change)], info

@@ -229,7 +229,7 @@ class LanceWriter:
             out.append(Marked(fid, positions, already, int(physical or total), rows))
         return out
 
-    def _fragment(self, row: pa.Table) -> tuple[int, int, np.ndarray, pa.Table]:
+    def fragment_rows(self, row: pa.Table) -> tuple[int, int, np.ndarray, pa.Table]:
         """One file-index row's fragment: its id, physical rows, deleted offsets (sorted) and
         every row (deleted ones included, so that a row's index is its offset)."""
         from lakecore_lance.scan import deleted_positions, read_files
@@ -387,7 +387,7 @@ class LanceWriter:
         marked: list[Marked] = []
         rewritten: list[pa.Table] = []
         for i in range(files.num_rows):
-            fid, physical, already, table = self._fragment(files.slice(i, 1))
+            fid, physical, already, table = self.fragment_rows(files.slice(i, 1))
             offsets = pa.array(np.arange(table.num_rows), pa.int64())
             live = pa.array(~np.isin(np.arange(table.num_rows), already))
             keyed = table.select(list(on)).append_column(_TARGET_ROW, offsets).filter(live)
