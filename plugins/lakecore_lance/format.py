@@ -36,12 +36,13 @@ CAPABILITIES = frozenset(
         Capability.RESTORE,
         Capability.VACUUM,
         Capability.OPTIMIZE,
+        Capability.SCHEMA_EVOLUTION,
     }
 )
 """What lakecore does with Lance datasets so far: read any version (by number, tag or time),
 its history and a change feed derived from the manifests; create, append, overwrite, delete,
-update, merge, restore, vacuum and optimize (``lakecore_lance.write``). Schema evolution comes
-later; Lance has no checkpoints."""
+update, merge, schema evolution, restore, vacuum and optimize (``lakecore_lance.write``); Lance
+has no checkpoints."""
 
 
 def _version_number(storage: Storage, version: int | str) -> int:

@@ -31,6 +31,7 @@ def test_registered_and_detected(tmp_path: Path) -> None:
             c.UPDATE,
             c.MERGE,
             c.OPTIMIZE,
+            c.SCHEMA_EVOLUTION,
             c.RESTORE,
             c.VACUUM,
         }

@@ -19,9 +19,11 @@ from lakecore import __version__
 from lakecore.errors import CommitConflictError, UnsupportedFeatureError
 from lakecore.model.actions import Action, FormatPayload
 from lakecore_lance import features
-from lakecore_lance.proto import table_pb2, transaction_pb2
+from lakecore_lance.proto import file_pb2, table_pb2, transaction_pb2
 
 FORMAT = "lance"
+ALONE = ("restore", "rewrite", "add_columns", "project")
+"""Operations that must be the only change of their commit."""
 WRITABLE_WRITER_FLAGS = features.DELETION_FILES | features.TABLE_CONFIG
 """Writer feature flags a lakecore commit keeps valid: deletion files (it writes them as
 Lance does) and the table config (copied unchanged)."""
@@ -41,6 +43,8 @@ class LanceChange:
     predicate: str | None = None
     restored: bytes = b""
     """``restore``: the serialized manifest of the version restored."""
+    schema: bytes = b""
+    """``add_columns`` / ``project``: the new field list (a serialized ``file.Schema``)."""
     groups: tuple[tuple[tuple[int, ...], int], ...] = ()
     """``rewrite`` (compaction): per group, the old fragment ids and how many of
     ``new_fragments`` (in order) replace them."""
@@ -57,6 +61,8 @@ class Combined:
     predicate: str | None
     restored: table_pb2.Manifest | None = None
     groups: tuple[tuple[tuple[int, ...], int], ...] = ()
+    fields: tuple[file_pb2.Field, ...] | None = None
+    """``add_columns`` / ``project``: the new field list."""
 
     @property
     def touched(self) -> frozenset[int]:
@@ -94,11 +100,16 @@ def combine(changes: Sequence[LanceChange]) -> Combined:
     """
     if not changes:
         raise ValueError("nothing to commit")
-    alone = [c.operation for c in changes if c.operation in ("restore", "rewrite")]
+    alone = [c.operation for c in changes if c.operation in ALONE]
     if alone and len(changes) > 1:
         raise UnsupportedFeatureError(
             "lance:transaction-shape", f"a Lance {alone[0]} must be the only change of its commit"
         )
+    if alone and alone[0] in ("add_columns", "project"):
+        schema = file_pb2.Schema()
+        schema.ParseFromString(changes[0].schema)
+        fields = tuple(schema.fields)
+        return Combined(alone[0], (), {}, frozenset(), None, fields=fields)
     if alone == ["rewrite"]:
         c = changes[0]
         rewritten = tuple(_fragment(raw) for raw in c.new_fragments)
@@ -161,7 +172,16 @@ def transaction(combined: Combined, read_version: int, base: table_pb2.Manifest)
     """The ``_transactions/`` file of ``combined`` read at ``read_version`` (a new uuid)."""
     txn = transaction_pb2.Transaction(read_version=read_version, uuid=str(uuid.uuid4()))
     op = combined.operation
-    if op == "rewrite":
+    if op == "add_columns":
+        assert combined.fields is not None
+        txn.merge.fragments.extend(base.fragments)
+        txn.merge.schema.extend(combined.fields)
+        for k, v in base.schema_metadata.items():
+            txn.merge.schema_metadata[k] = v
+    elif op == "project":
+        assert combined.fields is not None
+        txn.project.schema.extend(combined.fields)
+    elif op == "rewrite":
         by_id = {int(f.id): f for f in base.fragments}
         start = 0
         for old_ids, count in combined.groups:
@@ -238,6 +258,9 @@ def apply(
     if out.fragments or current.HasField("max_fragment_id"):
         top = max([int(f.id) for f in out.fragments], default=0)
         out.max_fragment_id = max(top, int(current.max_fragment_id), int(out.max_fragment_id))
+    if combined.fields is not None:
+        del out.fields[:]
+        out.fields.extend(combined.fields)
     out.version = int(current.version) + 1
     now = time.time_ns()
     out.timestamp.seconds, out.timestamp.nanos = divmod(now, 1_000_000_000)

@@ -14,6 +14,7 @@ Compatibility with a winner (anything else conflicts):
 - delete / update (fragments ``T`` changed or removed): after an append, or a delete, update
   or compaction (``rewrite``) touching none of ``T``;
 - whole-table overwrite, restore: never (they replace every row the winner changed);
+- schema change (added, dropped, renamed columns): never;
 - any: the winner changed the schema, added an index or used a writer feature lakecore does
   not keep valid -> conflict.
 """
@@ -234,6 +235,8 @@ def check_compatible(
         raise conflict("it uses writer features lakecore does not keep valid")
     if mine.operation in ("overwrite", "restore"):
         raise conflict(f"a {mine.operation} replaces every row the winner changed")
+    if mine.operation in ("add_columns", "project"):
+        raise conflict("a schema change rebases past no commit")
     if mine.operation == "append" and op != "rewrite":
         return
     touched = _touched(txn)

@@ -432,6 +432,11 @@ class LanceWriter:
         )
         return self._stage(change, CommitInfo("MERGE", {"on": list(on)}))
 
+    def schema_update(self) -> SchemaUpdate:
+        from lakecore_lance.write.schema_update import LanceSchemaUpdate
+
+        return LanceSchemaUpdate(self._state.manifest)
+
     # ------------------------------------------------------------------ not declared
 
     def _refuse(self, capability: str) -> NoReturn:
@@ -441,9 +446,6 @@ class LanceWriter:
 
     def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
         self._refuse("upsert")
-
-    def schema_update(self) -> SchemaUpdate:
-        self._refuse("schema_evolution")
 
     def add_constraint(self, name: str, sql: str) -> tuple[list[Action], CommitInfo]:
         self._refuse("constraints")
