@@ -166,3 +166,42 @@ def test_an_append_rebases_past_a_pylance_delete_and_update(tmp_path: Path) -> N
     with pytest.raises(CommitConflictError):
         delete.commit()
     assert assert_same_as_pylance(path) == 7
+
+
+def _worker(kind: str, path: str, rounds: int) -> None:
+    """One writer process (spawned): ``rounds`` commits of its kind."""
+    import lance as pylance
+
+    import lakecore as lc
+
+    for i in range(rounds):
+        if kind == "lakecore-append":
+            lc.open(path).append(rows([1000 + i], "l"))
+        elif kind == "pylance-append":
+            pylance.write_dataset(rows([2000 + i], "p"), path, mode="append")
+        else:  # lakecore-update: increments row 0's counter once per round
+            lc.open(path).update({"name": "CAST(CAST(name AS BIGINT) + 1 AS STRING)"}, "id = 0")
+
+
+def test_writer_processes_racing_land_every_commit_once(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = tmp_path / "procs"
+    table = lakecore.create(str(path), SCHEMA, format="lance")
+    table.append(rows([0], "0"))
+    context = multiprocessing.get_context("spawn")
+    rounds = 6
+    procs = [
+        context.Process(target=_worker, args=(kind, str(path), rounds))
+        for kind in ("lakecore-append", "pylance-append", "lakecore-update")
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    expected = [0, *range(1000, 1000 + rounds), *range(2000, 2000 + rounds)]
+    assert ids(table) == expected
+    by_id = {r["id"]: r["name"] for r in table.to_arrow().to_pylist()}
+    assert by_id[0] == str(rounds)  # no update lost, none applied twice
+    assert assert_same_as_pylance(path) == 2 + 3 * rounds
