@@ -46,7 +46,7 @@ BATCH_ROWS = 64 * 1024
 PREFETCH = 4
 """Fragments decoded ahead of the one being yielded (threads)."""
 THREADED_ROWS = 10_000
-"""Local fragments are read in threads when they hold this many rows on average."""
+"""Rows one thread task reads at least from local fragments (``_groups``)."""
 
 
 def scan_context(storage: Storage, state: LanceState) -> ScanContext:
@@ -87,13 +87,16 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
         if path not in state.fragments:
             raise CorruptTableError(f"{path} is not a fragment of version {state.version}")
 
-    def read(path: str) -> pa.Table:
-        infos = state.fragments[path]
-        rows = state.physical_rows[path]
-        return _read_fragment(storage, state, ancestor, infos, rows, wanted, ids)
+    def read(group: list[str]) -> list[pa.Table]:
+        return [
+            _read_fragment(
+                storage, state, ancestor, state.fragments[p], state.physical_rows[p], wanted, ids
+            )
+            for p in group
+        ]
 
-    threaded = not _is_local(storage) or _mean_rows(state, paths) >= THREADED_ROWS
-    for index, table in enumerate(_in_order(read, paths, threaded)):
+    groups = _groups(state, paths, local=_is_local(storage))
+    for index, table in enumerate(_in_order(read, groups)):
         offset = 0
         for batch in table.to_batches(max_chunksize=BATCH_ROWS):
             yield FileRows(index, offset, batch)
@@ -104,37 +107,53 @@ def _is_local(storage: Storage) -> bool:
     return bool(getattr(storage, "is_local", False))
 
 
-def _mean_rows(state: LanceScanState, paths: list[str]) -> float:
-    """Mean physical rows of the fragments ``paths`` (those whose manifest says)."""
-    counts = [n for n in (state.physical_rows[p] for p in paths) if n is not None]
-    return sum(counts) / len(counts) if counts else 0.0
+def _groups(state: LanceScanState, paths: list[str], local: bool) -> list[list[str]]:
+    """The fragments ``paths`` in order, cut into the units one thread task reads.
+
+    Remote: one fragment each, so that the object-store fetches overlap. Local: consecutive
+    fragments until they hold THREADED_ROWS rows (fragments whose manifest does not say count
+    as that many): a task per 100-row fragment cost about as much in hand-offs as the read.
+    """
+    if not local:
+        return [[p] for p in paths]
+    groups: list[list[str]] = []
+    current: list[str] = []
+    rows = 0
+    for path in paths:
+        current.append(path)
+        rows += state.physical_rows[path] or THREADED_ROWS
+        if rows >= THREADED_ROWS:
+            groups.append(current)
+            current, rows = [], 0
+    if current:
+        groups.append(current)
+    return groups
 
 
 def _in_order(
-    read: Callable[[str], pa.Table], paths: list[str], threaded: bool
+    read: Callable[[list[str]], list[pa.Table]], groups: list[list[str]]
 ) -> Iterator[pa.Table]:
-    """``read(path)`` of each path, in order; ``threaded``: a few at a time in threads.
+    """The tables ``read(group)`` returns for each group, in order.
 
-    Threads overlap object-store fetches and the decoding of large fragments (at most PREFETCH
-    fragments held beyond the one being yielded): local 100,000-row fragments read ~25% faster.
-    Small local fragments are read one after the other: there a pool's hand-offs cost about as
-    much as the read (1,000 fragments of 100 rows, benchmarks/lance.py).
+    Groups are read a few at a time in threads (pylance releases the GIL): at most PREFETCH
+    groups are held beyond the one being yielded. A single group is read in the caller's
+    thread.
     """
-    if not threaded:
-        for path in paths:
-            yield read(path)
+    if len(groups) <= 1:
+        for group in groups:
+            yield from read(group)
         return
     with ThreadPoolExecutor(max_workers=PREFETCH, thread_name_prefix="lakecore-lance") as pool:
-        pending: deque[Future[pa.Table]] = deque()
-        upcoming = iter(paths)
-        for path in itertools.islice(upcoming, PREFETCH):
-            pending.append(pool.submit(read, path))
+        pending: deque[Future[list[pa.Table]]] = deque()
+        upcoming = iter(groups)
+        for group in itertools.islice(upcoming, PREFETCH):
+            pending.append(pool.submit(read, group))
         while pending:
-            table = pending.popleft().result()
+            tables = pending.popleft().result()
             following = next(upcoming, None)
             if following is not None:
                 pending.append(pool.submit(read, following))
-            yield table
+            yield from tables
 
 
 def _read_fragment(

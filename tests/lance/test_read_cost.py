@@ -70,7 +70,7 @@ def _threads_while_reading(path: Path) -> set[str]:
     return seen
 
 
-def test_threads_only_for_large_local_fragments(
+def test_local_fragments_share_thread_tasks_up_to_threaded_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "ds"
