@@ -58,13 +58,15 @@ def write_fragments(
     data_version: str,
     rows: pa.Table,
     max_rows: int = MAX_ROWS_PER_FILE,
+    prefix: str = "",
 ) -> WrittenFragments:
     """Write ``rows`` (already conformed to the table schema) as new fragments of at most
     ``max_rows`` rows, one ``.lance`` data file each, in data storage version
     ``data_version`` (one of ``WRITABLE_DATA_VERSIONS``).
 
-    Raises ``OSError`` from the storage; files written before a failure are listed nowhere
-    and left to cleanup (none are visible).
+    Data file names are ``{prefix}{uuid}.lance`` (a distributed write's prefix lets it find
+    its own files). Raises ``OSError`` from the storage; files written before a failure are
+    listed nowhere and left to cleanup (none are visible).
     """
     major, minor = WRITABLE_DATA_VERSIONS[data_version]
     leaves = leaf_ids(fields)
@@ -72,7 +74,7 @@ def write_fragments(
     paths: list[str] = []
     for start in range(0, rows.num_rows, max_rows):
         chunk = rows.slice(start, max_rows)
-        name = f"{uuid.uuid4().hex}.lance"
+        name = f"{prefix}{uuid.uuid4().hex}.lance"
         path = f"{DATA_DIR}/{name}"
         _write_file(storage, path, chunk, data_version)
         paths.append(path)

@@ -32,7 +32,7 @@ from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_lance import features
 from lakecore_lance.file_index import FRAGMENT_ID
-from lakecore_lance.proto import table_pb2
+from lakecore_lance.proto import file_pb2, table_pb2
 from lakecore_lance.source import LanceSnapshotSource
 from lakecore_lance.state import LanceState
 from lakecore_lance.write.changes import FORMAT, WRITABLE_WRITER_FLAGS, LanceChange
@@ -432,6 +432,68 @@ class LanceWriter:
         )
         return self._stage(change, CommitInfo("MERGE", {"on": list(on)}))
 
+    # ------------------------------------------------ distributed writes (lakecore.spark)
+
+    def file_writer(self, mode: str, where: str | None) -> DataFileWriter:
+        """A ``LanceDataFileWriter`` for an ``append`` or ``overwrite`` (``where``: the rows
+        it replaces, parsed and bound now). Raises ``ValueError`` for another mode."""
+        from lakecore_lance.write.file_writer import LanceDataFileWriter, new_write_id
+
+        if mode not in ("append", "overwrite"):
+            raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+        if mode == "append" and where is not None:
+            raise ValueError("where applies to overwrites only")
+        self._predicate(where)
+        m = self._state.manifest
+        fields = file_pb2.Schema(fields=m.fields).SerializeToString(deterministic=True)
+        return LanceDataFileWriter(
+            table_uri=self._storage.root,
+            table_schema=strip_metadata(self._schema),
+            fields=fields,
+            data_version=m.data_format.version,
+            prefix=new_write_id(),
+            where=where,
+            storage_options=dict(getattr(self._storage, "storage_options", None) or {}),
+        )
+
+    def add_files(
+        self, file_writer: DataFileWriter, files: pa.Table, mode: str, where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
+        """The change publishing ``files`` as new fragments; an overwrite replaces every
+        fragment, or deletes the rows matching ``where`` (as ``delete`` does)."""
+        from lakecore_lance.write.file_writer import LanceDataFileWriter
+
+        if not isinstance(file_writer, LanceDataFileWriter):
+            raise TypeError("not a Lance file writer")
+        fragments = file_writer.fragments(files)
+        paths = tuple(str(p) for p in files.column(fi.PATH).to_pylist())
+        if mode == "append":
+            change = LanceChange("append", new_fragments=fragments, written=paths)
+            return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}))
+        if where is None:
+            change = LanceChange("overwrite", new_fragments=fragments, written=paths)
+            info = CommitInfo("WRITE", {"mode": "Overwrite"}, read_whole_table=True)
+            return self._stage(change, info)
+        predicate = self._predicate(where)
+        updated, removed, deletions = self._deletions(self._marked(predicate, False))
+        change = LanceChange(
+            "update",
+            new_fragments=fragments,
+            updated_fragments=updated,
+            removed_fragment_ids=removed,
+            written=deletions + paths,
+            predicate=where,
+        )
+        info = CommitInfo("WRITE", {"mode": "Overwrite", "where": where}, read_predicate=where)
+        return self._stage(change, info)
+
+    def discard(self, file_writer: DataFileWriter) -> None:
+        """Delete the files ``file_writer`` wrote (``LanceDataFileWriter.discard``)."""
+        from lakecore_lance.write.file_writer import LanceDataFileWriter
+
+        if isinstance(file_writer, LanceDataFileWriter):
+            file_writer.discard()
+
     def schema_update(self) -> SchemaUpdate:
         from lakecore_lance.write.schema_update import LanceSchemaUpdate
 
@@ -452,14 +514,3 @@ class LanceWriter:
 
     def drop_constraint(self, name: str) -> tuple[list[Action], CommitInfo]:
         self._refuse("constraints")
-
-    def file_writer(self, mode: str, where: str | None) -> DataFileWriter:
-        self._refuse("spark_write")
-
-    def add_files(
-        self, file_writer: DataFileWriter, files: pa.Table, mode: str, where: str | None
-    ) -> tuple[list[Action], CommitInfo]:
-        self._refuse("spark_write")
-
-    def discard(self, file_writer: DataFileWriter) -> None:
-        self._refuse("spark_write")
