@@ -1,5 +1,5 @@
-"""The README's demo: open the corpus Delta and Hudi tables, show what lakecore sees, time-travel,
-write Delta and Hudi tables, and hand a merge-on-read table to Spark (local mode).
+"""The README's demo: open the corpus Delta, Hudi and Lance tables, show what lakecore sees,
+time-travel, write Delta, Hudi and Lance tables, and hand them to Spark (local mode).
 
 Run with ``make demo`` or ``python -m lakecore.demo --corpus PATH``.
 """
@@ -144,8 +144,52 @@ def hudi_write_demo(console: Console) -> None:
         console.print("[bold]first instant[/]", table.to_arrow(version=first).num_rows, "rows")
 
 
-def spark_demo(console: Console, root: Path) -> None:
-    """Plan with lakecore, read in Spark tasks (local mode): the Hudi MoR table and a Delta one."""
+def lance_demo(console: Console, uri: str) -> bool:
+    """Write a Lance dataset at ``uri`` with lakecore (no pylance dataset API): create, append,
+    delete (a deletion file), update; then its versions, time travel and fragment index.
+    Returns False (and says so) when the Lance plugin is not installed."""
+    import pyarrow as pa
+
+    from lakecore.errors import PluginNotInstalledError
+
+    schema = pa.schema([("id", pa.int64()), ("item", pa.string()), ("qty", pa.int32())])
+    try:
+        table = lakecore.create(uri, schema, format="lance")
+    except PluginNotInstalledError as exc:
+        console.print(f"[yellow]Lance demo skipped[/]: {exc}")
+        return False
+    console.rule(f"writing a Lance dataset {uri}")
+    for start in (0, 4):
+        ids = list(range(start, start + 4))
+        table.append(
+            pa.table(
+                {"id": ids, "item": [f"item-{i}" for i in ids], "qty": [i * 10 for i in ids]},
+                schema=schema,
+            )
+        )
+    table.delete("id = 2")
+    table.update({"qty": -1}, where="id >= 6")
+    for entry in reversed(table.history()):
+        console.print(f"  v{entry.version}  {entry.operation}")
+    snap = table.snapshot()
+    console.print(f"[bold]file index[/] {snap.files().num_rows} fragments:")
+    for row in snap.files().to_pylist():
+        deleted = (row["deletion"] or {}).get("cardinality", 0)
+        console.print(
+            f"  fragment {row['fragment_id']}: {len(row['data_files'])} data file(s), "
+            f"{row['record_count']} rows, {deleted} deleted"
+        )
+    now = sorted(table.to_arrow(columns=["id", "qty"]).to_pylist(), key=lambda r: r["id"])
+    console.print("[bold]now[/]", now)
+    for version in (2, 3):
+        rows = table.to_arrow(version=version).num_rows
+        console.print(f"[bold]time travel[/] version {version}: {rows} rows")
+    return True
+
+
+def spark_demo(console: Console, root: Path, lance_uri: str | None = None) -> None:
+    """Plan with lakecore, read in Spark tasks (local mode): the Hudi MoR table, a Delta one,
+    and the Lance dataset ``lance_uri`` when given."""
     try:
         import lakecore.spark
     except ImportError as exc:  # pragma: no cover - the spark extra is part of `make install`
@@ -154,14 +198,18 @@ def spark_demo(console: Console, root: Path) -> None:
     console.rule("Spark (local mode): lakecore plans, Spark tasks read")
     spark = lakecore.spark.session()
     try:
-        for path, where in (
+        reads: list[tuple[Path, str | None]] = [
             (root / "hudi" / HUDI_SHOWCASE, "fare > 20"),
             (root / "delta" / SHOWCASE, None),
-        ):
+        ]
+        if lance_uri is not None:
+            reads.append((Path(lance_uri), "qty < 50"))
+        for path, where in reads:
             df = lakecore.spark.read(spark, str(path), where=where)
             local = lakecore.open(str(path)).scan(where=where).to_arrow().num_rows
             console.print(
-                f"  {path.name} where={where!r}: Spark counted {df.count()} rows "
+                f"  {path.name} ({lakecore.open(str(path)).format}) where={where!r}: "
+                f"Spark counted {df.count()} rows "
                 f"(lakecore alone: {local}), {df.rdd.getNumPartitions()} Spark partition(s)"
             )
     finally:
@@ -229,13 +277,20 @@ def main(argv: list[str] | None = None) -> int:
     if not (root / "delta").is_dir():
         console.print(f"[red]no corpus at {root}[/]: pass --corpus or set LAKECORE_CORPUS")
         return 2
+    import tempfile
+
     overview(console, root, "delta")
     overview(console, root, "hudi")
+    if (root / "lance").is_dir():
+        overview(console, root, "lance")
     showcase(console, root)
     hudi_showcase(console, root)
     write_demo(console)
     hudi_write_demo(console)
-    spark_demo(console, root)
+    with tempfile.TemporaryDirectory(prefix="lakecore-demo-") as tmp:
+        lance_uri = f"{tmp}/inventory.lance"
+        written = lance_demo(console, lance_uri)
+        spark_demo(console, root, lance_uri if written else None)
     return 0
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
-from lakecore.demo import hudi_write_demo, write_demo
+import lakecore
+from lakecore.demo import hudi_write_demo, lance_demo, write_demo
 
 
 def _run(section: object) -> str:
@@ -29,3 +32,19 @@ def test_hudi_write_demo_upserts_deletes_and_compacts() -> None:
     )
     assert "compact" in text
     assert "first instant 3 rows" in text
+
+
+def test_lance_demo_writes_versions_and_reads_them_back(tmp_path: Path) -> None:
+    pytest.importorskip("lance", reason="needs pylance (the lance extra)")
+    out = io.StringIO()
+    assert lance_demo(Console(file=out, width=200), str(tmp_path / "inventory.lance"))
+    text = out.getvalue()
+    for line in ("v1  overwrite", "v2  append", "v4  delete", "v5  update"):
+        assert line in text
+    assert "3 fragments" in text and "1 deleted" in text
+    assert "{'id': 3, 'qty': 30}" in text and "{'id': 7, 'qty': -1}" in text
+    assert "{'id': 2," not in text
+    assert "time travel version 2: 4 rows" in text
+    assert "time travel version 3: 8 rows" in text
+    # The dataset is an ordinary Lance dataset: lakecore reopens it at its latest version.
+    assert lakecore.open(str(tmp_path / "inventory.lance")).to_arrow().num_rows == 7
