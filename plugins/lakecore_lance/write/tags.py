@@ -1,0 +1,59 @@
+"""Lance tags (``_refs/tags/{name}.json``): creating and deleting them as pylance does.
+
+lakecore's ``Table`` has no tag verbs (tags are Lance's own); these functions take a Lance
+``Table`` (or its storage). Reading a tag (``snapshot(version="name")``), listing tags and
+keeping tagged versions in ``vacuum`` are the reader's and ``vacuum``'s.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+from lakecore import Table
+from lakecore.errors import InvalidArgumentError
+from lakecore_lance.history import TAGS_DIR, tag_version
+from lakecore_lance.manifest import find_manifest
+
+
+def _checked_name(name: str) -> str:
+    valid = bool(name) and all(c.isalnum() or c in "_.-" for c in name)
+    if not valid or name.startswith(".") or ".." in name or name.isdigit():
+        raise InvalidArgumentError(
+            f"{name!r} is not a Lance tag name (letters, digits, '_', '.', '-'; not a number)"
+        )
+    return name
+
+
+def create_tag(table: Table, name: str, version: int) -> None:
+    """Tag ``version`` of the Lance dataset ``table`` as ``name`` (``put_if_absent``, so two
+    writers creating one tag cannot both succeed).
+
+    Raises ``InvalidArgumentError`` for a bad name or a tag that exists, and
+    ``VersionNotFoundError`` for a version the dataset lacks.
+    """
+    if table.format != "lance":
+        raise InvalidArgumentError(f"tags are Lance's; {table.uri} is a {table.format} table")
+    storage = table.storage
+    manifest = find_manifest(storage, int(version))
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    doc = {
+        "branch": None,
+        "version": int(version),
+        "createdAt": now,
+        "updatedAt": now,
+        "manifestSize": storage.head(manifest.path).size,
+        "metadata": {},
+    }
+    path = f"{TAGS_DIR}/{_checked_name(name)}.json"
+    try:
+        storage.put_if_absent(path, json.dumps(doc, indent=2).encode())
+    except FileExistsError as exc:
+        raise InvalidArgumentError(f"tag {name!r} exists") from exc
+
+
+def delete_tag(table: Table, name: str) -> None:
+    """Delete tag ``name``; ``VersionNotFoundError`` when there is none."""
+    tag_version(table.storage, _checked_name(name))  # raises for a missing tag
+    table.storage.delete(f"{TAGS_DIR}/{name}.json")
+

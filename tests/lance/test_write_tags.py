@@ -1,0 +1,41 @@
+"""Lance tags written by lakecore: pylance reads them, and they pin versions in vacuum."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from lakecore_lance.write.tags import create_tag, delete_tag
+
+import lakecore
+from lakecore.errors import InvalidArgumentError, VersionNotFoundError
+from tests.lance.helpers import lance
+
+
+def test_tags_as_pylance_writes_them(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = lakecore.create(str(path), pa.schema([("id", pa.int64())]), format="lance")
+    first = int(table.append(pa.table({"id": [1]})))
+    table.append(pa.table({"id": [2]}))
+    create_tag(table, "first", first)
+    assert lance.dataset(str(path)).tags.list()["first"]["version"] == first
+    assert lance.dataset(str(path), version="first").to_table().column("id").to_pylist() == [1]
+    assert table.to_arrow(version="first").column("id").to_pylist() == [1]
+    removed = table.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
+    assert [v["version"] for v in lance.dataset(str(path)).versions()] == [first, first + 1]
+    assert removed
+    for bad in ("", "a/b", "..x", "12", "tag name"):
+        with pytest.raises(InvalidArgumentError):
+            create_tag(table, bad, first)
+    with pytest.raises(InvalidArgumentError):
+        create_tag(table, "first", first)  # exists
+    with pytest.raises(VersionNotFoundError):
+        create_tag(table, "later", 99)
+    delete_tag(table, "first")
+    assert lance.dataset(str(path)).tags.list() == {}
+    with pytest.raises(VersionNotFoundError):
+        delete_tag(table, "first")
+    lance.dataset(str(path)).tags.create("theirs", first + 1)
+    delete_tag(table, "theirs")  # a tag pylance wrote
+    assert lance.dataset(str(path)).tags.list() == {}
