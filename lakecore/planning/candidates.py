@@ -76,6 +76,26 @@ def key_range(source: pa.Table, keys: Sequence[str], schema: pa.Schema) -> ex.Pr
     return ex.and_(*terms) if terms else None
 
 
+def merge_read_predicate(source: pa.Table, keys: Sequence[str], schema: pa.Schema) -> str:
+    """The SQL text a MERGE on ``keys`` records as what it read (``CommitInfo.read_predicate``):
+    every key non-null, and ``key_range`` of ``source``'s rows whose keys are all non-null.
+
+    It is the same "may match" question ``merge_candidates`` asks of the snapshot's files, so
+    a conflict check that prunes a concurrent winner's files with it flags exactly the files
+    this merge would have read (a disjoint append rebases). Names are backtick-quoted where
+    needed (``str()`` of the tree), so the text parses back to the same predicate.
+    """
+    terms = [f"{ex.sql_name(k)} IS NOT NULL" for k in keys]
+    if source.num_rows and keys:
+        valid = pc.is_valid(source.column(keys[0]))
+        for name in keys[1:]:
+            valid = pc.and_(valid, pc.is_valid(source.column(name)))
+        bounds = key_range(source.filter(valid), keys, schema)
+        if bounds is not None:
+            terms.append(str(bounds))
+    return " AND ".join(terms)
+
+
 def merge_candidates(
     snapshot_files: pa.Table,
     source: pa.Table,

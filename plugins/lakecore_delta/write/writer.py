@@ -19,7 +19,12 @@ from lakecore.format.writing import DataFileWriter
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles, SetProperties
 from lakecore.model.data_input import cast_lossless, to_arrow_table
 from lakecore.model.merge import MergeClauses, qualified_columns
-from lakecore.planning.candidates import candidate_files, dml_predicate, merge_candidates
+from lakecore.planning.candidates import (
+    candidate_files,
+    dml_predicate,
+    merge_candidates,
+    merge_read_predicate,
+)
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
@@ -256,11 +261,11 @@ class DeltaWriter:
             changes.new_rows.append(table)
             if self._dml().cdf:
                 changes.changes.append(tagged(table, "insert"))
-        keys = " AND ".join(f"{ex.sql_name(k)} IS NOT NULL" for k in on)
+        # The conflict check prunes a winner's files with the range that picked ``files``.
         info = CommitInfo(
             "MERGE",
             {"predicate": json.dumps([f"merge on {list(on)}"])},
-            read_predicate=keys,
+            read_predicate=merge_read_predicate(src, on, self._state.schema),
         )
         return to_actions(self._dml(), changes, self._write_conformed), info
 

@@ -22,7 +22,6 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import SchemaError, UnsupportedFeatureError
-from lakecore.expr import tree as ex
 from lakecore.expr.assign import SetValue, assignment_sql
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.expr.sql import parse_sql
@@ -32,6 +31,7 @@ from lakecore.model import files as fi
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import to_arrow_table
 from lakecore.model.merge import MergeClauses
+from lakecore.planning.candidates import merge_read_predicate
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_hudi.keys import RECORD_KEY
@@ -142,8 +142,9 @@ class HudiWriter:
         rows = merge_source(to_arrow_table(source), self._layout)
         candidates = self._slices_for_keys(rows)
         changes = plan_merge(self._rows, self._layout, rows, clauses, candidates)
-        keys = " AND ".join(f"{ex.sql_name(k)} IS NOT NULL" for k in on)
-        info = CommitInfo("MERGE", {"on": list(on)}, read_predicate=keys)
+        # What the merge read: the source's key range (the question its slices answered).
+        read = merge_read_predicate(rows, on, self._state.table_schema)
+        info = CommitInfo("MERGE", {"on": list(on)}, read_predicate=read)
         return self._write(changes, "UPSERT", info)
 
     def schema_update(self) -> SchemaUpdate:
