@@ -37,7 +37,7 @@ def create_tag(table: Table, name: str, version: int) -> None:
     storage = table.storage
     manifest = find_manifest(storage, int(version))
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    doc = {
+    doc: dict[str, object] = {
         "branch": None,
         "version": int(version),
         "createdAt": now,
