@@ -231,3 +231,44 @@ def test_vacuum_removes_what_pylance_cleanup_removes(tmp_path: Path) -> None:
     assert table.vacuum(retention_hours=0, dry_run=True, enforce_retention=False) == []
     table.append(rows([9]))
     assert assert_same_as_pylance(ours) == 3
+
+
+@pytest.mark.parametrize("storage_version", ["2.0", "2.1"])
+def test_datasets_keep_their_data_storage_version(tmp_path: Path, storage_version: str) -> None:
+    path = tmp_path / storage_version
+    nested = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("st", pa.struct([("a", pa.int32()), ("b", pa.list_(pa.string()))])),
+            ("ls", pa.list_(pa.struct([("x", pa.int8())]))),
+        ]
+    )
+
+    def data(ids: list[int]) -> pa.Table:
+        return pa.table(
+            {
+                "id": ids,
+                "st": [{"a": i, "b": [str(i)]} for i in ids],
+                "ls": [[{"x": i % 100}] for i in ids],
+            },
+            schema=nested,
+        )
+
+    lance.write_dataset(data([1, 2]), str(path), data_storage_version=storage_version)
+    table = lakecore.open(str(path))
+    table.append(data([3, 4]))
+    table.delete("id = 1")
+    table.update({"id": "id + 10"}, "id = 4")
+    last = manifest(path, table.version)
+    assert last.data_format.version == storage_version
+    theirs, ours = (f.files[0] for f in last.fragments[:2])
+    assert (list(ours.fields), ours.file_minor_version) == (
+        list(theirs.fields),
+        theirs.file_minor_version,
+    )
+    assert lakecore_rows(path).column("id").to_pylist() == [2, 3, 14]
+    assert assert_same_as_pylance(path) == 4
+    if storage_version == "2.0":  # 2.0 files cannot hold a null struct: refused, typed
+        with pytest.raises(ConstraintViolationError):
+            table.append(pa.table({"id": [5], "st": [None], "ls": [[]]}, schema=nested))
+        assert table.version == 4

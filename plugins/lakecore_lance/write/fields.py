@@ -4,7 +4,8 @@ Fields are listed depth first with ids ``0, 1, ...`` (as pylance assigns them on
 naming its parent (-1 at the top). Logical types, encodings and nullability are spelled as
 pylance 14 spells them (``tests/lance/test_write_fields.py`` compares with pylance's own
 manifests). A 2.1+ data file has one column per leaf field, in depth-first order: the data
-file's ``fields`` are the leaf ids and its ``column_indices`` count them.
+file's ``fields`` are the leaf ids and its ``column_indices`` count them; a 2.0 file has one
+column per field (``column_ids``).
 """
 
 from __future__ import annotations
@@ -120,6 +121,21 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
 
     for f in schema:
         add(f, -1)
+    return out
+
+
+def column_ids(fields: Sequence[file_pb2.Field], data_version: str) -> list[int]:
+    """The field ids a data file of ``data_version`` holds, one per column in order: every
+    field (depth first) in 2.0 files, the leaves in 2.1+ (as pylance lists them)."""
+    if data_version == "2.0":
+        return [int(f.id) for top in field_tree(list(fields)) for f in _walk(top)]
+    return leaf_ids(fields)
+
+
+def _walk(node: FieldNode) -> list[file_pb2.Field]:
+    out = [node.proto]
+    for child in node.children:
+        out.extend(_walk(child))
     return out
 
 

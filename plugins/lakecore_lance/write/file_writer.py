@@ -24,7 +24,7 @@ from lakecore.model import files as fi
 from lakecore.storage import Storage, open_storage
 from lakecore_lance.proto import file_pb2, table_pb2
 from lakecore_lance.state import DATA_DIR
-from lakecore_lance.write.fields import leaf_ids
+from lakecore_lance.write.fields import column_ids
 from lakecore_lance.write.files_out import WRITABLE_DATA_VERSIONS, write_fragments
 
 
@@ -91,7 +91,7 @@ class LanceDataFileWriter:
     def fragments(self, files: pa.Table) -> tuple[bytes, ...]:
         """The new fragments (ids unassigned) of the data files ``write`` returned."""
         major, minor = WRITABLE_DATA_VERSIONS[self.data_version]
-        leaves = leaf_ids(self.field_list())
+        leaves = column_ids(self.field_list(), self.data_version)
         out = []
         for path, size, count in zip(
             files.column(fi.PATH).to_pylist(),

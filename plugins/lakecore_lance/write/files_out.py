@@ -18,20 +18,22 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
+from lakecore.errors import ConstraintViolationError
 from lakecore.model.schema import strip_metadata
 from lakecore.storage import Storage
 from lakecore_lance.deletions import deletion_path
 from lakecore_lance.proto import file_pb2, table_pb2
 from lakecore_lance.state import DATA_DIR
-from lakecore_lance.write.fields import leaf_ids
+from lakecore_lance.write.fields import column_ids
 
 MAX_ROWS_PER_FILE = 1024 * 1024
 """Rows per data file (one fragment each), pylance's ``max_rows_per_file`` default."""
 BITMAP_THRESHOLD = 5_000
 """Lance writes a deletion set of this many rows or more as a roaring bitmap (``.bin``),
 smaller ones as an Arrow IPC file (``BITMAP_THRESDHOLD`` in lance-table's deletion.rs)."""
-WRITABLE_DATA_VERSIONS = {"2.1": (2, 1), "2.2": (2, 2)}
-"""Data storage versions whose files lakecore writes: one column per leaf field."""
+WRITABLE_DATA_VERSIONS = {"2.0": (2, 0), "2.1": (2, 1), "2.2": (2, 2)}
+"""Data storage versions whose files lakecore writes, and the file version each writes (2.0:
+one column per field; 2.1+: one per leaf field; ``fields.column_ids``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,7 @@ def write_fragments(
     listed nowhere and left to cleanup (none are visible).
     """
     major, minor = WRITABLE_DATA_VERSIONS[data_version]
-    leaves = leaf_ids(fields)
+    leaves = column_ids(fields, data_version)
     fragments: list[bytes] = []
     paths: list[str] = []
     for start in range(0, rows.num_rows, max_rows):
@@ -109,9 +111,17 @@ def _write_file(storage: Storage, path: str, rows: pa.Table, data_version: str) 
 
 def _encode(cls: type, local: str, rows: pa.Table, data_version: str) -> None:
     writer = cls(local, file_schema(rows.schema), version=data_version)
-    for batch in rows.to_batches():
-        writer.write_batch(batch)
-    writer.close()
+    try:
+        for batch in rows.to_batches():
+            writer.write_batch(batch)
+        writer.close()
+    except (OSError, ValueError) as exc:
+        # The encoder refuses values its file version cannot hold (2.0: nulls in a struct).
+        if "Invalid user input" in str(exc):
+            raise ConstraintViolationError(
+                f"Lance data storage version {data_version} cannot hold these rows: {exc}"
+            ) from exc
+        raise
 
 
 def write_deletion_file(

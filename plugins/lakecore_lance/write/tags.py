@@ -56,4 +56,3 @@ def delete_tag(table: Table, name: str) -> None:
     """Delete tag ``name``; ``VersionNotFoundError`` when there is none."""
     tag_version(table.storage, _checked_name(name))  # raises for a missing tag
     table.storage.delete(f"{TAGS_DIR}/{name}.json")
-

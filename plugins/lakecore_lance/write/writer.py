@@ -58,7 +58,7 @@ def state_of(snapshot: Snapshot) -> LanceState:
 def ensure_writable(state: LanceState) -> None:
     """Raise ``UnsupportedFeatureError`` when lakecore cannot write to ``state``'s dataset:
     writer feature flags it does not keep valid (stable row ids, base paths, ...), indices
-    (not maintained yet), or data files in a storage version other than 2.1/2.2."""
+    (not maintained yet), or a data storage version lakecore does not write (legacy 0.1)."""
     m = state.manifest
     unknown = int(m.writer_feature_flags) & ~WRITABLE_WRITER_FLAGS
     if unknown:
