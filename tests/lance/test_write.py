@@ -17,12 +17,14 @@ import lakecore
 from lakecore import Table
 from lakecore.errors import (
     ConstraintViolationError,
+    CorruptTableError,
     InvalidArgumentError,
     SchemaError,
     TableExistsError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from tests.corpus import CORPUS
 from tests.lance.helpers import assert_same_as_pylance, lance, sort_rows
 
 SCHEMA = pa.schema(
@@ -272,3 +274,40 @@ def test_datasets_keep_their_data_storage_version(tmp_path: Path, storage_versio
         with pytest.raises(ConstraintViolationError):
             table.append(pa.table({"id": [5], "st": [None], "ls": [[]]}, schema=nested))
         assert table.version == 4
+
+
+def test_appending_to_every_corpus_dataset(tmp_path: Path) -> None:
+    """Each corpus Lance dataset (copied) takes a lakecore append that pylance reads back, or
+    refuses it before writing anything (indices, legacy data files, old writer flags)."""
+    if not (CORPUS / "lance").is_dir():
+        pytest.skip(f"no corpus at {CORPUS}")
+    outcomes: dict[str, list[str]] = {"appended": [], "refused": [], "unreadable": []}
+    for source in sorted(p for p in (CORPUS / "lance").iterdir() if p.is_dir()):
+        path = tmp_path / source.name
+        shutil.copytree(source, path)
+        before = _files(path)
+        try:
+            table = lakecore.open(str(path))
+            rows_before = table.to_arrow()
+        except CorruptTableError:  # fixtures whose data files are missing (see corpus.md)
+            outcomes["unreadable"].append(source.name)
+            continue
+        extra = rows_before.slice(0, 1) if rows_before.num_rows else None
+        try:
+            if extra is None:
+                raise UnsupportedFeatureError("empty", "no row to append")
+            table.append(extra)
+        except UnsupportedFeatureError:
+            assert _files(path) == before, source.name  # refused before writing anything
+            outcomes["refused"].append(source.name)
+            continue
+        assert lance.dataset(str(path)).count_rows() == rows_before.num_rows + 1, source.name
+        assert sort_rows(lance.dataset(str(path)).to_table()).equals(lakecore_rows(path))
+        outcomes["appended"].append(source.name)
+    assert outcomes["appended"] == [
+        "gen__deletions_v2_manifest",
+        "gen__many_fragments",
+        "gen__nested_types",
+        "gen__versions_v1_manifest",
+    ]
+    assert (len(outcomes["refused"]), len(outcomes["unreadable"])) == (13, 2)
