@@ -77,3 +77,17 @@ def test_a_fault_at_any_call_leaves_a_readable_dataset(tmp_path: Path, name: str
             assert (100, "z") in ids_and_values(path)
             cases += 1
     assert cases == 2 * calls and calls >= 9  # 11 (append, delete) or 12 (update, merge) now
+
+
+def test_a_failed_transaction_file_write_leaves_no_file(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    lakecore.create(str(path), SCHEMA, format="lance")
+    before = {p for p in path.rglob("*") if p.is_file()}
+    faulty = FaultyStorage(open_storage(str(path)))
+    faulty.arm(0, "after", match=lambda call: call.path.startswith("_transactions/"))
+    with pytest.raises(LakecoreError):
+        lakecore.open(str(path), storage=faulty).append(
+            pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA)
+        )
+    assert faulty.faults and faulty.faults[0].method == "put"
+    assert {p for p in path.rglob("*") if p.is_file()} == before

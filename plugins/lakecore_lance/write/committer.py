@@ -129,13 +129,14 @@ class LanceCommitter:
         if not isinstance(plan, LancePlan):
             raise TypeError("not a Lance prepared commit")
         if self._txn_written is None:
+            # Recorded first: a put that fails half-way still leaves a file for abort to remove.
+            self._txn_written = plan.transaction_path
             try:
                 self._storage.put(plan.transaction_path, plan.transaction)
             except OSError as exc:
                 raise CommitStorageError(
                     f"cannot write transaction file {plan.transaction_path}: {exc}"
                 ) from exc
-            self._txn_written = plan.transaction_path
         version = int(prepared.version)
         try:
             self._storage.put_if_absent(manifest_path(version, self._naming), plan.manifest)
