@@ -84,11 +84,22 @@ class FormatWriter(Protocol):
         ...
 
     def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
-        """Replace the rows matching ``where`` (all rows if None) with ``data``."""
+        """Replace the rows matching ``where`` (all rows if None) with ``data``.
+
+        Must read only the planner's candidate rows of the file index: those
+        ``lakecore.planning.candidates.candidate_files`` keeps for ``dml_predicate(where)``,
+        and must record ``where`` as the ``CommitInfo.read_predicate`` its conflict check asks.
+        """
         ...
 
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
-        """Delete the rows matching ``where`` (all rows if None)."""
+        """Delete the rows matching ``where`` (all rows if None).
+
+        Must read only the planner's candidate rows of the file index: those
+        ``lakecore.planning.candidates.candidate_files`` keeps for ``dml_predicate(where)``
+        (a delete touching k files reads O(k) data files), and must record ``where`` as the
+        ``CommitInfo.read_predicate`` its conflict check asks.
+        """
         ...
 
     def update(
@@ -96,7 +107,12 @@ class FormatWriter(Protocol):
     ) -> tuple[list[Action], CommitInfo]:
         """Set columns on the rows matching ``where``; each value is SQL text, a tree or a
         Python literal, and must be applied with ``lakecore.expr.assign.assigned_values``
-        (literals checked exactly against the column before any row is read)."""
+        (literals checked exactly against the column before any row is read).
+
+        Must read only the planner's candidate rows of the file index: those
+        ``lakecore.planning.candidates.candidate_files`` keeps for ``dml_predicate(where)``,
+        and must record ``where`` as the ``CommitInfo.read_predicate`` its conflict check asks.
+        """
         ...
 
     def schema_update(self) -> SchemaUpdate:
@@ -129,7 +145,12 @@ class FormatWriter(Protocol):
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:
-        """Merge ``source`` into the table, matching rows on the key columns ``on``."""
+        """Merge ``source`` into the table, matching rows on the key columns ``on``.
+
+        Must read only the planner's candidate rows of the file index:
+        ``lakecore.planning.candidates.merge_candidates`` (the source's key range), and must
+        record ``merge_read_predicate`` as the ``CommitInfo.read_predicate``.
+        """
         ...
 
     def file_writer(self, mode: str, where: str | None) -> DataFileWriter:
