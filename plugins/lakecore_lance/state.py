@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -20,6 +21,8 @@ from lakecore_lance.proto import file_pb2, table_pb2
 from lakecore_lance.schema import FieldNode, arrow_schema, field_tree
 
 DATA_DIR = "data"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*\Z")
+"""A file name with no separator, scheme, ``.`` or ``..``: ``data/<it>`` is in the root."""
 FIRST_MODERN_VERSION = (0, 3)
 """The first data-file version in the 2.x format: writers of Lance 0.1x labelled early v2
 files ``0.3`` (Lance reads 0.3 as 2.0); ``0.0`` (unset), ``0.1`` and ``0.2`` are legacy."""
@@ -146,7 +149,10 @@ def load_state(storage: Storage, version: int | None) -> LanceState:
     features.ensure_readable(loaded.manifest, f"version {file.version} of {storage.root}")
     for fragment in loaded.manifest.fragments:
         for data_file in fragment.files:
-            # Paths a manifest names must stay under the dataset root (architecture.md).
-            contained_path(f"{DATA_DIR}/{data_file.path}", storage.root, source=file.path)
+            # Paths a manifest names must stay under the dataset root (architecture.md). The
+            # usual plain file name is inside by construction; checking each of 1,000 fully
+            # took a third of opening a 1,000-fragment dataset.
+            if _PLAIN_NAME.match(data_file.path) is None:
+                contained_path(f"{DATA_DIR}/{data_file.path}", storage.root, source=file.path)
     schema = arrow_schema(loaded.manifest.fields, loaded.manifest.schema_metadata)
     return LanceState(loaded, schema)

@@ -105,3 +105,26 @@ def test_detect_looks_at_the_first_manifest_name_only(
     for manifest in (path / "_versions").glob("*.manifest"):
         manifest.unlink()
     assert not LanceFormat().detect(storage)
+
+
+def test_plain_data_file_names_skip_the_containment_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lakecore_lance.state as lance_state
+
+    path = tmp_path / "ds"
+    _dataset(path, fragments=4, rows=5)
+    checked: list[str] = []
+    real = lance_state.contained_path
+
+    def contained_path(p: str, root: str, *, source: str) -> str:
+        checked.append(p)
+        return real(p, root, source=source)
+
+    monkeypatch.setattr(lance_state, "contained_path", contained_path)
+    assert lakecore.open(str(path)).to_arrow().num_rows == 20
+    assert checked == []
+    for name in ("x.lance", "a-b_c.0.lance"):
+        assert lance_state._PLAIN_NAME.match(name)
+    for name in ("..", ".", "../x.lance", "sub/x.lance", "s3:x", "/x.lance", "", "x\\y", ".x"):
+        assert lance_state._PLAIN_NAME.match(name) is None, name
