@@ -26,7 +26,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lakecore.errors import CommitConflictError, CommitStorageError
+from lakecore.errors import CommitConflictError, CommitStateUnknownError, CommitStorageError
 from lakecore.format.committer import Prepared
 from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, Conflict
 from lakecore.snapshot import Snapshot
@@ -81,6 +81,51 @@ def encode_manifest(manifest: table_pb2.Manifest, transaction: bytes) -> bytes:
     return head + struct.pack("<I", len(body)) + body + footer
 
 
+PUT_ATTEMPTS = 3
+
+
+def put_manifest(storage: Storage, path: str, payload: bytes) -> CommitOutcome:
+    """Put the manifest ``payload`` at ``path`` unless it exists; a failed put is read back.
+
+    A put can fail after its request landed (a timeout once it was sent): the manifest is
+    then read back and compared with ``payload``, which is unique (it holds the transaction's
+    uuid): ours -> ``Committed``; another writer's -> ``Conflict``; absent -> the put is tried
+    again (should the failed request land later, the retry's put-if-absent fails and the
+    read-back finds our bytes, so the version never lands twice). The returned outcome's
+    version is 0; the caller knows it.
+
+    Raises ``CommitStateUnknownError`` when the read-back fails too, or the manifest stayed
+    absent through ``PUT_ATTEMPTS`` failed puts (a request still in flight could yet land).
+    """
+    failure: OSError | None = None
+    for _ in range(PUT_ATTEMPTS):
+        try:
+            storage.put_if_absent(path, payload)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            failure = exc
+        else:
+            return Committed(0)
+        try:
+            landed: bytes | None = storage.read(path)
+        except FileNotFoundError:
+            landed = None
+        except OSError as exc:
+            raise CommitStateUnknownError(
+                f"{path} may or may not have landed: its put failed ({failure}) and reading it "
+                f"back failed ({exc}); read the dataset's versions before retrying"
+            ) from exc
+        if landed == payload:
+            return Committed(0)
+        if landed is not None:
+            return Conflict(0)
+    raise CommitStateUnknownError(
+        f"{path} may or may not have landed: {PUT_ATTEMPTS} puts failed (last: {failure}) and "
+        "it is not there yet; read the dataset's versions before retrying"
+    ) from failure
+
+
 class LanceCommitter:
     """Lands one transaction on a Lance dataset, on top of ``base`` (one per transaction)."""
 
@@ -122,8 +167,8 @@ class LanceCommitter:
         the version exists: ``Committed`` or ``Conflict(version)``.
 
         Raises ``CommitStorageError`` when the transaction file cannot be written (nothing
-        landed); an ``OSError`` putting the manifest leaves the outcome unknown (the core
-        says so).
+        landed) and ``CommitStateUnknownError`` when the manifest's outcome cannot be told
+        (``put_manifest``).
         """
         plan = prepared.payload
         if not isinstance(plan, LancePlan):
@@ -138,9 +183,8 @@ class LanceCommitter:
                     f"cannot write transaction file {plan.transaction_path}: {exc}"
                 ) from exc
         version = int(prepared.version)
-        try:
-            self._storage.put_if_absent(manifest_path(version, self._naming), plan.manifest)
-        except FileExistsError:
+        outcome = put_manifest(self._storage, manifest_path(version, self._naming), plan.manifest)
+        if isinstance(outcome, Conflict):
             return Conflict(version)
         self._committed = True
         self._write_hint(version)

@@ -7,6 +7,7 @@ its staged change so that an abort can delete exactly those files.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import tempfile
@@ -74,23 +75,35 @@ def write_fragments(
     leaves = column_ids(fields, data_version)
     fragments: list[bytes] = []
     paths: list[str] = []
-    for start in range(0, rows.num_rows, max_rows):
-        chunk = rows.slice(start, max_rows)
-        name = f"{prefix}{uuid.uuid4().hex}.lance"
-        path = f"{DATA_DIR}/{name}"
-        _write_file(storage, path, chunk, data_version)
-        paths.append(path)
-        data_file = table_pb2.DataFile(
-            path=name,
-            fields=leaves,
-            column_indices=list(range(len(leaves))),
-            file_major_version=major,
-            file_minor_version=minor,
-            file_size_bytes=storage.head(path).size,
-        )
-        fragment = table_pb2.DataFragment(files=[data_file], physical_rows=chunk.num_rows)
-        fragments.append(fragment.SerializeToString(deterministic=True))
+    try:
+        for start in range(0, rows.num_rows, max_rows):
+            chunk = rows.slice(start, max_rows)
+            name = f"{prefix}{uuid.uuid4().hex}.lance"
+            path = f"{DATA_DIR}/{name}"
+            paths.append(path)  # before writing: a half-written file is removed too
+            _write_file(storage, path, chunk, data_version)
+            data_file = table_pb2.DataFile(
+                path=name,
+                fields=leaves,
+                column_indices=list(range(len(leaves))),
+                file_major_version=major,
+                file_minor_version=minor,
+                file_size_bytes=storage.head(path).size,
+            )
+            fragment = table_pb2.DataFragment(files=[data_file], physical_rows=chunk.num_rows)
+            fragments.append(fragment.SerializeToString(deterministic=True))
+    except BaseException:
+        remove_quietly(storage, paths)
+        raise
     return WrittenFragments(tuple(fragments), tuple(paths))
+
+
+def remove_quietly(storage: Storage, paths: Sequence[str]) -> None:
+    """Delete ``paths`` (files of a write that failed); a failure to delete is left to
+    ``vacuum`` (the files are referenced by no version)."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            storage.delete(path)
 
 
 def _write_file(storage: Storage, path: str, rows: pa.Table, data_version: str) -> None:
@@ -149,5 +162,10 @@ def write_deletion_file(
     deletion = table_pb2.DeletionFile(
         file_type=kind, read_version=read_version, id=file_id, num_deleted_rows=count
     )
-    storage.put(deletion_path(fragment_id, deletion), data)
+    path = deletion_path(fragment_id, deletion)
+    try:
+        storage.put(path, data)
+    except BaseException:
+        remove_quietly(storage, [path])
+        raise
     return deletion

@@ -9,9 +9,9 @@ are the fragment's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +38,7 @@ from lakecore_lance.state import LanceState
 from lakecore_lance.write.changes import FORMAT, WRITABLE_WRITER_FLAGS, LanceChange
 from lakecore_lance.write.files_out import (
     WRITABLE_DATA_VERSIONS,
+    remove_quietly,
     write_deletion_file,
     write_fragments,
 )
@@ -165,6 +166,30 @@ class Marked:
     """The matching rows themselves (updates)."""
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _undo_on_error(
+    method: Callable[Concatenate[LanceWriter, P], R],
+) -> Callable[Concatenate[LanceWriter, P], R]:
+    """A write that raises removes the data and deletion files it wrote before (nothing of it
+    was staged, so no abort will)."""
+
+    def run(self: LanceWriter, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        self._written = []
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            remove_quietly(self._storage, self._written)
+            raise
+        finally:
+            self._written = []
+
+    run.__doc__, run.__name__ = method.__doc__, method.__name__
+    return run
+
+
 class LanceWriter:
     """Writes data and deletion files for one snapshot and returns the staged changes."""
 
@@ -174,6 +199,8 @@ class LanceWriter:
         self._state = state_of(snapshot)
         ensure_writable(self._state)
         self._schema = snapshot.schema
+        self._written: list[str] = []
+        """Files the running write made so far (``_undo_on_error`` removes them)."""
 
     # ------------------------------------------------------------------ helpers
 
@@ -182,6 +209,7 @@ class LanceWriter:
             return (), ()
         m = self._state.manifest
         written = write_fragments(self._storage, m.fields, m.data_format.version, rows)
+        self._written.extend(written.paths)
         return written.fragments, written.paths
 
     def _predicate(self, where: str | None) -> ex.Predicate | None:
@@ -264,6 +292,7 @@ class LanceWriter:
                 self._storage, m.fragment_id, self._state.version, positions
             )
             written.append(deletion_path(m.fragment_id, deletion))
+            self._written.append(written[-1])
             fragment = table_pb2.DataFragment()
             fragment.CopyFrom(by_id[m.fragment_id])
             fragment.deletion_file.CopyFrom(deletion)
@@ -275,12 +304,14 @@ class LanceWriter:
 
     # ------------------------------------------------------------------ the writes
 
+    @_undo_on_error
     def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
         rows = conform(data, self._schema)
         fragments, paths = self._new_rows(rows)
         change = LanceChange("append", new_fragments=fragments, written=paths)
         return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}))
 
+    @_undo_on_error
     def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
         rows = conform(data, self._schema)
         if where is None:
@@ -308,6 +339,7 @@ class LanceWriter:
         info = CommitInfo("WRITE", {"mode": "Overwrite", "where": where}, read_predicate=where)
         return self._stage(change, info)
 
+    @_undo_on_error
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
         predicate = self._predicate(where)
         updated, removed, written = self._deletions(self._marked(predicate, False))
@@ -321,6 +353,7 @@ class LanceWriter:
         info = CommitInfo("DELETE", {"predicate": where or ""}, read_predicate=where)
         return self._stage(change, info)
 
+    @_undo_on_error
     def update(
         self, set: Mapping[str, SetValue], where: str | None
     ) -> tuple[list[Action], CommitInfo]:
@@ -355,6 +388,7 @@ class LanceWriter:
         info = CommitInfo("UPDATE", {"predicate": where or ""}, read_predicate=where)
         return self._stage(change, info)
 
+    @_undo_on_error
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:
@@ -456,6 +490,7 @@ class LanceWriter:
             storage_options=dict(getattr(self._storage, "storage_options", None) or {}),
         )
 
+    @_undo_on_error
     def add_files(
         self, file_writer: DataFileWriter, files: pa.Table, mode: str, where: str | None
     ) -> tuple[list[Action], CommitInfo]:
