@@ -127,7 +127,7 @@ def write(
         raise UnsupportedFeatureError(
             "memory storage", f"Spark cannot write to {storage.root} (process memory)"
         )
-    target = _target(df.schema, uri, storage_options, partition_by, format)
+    target = _target(df.schema, uri, storage_options, partition_by, format, mode)
     if target.table is None and where is not None:
         evaluate_predicate(where, target.schema.empty_table())  # parse and bind first
     table = target.table or _create(uri, storage_options, target, format, properties)
@@ -136,7 +136,7 @@ def write(
     # Check again against the snapshot the commit builds on (another writer may have
     # changed the table since it was opened).
     _check_partitioning(snapshot, target.partition_columns)
-    writer = _writable(snapshot, mode).writer(table.storage, snapshot)
+    writer = _writable(table).writer(table.storage, snapshot)
     file_writer = writer.file_writer(mode, where)
     try:
         check_schema(df.schema, file_writer.schema)
@@ -168,8 +168,14 @@ def _target(
     storage_options: dict[str, Any] | None,
     partition_by: Sequence[str] | None,
     format: str | None,
+    mode: str,
 ) -> Target:
-    """The existing table (its format and partitioning checked), or the schema of a new one."""
+    """The existing table (its format and partitioning checked), or the schema of a new one.
+
+    The format's capabilities for ``mode`` are checked first (``_require_writable``): right
+    after the table is found, before its snapshot is loaded; for a new table, those of the
+    format it would be created as, before anything is created.
+    """
     if isinstance(partition_by, str):
         raise TypeError("partition_by must be a sequence of column names, not one string")
     names = [f.name for f in schema.fields]
@@ -179,12 +185,15 @@ def _target(
     try:
         table = lakecore.open(uri, storage_options=storage_options)
     except TableNotFoundError:
+        new_format = load_registry().get(format or DEFAULT_FORMAT)
+        _require_writable(new_format.name, new_format.capabilities, mode)
         arrow = _as_nullable(to_arrow_schema(schema))
         partitions = tuple(partition_by or ())
         _check_partition_columns(arrow, partitions)
         return Target(arrow, partitions, None)
     if format is not None and format != table.format:
         raise ValueError(f"{uri} is a {table.format} table, not {format}")
+    _require_writable(table.format, table.capabilities, mode)
     snapshot = table.snapshot()
     expected = snapshot.partition_columns if partition_by is None else tuple(partition_by)
     _check_partitioning(snapshot, expected)
@@ -245,14 +254,17 @@ def _check_partition_columns(schema: pa.Schema, columns: Sequence[str]) -> None:
         raise SchemaError("at least one column must not be a partition column")
 
 
-def _writable(snapshot: Snapshot, mode: str) -> WritableFormat:
-    """The table's format, once it declares what ``mode`` needs (``write``, and ``overwrite``
-    for an overwrite); raises ``UnsupportedFeatureError`` naming the capability."""
-    fmt = load_registry().get(snapshot.format)
-    require(fmt.name, fmt.capabilities, Capability.WRITE, "lakecore.spark.write")
+def _require_writable(name: str, capabilities: frozenset[Capability], mode: str) -> None:
+    """Raise ``UnsupportedFeatureError`` naming the capability unless the format declares
+    what ``mode`` needs (``write``, and ``overwrite`` for an overwrite)."""
+    require(name, capabilities, Capability.WRITE, "lakecore.spark.write")
     if mode == "overwrite":
-        require(fmt.name, fmt.capabilities, Capability.OVERWRITE)
-    return cast(WritableFormat, fmt)  # declaring ``write`` means implementing it
+        require(name, capabilities, Capability.OVERWRITE)
+
+
+def _writable(table: Table) -> WritableFormat:
+    """The table's own format object (``_require_writable`` has passed for it)."""
+    return cast(WritableFormat, table._format)  # declaring ``write`` means implementing it
 
 
 def _as_nullable(schema: pa.Schema) -> pa.Schema:

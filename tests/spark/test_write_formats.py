@@ -233,3 +233,36 @@ def test_capabilities_are_checked_before_writing(
         lakecore.spark.write(_df(spark, rows((2, "b", 2, "y"))), str(root))
     assert info.value.feature == "write"
     assert lakecore.open(str(root)).version == 1
+
+
+def test_capabilities_are_checked_before_any_snapshot_or_creation(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakecore_delta.format import DeltaFormat
+
+    from lakecore.table import Table
+
+    root = tmp_path / "t"
+    lakecore.spark.write(_df(spark, rows((1, "a", 1, "x"))), str(root))
+    loaded: list[object] = []
+    real_snapshot = Table.snapshot
+
+    def spy(self: Table, *args: Any, **kwargs: Any) -> Any:
+        loaded.append(args)
+        return real_snapshot(self, *args, **kwargs)
+
+    monkeypatch.setattr(Table, "snapshot", spy)
+    monkeypatch.setattr(
+        DeltaFormat, "capabilities", DeltaFormat.capabilities - {Capability.OVERWRITE}
+    )
+    df = _df(spark, rows((2, "b", 2, "y")))
+    with pytest.raises(UnsupportedFeatureError) as info:
+        lakecore.spark.write(df, str(root), mode="overwrite")
+    assert info.value.feature == "overwrite"
+    assert loaded == []  # refused on the format's capabilities, no snapshot loaded
+    # A new table: refused on the named format's capabilities before it is created.
+    new = tmp_path / "new"
+    with pytest.raises(UnsupportedFeatureError) as info:
+        lakecore.spark.write(df, str(new), mode="overwrite")
+    assert info.value.feature == "overwrite"
+    assert not new.exists()
