@@ -15,6 +15,7 @@ pytest.importorskip("lance", reason="needs pylance (the lance extra)")
 class LanceFixtures(FormatFixtures):
     format_name = "lance"
     partition_by: ClassVar[Sequence[str]] = ()  # Lance datasets are not partitioned
+    create_properties: ClassVar[dict[str, str]] = {"lance.primary_key": "id"}  # for upsert
 
 
 class TestLanceContract(FormatContract, LanceFixtures): ...

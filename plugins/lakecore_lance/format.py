@@ -33,6 +33,7 @@ CAPABILITIES = frozenset(
         Capability.DELETE,
         Capability.UPDATE,
         Capability.MERGE,
+        Capability.UPSERT,
         Capability.RESTORE,
         Capability.VACUUM,
         Capability.OPTIMIZE,

@@ -30,6 +30,7 @@ def test_registered_and_detected(tmp_path: Path) -> None:
             c.DELETE,
             c.UPDATE,
             c.MERGE,
+            c.UPSERT,
             c.OPTIMIZE,
             c.SCHEMA_EVOLUTION,
             c.RESTORE,
@@ -37,8 +38,8 @@ def test_registered_and_detected(tmp_path: Path) -> None:
         }
     )
     with pytest.raises(lakecore.UnsupportedFeatureError) as info:
-        table.upsert(pa.table({"id": [3]}))
-    assert info.value.feature == "upsert"
+        table.checkpoint()
+    assert info.value.feature == "checkpoint"
 
 
 def test_without_the_extra_the_install_hint_is_given(

@@ -8,9 +8,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from lakecore_lance.write.fields import PRIMARY_KEY
 
 import lakecore
-from lakecore.errors import ConstraintViolationError, SchemaError
+from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
 from tests.lance.helpers import assert_same_as_pylance, lance, sort_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int64())])
@@ -88,3 +89,31 @@ def test_bad_merges_write_nothing(tmp_path: Path) -> None:
         table.merge(rows([1], "d"), on="id").when_matched_update({"zz": "1"}).execute()
     assert table.version == version
     assert len(list((ours / "data").iterdir())) == 2
+
+
+def test_upsert_by_the_primary_key(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    table = lakecore.create(
+        str(ours), SCHEMA, format="lance", properties={"lance.primary_key": "id"}
+    )
+    key = SCHEMA.field(0).with_metadata({PRIMARY_KEY: "true"}).with_nullable(False)
+    keyed = SCHEMA.set(0, key)
+    lance.write_dataset(rows([1, 2, 3], "a").cast(keyed), str(theirs))
+    from tests.lance.test_write import manifest
+
+    assert list(manifest(ours, 1).fields) == list(manifest(theirs, 1).fields)
+    table.append(rows([1, 2, 3], "a"))
+    table.upsert(rows([2, 7], "u"))
+    lance.dataset(str(theirs)).merge_insert(
+        "id"
+    ).when_matched_update_all().when_not_matched_insert_all().execute(rows([2, 7], "u"))
+    assert current(ours) == current(theirs)
+    assert table.history()[0].operation == "update"  # Lance names it by its transaction
+    assert assert_same_as_pylance(ours) == 3
+    plain = lakecore.create(str(tmp_path / "plain"), SCHEMA, format="lance")
+    with pytest.raises(UnsupportedFeatureError):
+        plain.upsert(rows([1], "x"))
+    with pytest.raises(SchemaError):
+        lakecore.create(
+            str(tmp_path / "bad"), SCHEMA, format="lance", properties={"lance.primary_key": "x"}
+        )

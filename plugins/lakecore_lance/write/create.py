@@ -7,15 +7,17 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from lakecore.errors import TableExistsError, UnsupportedFeatureError
+from lakecore.errors import SchemaError, TableExistsError, UnsupportedFeatureError
 from lakecore.storage import Storage
 from lakecore_lance.history import TRANSACTIONS_DIR
 from lakecore_lance.manifest import manifest_path
 from lakecore_lance.proto import table_pb2, transaction_pb2
 from lakecore_lance.write.changes import Combined, apply
 from lakecore_lance.write.committer import HINT, encode_manifest
-from lakecore_lance.write.fields import lance_fields
+from lakecore_lance.write.fields import PRIMARY_KEY, lance_fields
 
+PRIMARY_KEY_PROPERTY = "lance.primary_key"
+"""The ``lakecore.create`` property naming the primary-key columns of a new dataset."""
 DEFAULT_DATA_VERSION = "2.2"
 """The data storage version new datasets get: what pylance 14 writes by default."""
 
@@ -30,18 +32,34 @@ def create_dataset(
     ``DEFAULT_DATA_VERSION``, V2 manifest naming, an ``Overwrite`` transaction at read version
     0 (as pylance writes a new dataset).
 
-    Raises ``UnsupportedFeatureError`` for ``partition_by`` or ``properties`` (Lance has no
-    partitions; table config is not written yet), ``SchemaError`` for types Lance cannot hold,
+    ``properties`` may hold ``PRIMARY_KEY_PROPERTY`` (comma-separated top-level columns): they
+    become the dataset's unenforced primary key (the ``lance-schema:unenforced-primary-key``
+    field metadata pylance reads; the columns become NOT NULL, as Lance requires), which
+    ``upsert`` keys on.
+
+    Raises ``UnsupportedFeatureError`` for ``partition_by`` or other ``properties`` (Lance has
+    no partitions; table config is not written yet), ``SchemaError`` for types Lance cannot hold,
     ``TableExistsError`` when version 1 exists (decided by ``put_if_absent``).
     """
     if partition_by:
         raise UnsupportedFeatureError(
             "lance:partitioning", f"Lance datasets are not partitioned (got {list(partition_by)})"
         )
-    if properties:
+    keys = [k.strip() for k in properties.get(PRIMARY_KEY_PROPERTY, "").split(",") if k.strip()]
+    others = sorted(set(properties) - {PRIMARY_KEY_PROPERTY})
+    if others:
         raise UnsupportedFeatureError(
-            "lance:properties", f"lakecore does not write Lance table config yet: {properties}"
+            "lance:properties", f"lakecore does not write Lance table config yet: {others}"
         )
+    for key in keys:
+        i = schema.get_field_index(key)
+        if i < 0:
+            raise SchemaError(f"primary key column {key!r} is not a column of the schema")
+        field = schema.field(i)
+        meta = dict(field.metadata or {})
+        meta[PRIMARY_KEY.encode()] = b"true"
+        # Lance requires primary-key columns to be non-nullable.
+        schema = schema.set(i, field.with_metadata(meta).with_nullable(False))
     fields = lance_fields(schema)
     meta = {k.decode(): bytes(v) for k, v in (schema.metadata or {}).items()}
     txn = transaction_pb2.Transaction(read_version=0, uuid=str(uuid.uuid4()))

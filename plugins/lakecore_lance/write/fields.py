@@ -18,6 +18,10 @@ from lakecore.errors import SchemaError
 from lakecore_lance.proto import file_pb2
 from lakecore_lance.schema import FieldNode, field_tree
 
+PRIMARY_KEY = "lance-schema:unenforced-primary-key"
+"""Field metadata marking a primary-key column (``Field.unenforced_primary_key``), as pylance
+reads it from an Arrow schema."""
+
 _NAMES: dict[pa.DataType, str] = {
     pa.null(): "null",
     pa.bool_(): "bool",
@@ -111,6 +115,7 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
             nullable=f.nullable,
             encoding=_encoding(t),  # type: ignore[arg-type]
             metadata=meta,
+            unenforced_primary_key=meta.get(PRIMARY_KEY, b"").lower() == b"true",
         )
         out.append(proto)
         if pa.types.is_struct(t):

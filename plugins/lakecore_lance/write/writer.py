@@ -534,15 +534,34 @@ class LanceWriter:
 
         return LanceSchemaUpdate(self._state.manifest)
 
+    def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
+        """Insert ``data``, replacing the rows whose primary key exists (Lance's
+        ``merge_insert`` on the dataset's unenforced primary key: update all, insert all).
+
+        Raises ``UnsupportedFeatureError("upsert")`` when the dataset has no primary key, and
+        what ``merge`` raises.
+        """
+        keys = [
+            f.name
+            for f in self._state.manifest.fields
+            if f.parent_id == -1 and f.unenforced_primary_key
+        ]
+        if not keys:
+            raise UnsupportedFeatureError(
+                "upsert",
+                "the Lance dataset has no primary key (lance-schema:unenforced-primary-key); "
+                "use merge(on=...)",
+            )
+        clauses = MergeClauses(matched_update_all=True, insert_all=True)
+        actions, _ = self.merge(data, keys, clauses)
+        return actions, CommitInfo("UPSERT", {"on": keys})
+
     # ------------------------------------------------------------------ not declared
 
     def _refuse(self, capability: str) -> NoReturn:
         raise UnsupportedFeatureError(
             capability, f"lakecore does not {capability.replace('_', ' ')} Lance datasets yet"
         )
-
-    def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
-        self._refuse("upsert")
 
     def add_constraint(self, name: str, sql: str) -> tuple[list[Action], CommitInfo]:
         self._refuse("constraints")
