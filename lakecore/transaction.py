@@ -13,7 +13,6 @@ from lakecore.errors import (
     CommitConflictError,
     CommitError,
     CommitStateUnknownError,
-    CommitStorageError,
     LakecoreError,
 )
 from lakecore.faults import storage_faults
@@ -114,9 +113,10 @@ class Transaction:
 
         Retries after concurrent commits that do not conflict; raises ``CommitConflictError``
         naming the winning version otherwise, and on storage faults ``CommitStorageError``
-        (nothing committed) or ``CommitStateUnknownError`` (the commit may have landed). When
-        nothing landed (the format refused the actions, a conflict, a storage fault before the
-        commit) the transaction is aborted before the error propagates.
+        (nothing committed) or ``CommitStateUnknownError`` (the commit may have landed). On any
+        error but ``CommitStateUnknownError`` nothing landed (the format refused the actions, a
+        conflict, a storage fault, a malformed winner while rebasing), so the transaction is
+        aborted before the error propagates.
         """
         if self._state != OPEN:
             raise CommitError(f"the transaction is already {self._state}")
@@ -131,8 +131,12 @@ class Transaction:
             raise
         try:
             self.version = commit_with_retries(committer, prepared)
-        except (CommitConflictError, CommitStorageError):
-            self._abort_quietly()  # nothing of this commit landed
+        except CommitStateUnknownError:
+            raise  # it may have landed: nothing may be deleted
+        except Exception:
+            # A conflict, a storage fault, or any other error out of rebase/prepare (a
+            # malformed winner: CorruptTableError): nothing of this commit landed.
+            self._abort_quietly()
             raise
         self._state = COMMITTED
         return self.version

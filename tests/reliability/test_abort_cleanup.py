@@ -122,6 +122,20 @@ def test_delta_storage_fault_while_rebasing_deletes_the_files(
     assert _ids(root) == [*range(2000), 6000]
 
 
+def test_delta_malformed_winner_while_rebasing_deletes_the_files(tmp_path: Path) -> None:
+    root, table = _delta(tmp_path)
+    before = _files(root, "_delta_log")
+    tx = table.transaction()
+    tx.append(_rows(5000, 5001))
+    mine = _files(root, "_delta_log") - before
+    # Version 2 is taken by an entry the rebase cannot read: nothing of this commit landed.
+    (root / "_delta_log" / f"{2:020d}.json").write_text('{"add": [not json\n')
+    with pytest.raises(lakecore.CorruptTableError):
+        tx.commit()
+    assert mine
+    assert _files(root, "_delta_log") == before
+
+
 def test_delta_unknown_outcome_deletes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
