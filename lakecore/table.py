@@ -381,28 +381,35 @@ class Table:
 
         Raises ``ConstraintViolationError`` (naming how many rows fail) or ``PredicateError``
         /``SchemaError`` for bad SQL; nothing is committed then. Later writes are checked.
+        The rows are checked in the transaction that commits the constraint, which records
+        that it read the whole table: a concurrent append makes it ``CommitConflictError``
+        (its rows were never checked).
         """
         from lakecore.expr.binding import bind
-        from lakecore.expr.evaluate import evaluate_predicate
+        from lakecore.expr.evaluate import evaluate_bound
         from lakecore.expr.sql import parse_sql
 
         self._require(Capability.CONSTRAINTS)
-        with storage_faults(f"checking the rows of {self.uri} against {name}"):
-            snapshot = self.transaction().snapshot
+
+        def check_and_stage(tx: Transaction) -> None:
+            snapshot = tx.snapshot
             # One tree (Spark SQL, lakecore.expr), bound and type-checked before any row.
             predicate = bind(parse_sql(sql), snapshot.schema)
             failed = 0
             for batch in snapshot.to_batches():
-                truth = evaluate_predicate(predicate, pa.Table.from_batches([batch]))
+                truth = evaluate_bound(predicate, pa.Table.from_batches([batch]))
+                if pa.types.is_null(truth.type):
+                    continue  # unknown for every row: not a violation
                 failed += int(pc.sum(pc.invert(pc.fill_null(truth, True))).as_py() or 0)
-        if failed:
-            raise ConstraintViolationError(
-                f"cannot add constraint {name} ({sql}): {failed} existing row(s) violate it"
-            )
-        # The format names the constraint in its metadata (Delta: a table property).
-        return self._run(
-            lambda tx: tx.stage(*self._format_writer(tx.snapshot).add_constraint(name, sql))
-        )
+            if failed:
+                raise ConstraintViolationError(
+                    f"cannot add constraint {name} ({sql}): {failed} existing row(s) violate it"
+                )
+            # The format names the constraint in its metadata (Delta: a table property); its
+            # CommitInfo must say it read the whole table (read_whole_table).
+            tx.stage(*self._format_writer(snapshot).add_constraint(name, sql))
+
+        return self._run(check_and_stage)
 
     def drop_constraint(self, name: str) -> int | str:
         """Remove a CHECK constraint; raises ``SchemaError`` if there is none of that name."""

@@ -131,7 +131,9 @@ class FormatWriter(Protocol):
         """The actions recording CHECK constraint ``name`` (capability ``constraints``).
 
         The format names the constraint in its own metadata (Delta: the table property
-        ``delta.constraints.<name>``); ``Table.add_constraint`` has checked the existing rows.
+        ``delta.constraints.<name>``); ``Table.add_constraint`` has checked the existing rows
+        of this snapshot in the same transaction, so the ``CommitInfo`` must set
+        ``read_whole_table=True`` (a concurrent append's rows were never checked: conflict).
         Called only when the format declares ``constraints``; others must raise
         ``UnsupportedFeatureError("constraints")``.
         """
