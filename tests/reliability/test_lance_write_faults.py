@@ -99,3 +99,46 @@ def test_a_failed_transaction_file_write_leaves_no_file(tmp_path: Path) -> None:
         )
     assert faulty.faults and faulty.faults[0].method == "put"
     assert {p for p in path.rglob("*") if p.is_file()} == before
+
+
+def _killed_writer(path: str, name: str, index: int, mode: str) -> None:
+    """A writer process killed (``os._exit``) at storage call ``index``: no cleanup runs."""
+    import os
+
+    faulty = FaultyStorage(open_storage(path))
+    faulty.arm(index, mode, on_fault=lambda *_: os._exit(17))  # type: ignore[arg-type]
+    OPERATIONS[name](lakecore.open(path, storage=faulty))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["append", "delete"])
+def test_a_writer_killed_at_any_call_leaves_only_committed_versions(
+    tmp_path: Path, name: str
+) -> None:
+    import multiprocessing
+
+    base = tmp_path / "base"
+    table = lakecore.create(str(base), SCHEMA, format="lance")
+    table.append(pa.table({"id": [1, 2, 3], "v": ["a"] * 3}, schema=SCHEMA))
+    table.append(pa.table({"id": [4, 5], "v": ["b"] * 2}, schema=SCHEMA))
+    old = ids_and_values(base)
+    clean = tmp_path / "clean"
+    shutil.copytree(base, clean)
+    OPERATIONS[name](lakecore.open(str(clean)))
+    new = ids_and_values(clean)
+    context = multiprocessing.get_context("spawn")
+    killed = 0
+    for mode in ("before", "after"):
+        for index in range(11):  # every call of the operation (test above: 11)
+            path = tmp_path / f"{mode}-{index}"
+            shutil.copytree(base, path)
+            proc = context.Process(target=_killed_writer, args=(str(path), name, index, mode))
+            proc.start()
+            proc.join(timeout=120)
+            killed += proc.exitcode == 17
+            versions = [v["version"] for v in lance.dataset(str(path)).versions()]
+            assert versions in ([1, 2, 3], [1, 2, 3, 4]), (mode, index)
+            assert ids_and_values(path) == (new if versions[-1] == 4 else old), (mode, index)
+            lakecore.open(str(path)).append(pa.table({"id": [100], "v": ["z"]}, schema=SCHEMA))
+            assert (100, "z") in ids_and_values(path)
+    assert killed == 22
