@@ -467,7 +467,9 @@ class MergeBuilder:
         c = self._clauses
         chosen = sum([c.matched_update_all, c.matched_update is not None, c.matched_delete])
         if chosen > 1:
-            raise ValueError("choose one WHEN MATCHED action (update_all, update or delete)")
+            raise InvalidArgumentError(
+                "choose one WHEN MATCHED action (update_all, update or delete)"
+            )
         return self._table._run(
             lambda tx: tx.stage(
                 *self._table._format_writer(tx.snapshot).merge(

@@ -243,3 +243,10 @@ def test_a_failed_cleanup_keeps_the_original_error_and_explicit_abort_types_it(
     with pytest.raises(CommitStorageError, match="aborting the transaction"):
         explicit.abort()
     assert lakecore.open(str(tmp_path / "t")).to_arrow().num_rows == 0
+
+
+def test_hudi_prepare_of_nothing_is_an_invalid_argument(tmp_path: Path) -> None:
+    table = create_hudi(tmp_path / "t")
+    table.append(hudi_rows((1, "a", 1, "x")))
+    with pytest.raises(lakecore.InvalidArgumentError, match="nothing to commit"):
+        HudiCommitter(table.storage, table.snapshot()).prepare([], INFO)

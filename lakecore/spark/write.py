@@ -33,6 +33,7 @@ from pyspark.sql import types as st
 import lakecore
 from lakecore.errors import (
     CommitStateUnknownError,
+    InvalidArgumentError,
     SchemaError,
     TableExistsError,
     TableNotFoundError,
@@ -99,8 +100,8 @@ def write(
         properties: table properties of a new table (ignored for an existing one).
 
     Raises:
-        ValueError: an unknown ``mode``, ``where`` without ``mode="overwrite"``, or a
-            ``format`` that is not the existing table's.
+        InvalidArgumentError: (a ``ValueError``) an unknown ``mode``, ``where`` without
+            ``mode="overwrite"``, or a ``format`` that is not the existing table's.
         SchemaError: the columns or types differ from the table's, or a partition column is
             missing or of a type that cannot be a partition value.
         ConstraintViolationError: new rows break NOT NULL or CHECK constraints or do not
@@ -119,9 +120,9 @@ def write(
         2
     """
     if mode not in ("append", "overwrite"):
-        raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+        raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     if where is not None and mode != "overwrite":
-        raise ValueError("where= replaces matching rows: it needs mode='overwrite'")
+        raise InvalidArgumentError("where= replaces matching rows: it needs mode='overwrite'")
     storage = open_storage(uri, storage_options)
     if storage.root.startswith("memory://"):
         raise UnsupportedFeatureError(
@@ -192,7 +193,7 @@ def _target(
         _check_partition_columns(arrow, partitions)
         return Target(arrow, partitions, None)
     if format is not None and format != table.format:
-        raise ValueError(f"{uri} is a {table.format} table, not {format}")
+        raise InvalidArgumentError(f"{uri} is a {table.format} table, not {format}")
     _require_writable(table.format, table.capabilities, mode)
     snapshot = table.snapshot()
     expected = snapshot.partition_columns if partition_by is None else tuple(partition_by)

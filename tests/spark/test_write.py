@@ -19,6 +19,7 @@ import lakecore
 import lakecore.spark
 from lakecore.errors import (
     ConstraintViolationError,
+    InvalidArgumentError,
     PredicateError,
     SchemaError,
     UnsupportedFeatureError,
@@ -246,9 +247,9 @@ def test_schema_must_match(spark: Any, tmp_path: Path) -> None:
 
 def test_bad_arguments_fail_before_writing(spark: Any, tmp_path: Path) -> None:
     df = spark.range(3)
-    with pytest.raises(ValueError, match="mode"):
+    with pytest.raises(InvalidArgumentError, match="mode"):
         lakecore.spark.write(df, str(tmp_path), mode="upsert")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="overwrite"):
+    with pytest.raises(InvalidArgumentError, match="overwrite"):
         lakecore.spark.write(df, str(tmp_path), where="id > 1")
     with pytest.raises(SchemaError, match="not in the DataFrame"):
         lakecore.spark.write(df, str(tmp_path), partition_by=["nope"])

@@ -23,7 +23,12 @@ pytest.importorskip("pyspark", reason="needs pyspark (pip install 'lakecore[spar
 
 import lakecore
 import lakecore.spark
-from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.errors import (
+    ConstraintViolationError,
+    InvalidArgumentError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from lakecore.format import Capability
 from lakecore.storage import open_storage
 from tests.hudi.write.helpers import (
@@ -110,7 +115,7 @@ def test_hudi_existing_table_and_where_partial_slices(spark: Any, tmp_path: Path
             _df(spark, rows((9, "z", 1, "y"))), str(root), mode="overwrite", where="city = 'x'"
         )
     assert_reads(root, model)
-    with pytest.raises(ValueError, match="hudi table, not delta"):
+    with pytest.raises(InvalidArgumentError, match="hudi table, not delta"):
         lakecore.spark.write(_df(spark, new), str(root), format="delta")
     with pytest.raises(SchemaError, match="missing column"):
         lakecore.spark.write(_df(spark, new).drop("name"), str(root))

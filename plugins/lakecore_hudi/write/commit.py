@@ -36,6 +36,7 @@ from lakecore.errors import (
     CommitStateUnknownError,
     CommitStorageError,
     CorruptTableError,
+    InvalidArgumentError,
     LakecoreError,
     UnsupportedFeatureError,
 )
@@ -67,7 +68,7 @@ def commit_planned(storage: Storage, base: HudiState, planned: Sequence[PlannedI
     """
     config = base.config
     if not planned:
-        raise ValueError("nothing to commit")
+        raise InvalidArgumentError("nothing to commit")
     try:
         check_disjoint(planned)
     except UnsupportedFeatureError:

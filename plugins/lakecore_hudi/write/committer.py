@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from lakecore.errors import CommitConflictError, UnsupportedFeatureError
+from lakecore.errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
 from lakecore.format.committer import Prepared
 from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, FormatPayload
 from lakecore.snapshot import Snapshot
@@ -48,7 +48,7 @@ class HudiCommitter:
             UnsupportedFeatureError: an action that is not a Hudi write (table properties,
                 application transactions, schema changes, ...), or instants of one
                 transaction that change the same file groups.
-            ValueError: no action at all.
+            InvalidArgumentError: no action at all.
         """
         planned = planned_instants(actions)
         others = [a for a in actions if not _is_planned(a)]
@@ -58,7 +58,7 @@ class HudiCommitter:
                 f"hudi-action-{name}", f"lakecore cannot commit {name} to a Hudi table"
             )
         if not planned:
-            raise ValueError("nothing to commit")
+            raise InvalidArgumentError("nothing to commit")
         hudi_commit.check_disjoint(planned)
         return Prepared(planned[-1].timestamp, tuple(actions), info, planned)
 

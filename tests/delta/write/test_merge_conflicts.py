@@ -66,3 +66,10 @@ def test_the_recorded_predicate_quotes_names_and_parses_back() -> None:
         "`order id` >= 3 AND `order id` <= 7 AND k >= 'a' AND k <= 'b'"
     )
     parse_sql(text)
+
+
+def test_two_matched_actions_are_an_invalid_argument(table: lakecore.Table) -> None:
+    builder = table.merge(rows(1), on="id").when_matched_update_all().when_matched_delete()
+    with pytest.raises(lakecore.InvalidArgumentError, match="one WHEN MATCHED"):
+        builder.execute()
+    assert table.version == 1
