@@ -109,7 +109,8 @@ def combine(changes: Sequence[LanceChange]) -> Combined:
         schema = file_pb2.Schema()
         schema.ParseFromString(changes[0].schema)
         fields = tuple(schema.fields)
-        return Combined(alone[0], (), {}, frozenset(), None, fields=fields)
+        widened = {int(f.id): f for f in map(_fragment, changes[0].updated_fragments)}
+        return Combined(alone[0], (), widened, frozenset(), None, fields=fields)
     if alone == ["rewrite"]:
         c = changes[0]
         rewritten = tuple(_fragment(raw) for raw in c.new_fragments)
@@ -174,7 +175,7 @@ def transaction(combined: Combined, read_version: int, base: table_pb2.Manifest)
     op = combined.operation
     if op == "add_columns":
         assert combined.fields is not None
-        txn.merge.fragments.extend(base.fragments)
+        txn.merge.fragments.extend(combined.updated.get(int(f.id), f) for f in base.fragments)
         txn.merge.schema.extend(combined.fields)
         for k, v in base.schema_metadata.items():
             txn.merge.schema_metadata[k] = v

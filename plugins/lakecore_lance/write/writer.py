@@ -532,7 +532,16 @@ class LanceWriter:
     def schema_update(self) -> SchemaUpdate:
         from lakecore_lance.write.schema_update import LanceSchemaUpdate
 
-        return LanceSchemaUpdate(self._state.manifest)
+        return LanceSchemaUpdate(self._state.manifest, self)
+
+    @property
+    def storage(self) -> Storage:
+        """The dataset's storage."""
+        return self._storage
+
+    def snapshot_files(self) -> pa.Table:
+        """The file index of the snapshot this writer plans against."""
+        return self._snapshot.files()
 
     def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
         """Insert ``data``, replacing the rows whose primary key exists (Lance's
