@@ -26,7 +26,8 @@ def test_merge_read_predicate_parses(tmp_path: Path, fmt: str) -> None:
     writer = load_registry().get(fmt).writer(table.storage, snapshot)
     source = pa.table({"order id": [1], "v": ["z"]}, schema=SCHEMA)
     _, info = writer.merge(source, ["order id"], MergeClauses(matched_update_all=True))
-    assert info.read_predicate == "`order id` IS NOT NULL"
+    # The source's key range is recorded too: the conflict check prunes with it (B1).
+    assert info.read_predicate == ("`order id` IS NOT NULL AND `order id` >= 1 AND `order id` <= 1")
     parse_sql(info.read_predicate)
 
 
