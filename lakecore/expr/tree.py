@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 COMPARISON_OPS = frozenset({"=", "!=", "<", "<=", ">", ">="})
-NEGATED_OPS = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 FLIPPED_OPS = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 """``lit OP col`` is ``col FLIPPED_OPS[OP] lit``."""
 ARITHMETIC_OPS = frozenset({"+", "-", "*", "/", "%", "div"})
@@ -153,9 +152,6 @@ class Column(Expr):
 
     def is_null(self) -> IsNull:
         return IsNull(self)
-
-    def is_not_null(self) -> Not:
-        return Not(IsNull(self))
 
     def between(self, low: Any, high: Any) -> Between:
         return Between(self, Literal(low), Literal(high))
@@ -375,16 +371,6 @@ def is_simple(node: Expr) -> bool:
     if isinstance(node, In | IsNull | Between | Like):
         return isinstance(node.column, Column)
     return False
-
-
-def leaf_column(pred: Predicate) -> Column:
-    """The column of a leaf predicate over a column (Comparison, In, IsNull, Between, Like);
-    raises ``TypeError`` for anything else."""
-    if isinstance(pred, Comparison | In | IsNull | Between | Like) and isinstance(
-        pred.column, Column
-    ):
-        return pred.column
-    raise TypeError(f"not a leaf predicate over a column: {pred!r}")
 
 
 # ------------------------------------------------------------------------------ SQL text

@@ -9,9 +9,6 @@ leave NaN out of min/max (the default ``StatsRules``): lakecore's planner assume
 column may hold NaN whatever its bounds say. Pyarrow's Statistics already refuse the
 statistics Parquet writers are known to get wrong (binary min/max from old parquet-mr, INT96
 timestamps). Files that are not Parquet (Lance or ORC base files) get a row of unknowns.
-
-``summarize_footer`` keys a footer's leaf statistics like the metadata table's column names
-(``"a.b"``), for comparing the two.
 """
 
 from __future__ import annotations
@@ -27,13 +24,11 @@ import pyarrow.parquet as pq
 from lakecore.errors import CorruptTableError, StorageError
 from lakecore.faults import open_input
 from lakecore.model import files as fi
-from lakecore.model.parquet_footer import summarize_leaf
 from lakecore.model.stats import footer_stats as footer_file_stats
 from lakecore.model.stats import stats_columns, unknown_stats
 from lakecore.storage import Storage
-from lakecore_hudi.mdt.column_stats import LeafStats
 
-__all__ = ["FOOTER_READERS", "footer_stats", "summarize_footer"]
+__all__ = ["FOOTER_READERS", "footer_stats"]
 
 FOOTER_READERS = 8
 """Footers read at once (each is a few KB near the end of its file)."""
@@ -70,23 +65,6 @@ def footer_stats(storage: Storage, paths: Sequence[str], schema: pa.Schema) -> p
     }
     table.update(stats_columns(stats, fields))
     return pa.table(table)
-
-
-def summarize_footer(metadata: pq.FileMetaData) -> dict[str, LeafStats]:
-    """(min, max, null count) of every leaf column of a footer, over all its row groups.
-
-    Keys are the leaves' dotted paths in the file (``"a.b"`` for field ``b`` of struct ``a``);
-    values are Python values as pyarrow decodes them (None: unknown).
-    """
-    out: dict[str, LeafStats] = {}
-    if metadata.num_row_groups == 0:
-        return out
-    first = metadata.row_group(0)
-    for index in range(first.num_columns):
-        path = first.column(index).path_in_schema
-        leaf = summarize_leaf(metadata, index)
-        out[path] = (leaf.min, leaf.max, leaf.null_count)
-    return out
 
 
 def _read_footer(storage: Storage, path: str) -> pq.FileMetaData | None:
