@@ -11,7 +11,12 @@ import pytest
 from lakecore_lance.write.fields import PRIMARY_KEY
 
 import lakecore
-from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.errors import (
+    CommitConflictError,
+    ConstraintViolationError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from tests.lance.helpers import assert_same_as_pylance, lance, sort_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int64())])
@@ -117,3 +122,28 @@ def test_upsert_by_the_primary_key(tmp_path: Path) -> None:
         lakecore.create(
             str(tmp_path / "bad"), SCHEMA, format="lance", properties={"lance.primary_key": "x"}
         )
+
+
+def test_an_upsert_racing_an_append_conflicts(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = lakecore.create(
+        str(path), SCHEMA, format="lance", properties={"lance.primary_key": "id"}
+    )
+    table.append(rows([1, 2, 3], "a"))
+    table.append(rows([4, 5], "b"))
+
+    def staged_upsert(data: pa.Table) -> lakecore.Transaction:
+        tx = table.transaction()
+        tx.stage(*table._format_writer(tx.snapshot).upsert(data))
+        return tx
+
+    first = staged_upsert(rows([1, 8], "u"))
+    table.delete("id = 5")  # another fragment, no rows added: the upsert rebases past it
+    first.commit()
+    second = staged_upsert(rows([2, 9], "w"))
+    table.append(rows([9], "x"))  # the key the upsert inserts: both landing would duplicate it
+    with pytest.raises(CommitConflictError):
+        second.commit()
+    assert sorted(r["id"] for r in current(path)) == [1, 2, 3, 4, 8, 9]
+    assert {r["id"]: r["v"] for r in current(path)}[9] == "x"
+    assert assert_same_as_pylance(path) == 6

@@ -45,6 +45,9 @@ class LanceChange:
     """``restore``: the serialized manifest of the version restored."""
     schema: bytes = b""
     """``add_columns`` / ``project``: the new field list (a serialized ``file.Schema``)."""
+    keyed: bool = False
+    """A merge or upsert: its inserts depend on which keys exist, so rows added concurrently
+    conflict with it."""
     groups: tuple[tuple[tuple[int, ...], int], ...] = ()
     """``rewrite`` (compaction): per group, the old fragment ids and how many of
     ``new_fragments`` (in order) replace them."""
@@ -63,6 +66,8 @@ class Combined:
     groups: tuple[tuple[tuple[int, ...], int], ...] = ()
     fields: tuple[file_pb2.Field, ...] | None = None
     """``add_columns`` / ``project``: the new field list."""
+    keyed: bool = False
+    """Some change is a merge (see ``LanceChange.keyed``)."""
 
     @property
     def touched(self) -> frozenset[int]:
@@ -159,7 +164,8 @@ def combine(changes: Sequence[LanceChange]) -> Combined:
     predicate = " OR ".join(f"({p})" for p in predicates) if len(predicates) > 1 else None
     if len(predicates) == 1:
         predicate = predicates[0]
-    return Combined(operation, tuple(new), updated, frozenset(removed), predicate)
+    keyed = any(c.keyed for c in changes)
+    return Combined(operation, tuple(new), updated, frozenset(removed), predicate, keyed=keyed)
 
 
 def _twice(fid: int) -> UnsupportedFeatureError:

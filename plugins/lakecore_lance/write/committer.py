@@ -15,6 +15,8 @@ Compatibility with a winner (anything else conflicts):
   or compaction (``rewrite``) touching none of ``T``;
 - whole-table overwrite, restore: never (they replace every row the winner changed);
 - schema change (added, dropped, renamed columns): never;
+- merge / upsert: as a delete/update, and never after a commit that added rows (their keys
+  could match this merge's inserts: both would land, duplicating the key);
 - any: the winner changed the schema, added an index or used a writer feature lakecore does
   not keep valid -> conflict.
 """
@@ -252,6 +254,15 @@ def _touched(txn: transaction_pb2.Transaction) -> frozenset[int] | None:
     return None
 
 
+def _adds_rows(txn: transaction_pb2.Transaction) -> bool:
+    op = txn.WhichOneof("operation")
+    if op == "append":
+        return len(txn.append.fragments) > 0
+    if op == "update":
+        return len(txn.update.new_fragments) > 0
+    return False
+
+
 def check_compatible(
     mine: Combined,
     current: table_pb2.Manifest,
@@ -282,6 +293,8 @@ def check_compatible(
         raise conflict(f"a {mine.operation} replaces every row the winner changed")
     if mine.operation in ("add_columns", "project"):
         raise conflict("a schema change rebases past no commit")
+    if mine.keyed and _adds_rows(txn):
+        raise conflict("it added rows, whose keys this merge did not see")
     if mine.operation == "append" and op != "rewrite":
         return
     touched = _touched(txn)

@@ -463,6 +463,7 @@ class LanceWriter:
             updated_fragments=updated,
             removed_fragment_ids=removed,
             written=deletions + paths,
+            keyed=True,
         )
         return self._stage(change, CommitInfo("MERGE", {"on": list(on)}))
 
