@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lakecore.expr import tree as ex
 from lakecore.expr.binding import Where
 from lakecore.planning.candidates import dml_predicate
+from lakecore.planning.candidates import key_range as core_key_range
 from lakecore.planning.scan import prune
 from lakecore.snapshot import Snapshot
 from lakecore_hudi.source import HudiSnapshotSource
@@ -55,26 +56,18 @@ def candidate_slices(snapshot: Snapshot, where: Where | None) -> list[int]:
 
 
 def key_range(
-    rows: pa.Table, key_fields: Sequence[str], keygen_type: str | None
-) -> pc.Expression | None:
-    """A predicate every stored record sharing a record key with ``rows`` satisfies: each key
-    column between its min and max in ``rows`` (typed as the table's columns). None when no
-    such predicate can be trusted (another key generator, or a key column missing/all null):
-    then every slice must be read.
+    rows: pa.Table, key_fields: Sequence[str], keygen_type: str | None, schema: pa.Schema
+) -> ex.Predicate | None:
+    """A predicate every stored record sharing a record key with ``rows`` satisfies: the
+    core ``key_range`` of the key columns (``rows`` typed as ``schema``'s columns), the one
+    MERGE uses on every format. None when no such predicate can be trusted (another key
+    generator, a key column missing, no key column with a range): then every slice is read.
     """
     if keygen_type not in _KEYED_BY_COLUMNS or not key_fields:
         return None
-    out: pc.Expression | None = None
-    for name in key_fields:
-        if name not in rows.column_names:
-            return None
-        bounds = pc.min_max(rows.column(name))
-        low, high = bounds["min"], bounds["max"]
-        if not low.is_valid or not high.is_valid:
-            return None
-        term = (pc.field(name) >= low) & (pc.field(name) <= high)
-        out = term if out is None else out & term
-    return out
+    if any(name not in rows.column_names for name in key_fields):
+        return None
+    return core_key_range(rows, key_fields, schema)
 
 
 def slices_for_keys(
@@ -84,7 +77,7 @@ def slices_for_keys(
     ``rows`` is empty; every slice when no key range can be trusted)."""
     if rows.num_rows == 0:
         return []
-    predicate = key_range(rows, key_fields, keygen_type)
+    predicate = key_range(rows, key_fields, keygen_type, snapshot.schema)
     if predicate is None:
         return candidate_slices(snapshot, None)
     return candidate_slices(snapshot, predicate)
