@@ -19,7 +19,9 @@ class AddFiles:
 
     ``owned``: this transaction wrote the files, so aborting it deletes them. False (the
     default) for files that exist independently of the transaction (a restore re-adding old
-    files, a zero-copy conversion): an abort never deletes those.
+    files, a zero-copy conversion): an abort never deletes those. Re-added files carry the
+    typed stats of the index they come from (true bounds, possibly wider than exact ones),
+    never a format's encoded stats; a row with a ``deletion`` keeps its deletes.
     """
 
     files: pa.Table
@@ -35,10 +37,23 @@ class RemoveFiles:
     data_change: bool = True
 
 
+POSITIONS = "positions"
+"""``DeleteRows`` column: every deleted row position of the file (old and new deletes)."""
+POSITIONS_TYPE = pa.large_list(pa.uint64())
+"""Type of ``POSITIONS``: ascending positions, numbered as ``TableFormat.read_files`` does."""
+
+
 @dataclass(frozen=True, slots=True)
 class DeleteRows:
-    """Row-level deletes on existing files: index rows whose ``deletion`` is the NEW state
-    (e.g. a Delta deletion vector covering old and new deletes).
+    """Row-level deletes on existing files: rows of the snapshot's file index (its column
+    types: typed ``min``/``max``/``null_count``, no format encoding of the stats) whose
+    ``deletion`` is the NEW state (e.g. a Delta deletion vector covering old and new deletes),
+    plus ``positions`` (``POSITIONS_TYPE``): the deleted positions that ``deletion`` encodes,
+    so a consumer that cannot decode the format's descriptor (another format's committer, a
+    migration) still knows which rows are gone. ``record_count`` is the physical row count
+    (deleted rows included). The stats are the file's, possibly describing deleted rows: they
+    bound the remaining rows but may no longer be attained (a format that records this, such
+    as Delta's ``tightBounds``, must say so).
 
     ``owned``: this transaction wrote the deletion files the rows name (an abort deletes
     them; see ``AddFiles.owned``)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ from lakecore.arguments import check_number
 from lakecore.errors import CorruptTableError, InvalidArgumentError, LakecoreError
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
+from lakecore.model.schema import physical_name
 from lakecore.planning.read import read_files
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -26,6 +28,7 @@ from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import load_state
 from lakecore_delta.write.checkpoint_out import write_checkpoint
 from lakecore_delta.write.data_files import write_data_files
+from lakecore_delta.write.stats_out import index_bounds, string_prefix_length
 from lakecore_delta.write.writer import DeltaWriter, state_of
 
 DEFAULT_RETENTION_HOURS = 168.0
@@ -166,18 +169,37 @@ def restore_actions(storage: Storage, snapshot: Snapshot, version: int) -> list[
             f"cannot restore version {version}: {len(missing)} of its files were vacuumed, "
             f"e.g. {missing[0]}"
         )
-    stats = dict(
-        zip(
-            target.adds.column("path").to_pylist(),
-            target.adds.column("stats").to_pylist(),
-            strict=True,
-        )
-    )
-    add = add.append_column(
-        "stats", pa.array([stats.get(p) for p in add.column(fi.PATH).to_pylist()], pa.string())
-    )
+    # The files come back with the typed stats of the target version's index (no Delta JSON
+    # carried through); the log renders them, with maxima made safe to re-render.
+    add = index_bounds(add, string_prefix_length(target.configuration))
+    add = _stats_by_current_names(add, target.data_fields(), state_of(snapshot).data_fields())
     # Not ``owned``: other versions reference these files, an aborted restore keeps them.
     return [RemoveFiles(remove), AddFiles(add)]
+
+
+def _stats_by_current_names(
+    files: pa.Table, old_fields: Sequence[pa.Field], new_fields: Sequence[pa.Field]
+) -> pa.Table:
+    """``files`` (index rows of an older version) with their top-level stats keyed by the
+    current logical names: a column renamed since (column mapping) is found by its physical
+    name, which a rename keeps; a column dropped since loses its stats (they are rendered
+    against the current schema, which no longer has it)."""
+    current = {physical_name(f): f.name for f in new_fields}
+    renames = {f.name: current.get(physical_name(f)) for f in old_fields}
+    if all(old == new for old, new in renames.items()):
+        return files
+    for kind in (fi.MIN, fi.MAX, fi.NULL_COUNT):
+        if kind not in files.column_names:
+            continue
+        column = files.column(kind).combine_chunks()
+        keep = [(i, renames[f.name]) for i, f in enumerate(column.type) if renames.get(f.name)]
+        children = [column.field(i) for i, _ in keep]
+        fields = [column.type.field(i).with_name(str(name)) for i, name in keep]
+        rebuilt = pa.StructArray.from_arrays(
+            children, fields=fields, mask=column.is_null() if column.null_count else None
+        )
+        files = files.set_column(files.schema.get_field_index(kind), kind, rebuilt)
+    return files
 
 
 def _keys(files: pa.Table) -> pa.Array:

@@ -15,7 +15,6 @@ them (the file is removed, as Delta does) or for none (the file is untouched).
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,14 @@ from lakecore.expr.assign import assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.expr.sql import parse_sql
 from lakecore.model import files as fi
-from lakecore.model.actions import Action, AddChangeFiles, DeleteRows, RemoveFiles
+from lakecore.model.actions import (
+    POSITIONS,
+    POSITIONS_TYPE,
+    Action,
+    AddChangeFiles,
+    DeleteRows,
+    RemoveFiles,
+)
 from lakecore.storage import Storage
 from lakecore_delta.deletion_vectors import (
     DeletionVectorDescriptor,
@@ -41,7 +47,9 @@ from lakecore_delta.deletion_vectors import (
 )
 from lakecore_delta.file_index import DELETION_TYPE, deletion_value
 from lakecore_delta.reader import FileReader
+from lakecore_delta.scan import DEFAULT_STRING_PREFIX_LENGTH
 from lakecore_delta.write.data_files import FileLayout, write_data_files
+from lakecore_delta.write.stats_out import index_bounds
 
 Condition: TypeAlias = "str | ex.Predicate | None"
 """A DML condition: Spark SQL text or a (bound) tree; None matches every row."""
@@ -70,8 +78,12 @@ class DmlContext:
     layout: FileLayout
     use_dvs: bool
     cdf: bool
-    stats: Mapping[str, str | None]
-    """The stats JSON of each live file by path (kept when a file gets a deletion vector)."""
+    index_schema: pa.Schema
+    """The schema of the snapshot's file index (``Snapshot.files()``): the staged
+    ``RemoveFiles``/``DeleteRows`` rows keep its column types (partition values, typed
+    ``min``/``max``/``null_count``)."""
+    string_prefix_length: int = DEFAULT_STRING_PREFIX_LENGTH
+    """The table's string stats prefix length (``stats_out.string_prefix_length``)."""
 
 
 def touched_files(
@@ -99,7 +111,13 @@ def tagged(rows: pa.Table, change: str) -> pa.Table:
     return rows.append_column(CHANGE_TYPE, pa.array([change] * rows.num_rows, pa.string()))
 
 
-def _dv_row(ctx: DmlContext, row: dict[str, Any], deleted: np.ndarray) -> dict[str, Any]:
+def _dv_row(
+    ctx: DmlContext, row: dict[str, Any], deleted: np.ndarray, physical_rows: int
+) -> dict[str, Any]:
+    """The index row of a file whose deleted positions become ``deleted`` (old and new):
+    its typed stats stay (wide bounds now; the log says so), ``record_count`` is the physical
+    row count (the protocol's ``numRecords`` of a file with a deletion vector), and
+    ``positions`` lists the deleted positions, the neutral answer ``deletion`` encodes."""
     data = serialize_deletion_vector(deleted)
     descriptor: DeletionVectorDescriptor
     if len(data) <= INLINE_DV_MAX_BYTES:
@@ -114,18 +132,10 @@ def _dv_row(ctx: DmlContext, row: dict[str, Any], deleted: np.ndarray) -> dict[s
         ctx.storage.put(descriptor.relative_path, payload)
     return dict(
         row,
-        stats=_loose_bounds(ctx.stats.get(row[fi.PATH])),
+        record_count=physical_rows,
         deletion=deletion_value(descriptor),
+        **{POSITIONS: deleted},
     )
-
-
-def _loose_bounds(stats: str | None) -> str | None:
-    """Stats of a file with deleted rows: min/max may no longer be attained (tightBounds)."""
-    if not stats:
-        return stats
-    obj = json.loads(stats)
-    obj["tightBounds"] = False
-    return json.dumps(obj, separators=(",", ":"))
 
 
 def _drop_rows(
@@ -141,7 +151,8 @@ def _drop_rows(
     remaining = live & ~gone
     if ctx.use_dvs:
         if remaining.any():
-            out.new_dvs.append(_dv_row(ctx, row, np.flatnonzero(~remaining).astype(np.uint64)))
+            deleted = np.flatnonzero(~remaining).astype(np.uint64)
+            out.new_dvs.append(_dv_row(ctx, row, deleted, table.num_rows))
     elif remaining.any():
         out.new_rows.append(table.filter(pa.array(remaining)))
 
@@ -241,9 +252,14 @@ def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]
     """Turn a ChangeSet into actions; ``write_rows(table) -> AddFiles`` writes new rows."""
     actions: list[Action] = []
     if out.removed:
-        actions.append(RemoveFiles(_index_rows(out.removed)))
+        actions.append(RemoveFiles(_index_rows(ctx, out.removed)))
     if out.new_dvs:
-        actions.append(DeleteRows(_index_rows(out.new_dvs), owned=True))
+        dv_rows = _index_rows(ctx, out.new_dvs)
+        dv_rows = index_bounds(dv_rows, ctx.string_prefix_length)
+        dv_rows = dv_rows.append_column(
+            pa.field(POSITIONS, POSITIONS_TYPE), _positions([r[POSITIONS] for r in out.new_dvs])
+        )
+        actions.append(DeleteRows(dv_rows, owned=True))
     rows = [t for t in out.new_rows if t.num_rows]
     if rows:
         actions.append(write_rows(pa.concat_tables(rows)))
@@ -262,15 +278,33 @@ def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]
     return actions
 
 
-def _index_rows(rows: list[dict[str, Any]]) -> pa.Table:
-    keep = [fi.PATH, fi.SIZE, fi.RECORD_COUNT, fi.MODIFICATION_TIME, fi.PARTITION, fi.DELETION]
-    table = pa.Table.from_pylist(
-        [{k: r.get(k) for k in keep} | {"stats": r.get("stats")} for r in rows]
-    )
-    if fi.DELETION in table.column_names and table.column(fi.DELETION).type != DELETION_TYPE:
-        table = table.set_column(
-            table.column_names.index(fi.DELETION),
-            fi.DELETION,
-            pa.array([r.get(fi.DELETION) for r in rows], DELETION_TYPE),
+def _index_rows(ctx: DmlContext, rows: list[dict[str, Any]]) -> pa.Table:
+    """Index rows (dicts of ``Snapshot.files()`` rows) as a table of the index's own column
+    types: typed stats and partition values stay typed, no Delta encoding is added."""
+    keep = [
+        f
+        for f in ctx.index_schema
+        if f.name
+        in (
+            fi.PATH,
+            fi.SIZE,
+            fi.RECORD_COUNT,
+            fi.MODIFICATION_TIME,
+            fi.PARTITION,
+            fi.MIN,
+            fi.MAX,
+            fi.NULL_COUNT,
         )
-    return table
+    ]
+    schema = pa.schema([*keep, pa.field(fi.DELETION, DELETION_TYPE)])
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema)
+
+
+def _positions(deleted: Sequence[np.ndarray]) -> pa.Array:
+    # One list per file, built from the arrays without a per-position Python loop.
+    offsets = np.zeros(len(deleted) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in deleted], out=offsets[1:])
+    values = np.concatenate(deleted) if deleted else np.zeros(0, np.uint64)
+    return pa.LargeListArray.from_arrays(
+        pa.array(offsets, pa.int64()), pa.array(values.astype(np.uint64), pa.uint64())
+    )

@@ -6,7 +6,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -23,7 +23,7 @@ from lakecore.model.actions import (
     SetSchema,
     SetTransaction,
 )
-from lakecore.model.files import MAX, MIN, NULL_COUNT, RECORD_COUNT
+from lakecore.model.files import DELETION, MAX, MIN, NULL_COUNT, RECORD_COUNT
 from lakecore.model.schema import physical_name
 from lakecore_delta.file_index import deletion_descriptor
 from lakecore_delta.write.partition_out import log_value
@@ -60,14 +60,15 @@ def _dv_json(deletion: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _stats(row: Mapping[str, Any], data_fields: Sequence[pa.Field]) -> str | None:
-    # A ``stats`` column is Delta's own JSON carried over for a file re-added as it was
-    # (restore, a new deletion vector); new files carry typed stats, rendered here.
-    if "stats" in row:
-        return cast("str | None", row["stats"])
+    # Every file's stats are typed (new files: exact bounds; files re-added from the index by
+    # a restore or a new deletion vector: the index's bounds, made safe by
+    # ``stats_out.index_bounds``); the JSON is always rendered here. A file with a deletion
+    # vector has wide bounds: its min/max/nullCount may describe deleted rows.
     if MIN not in row and NULL_COUNT not in row:
         return None
+    tight = False if row.get(DELETION) is not None else None
     return render_stats_json(
-        row.get(RECORD_COUNT), row.get(MIN), row.get(MAX), row.get(NULL_COUNT), data_fields
+        row.get(RECORD_COUNT), row.get(MIN), row.get(MAX), row.get(NULL_COUNT), data_fields, tight
     )
 
 
@@ -78,8 +79,10 @@ def add_lines(
     data_fields: Sequence[pa.Field] = (),
 ) -> Iterator[dict[str, Any]]:
     """``add`` actions for index rows (write layout: typed ``min``/``max``/``null_count``
-    rendered as ``stats`` JSON over the table's logical ``data_fields``; optional
-    ``deletion``)."""
+    rendered as ``stats`` JSON over the table's logical ``data_fields``, ``tightBounds:
+    false`` where the row has a ``deletion``; optional ``deletion``). ``record_count`` must be
+    the physical row count (deleted rows included), as the protocol requires of
+    ``numRecords``."""
     for row in files.to_pylist():
         add: dict[str, Any] = {
             "path": encode_path(row["path"]),

@@ -46,6 +46,7 @@ from lakecore_delta.write.file_writer import DeltaFileWriter, new_write_director
 from lakecore_delta.write.merge import check_keys, merge_rows
 from lakecore_delta.write.properties import parse_size_bytes
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
+from lakecore_delta.write.stats_out import string_prefix_length
 
 TARGET_FILE_SIZE = "delta.targetFileSize"
 
@@ -147,15 +148,14 @@ class DeltaWriter:
     def _dml(self) -> DmlContext:
         if self._dml_context is None:
             conf = self._state.configuration
-            adds = self._state.adds
-            paths = adds.column("path").to_pylist()
             self._dml_context = DmlContext(
                 storage=self._storage,
                 reader=state_reader(self._storage, self._state),
                 layout=self._layout(),
                 use_dvs=conf.get("delta.enableDeletionVectors", "false").lower() == "true",
                 cdf=conf.get("delta.enableChangeDataFeed", "false").lower() == "true",
-                stats=dict(zip(paths, adds.column("stats").to_pylist(), strict=True)),
+                index_schema=self._snapshot.files().schema,
+                string_prefix_length=string_prefix_length(conf),
             )
         return self._dml_context
 
