@@ -73,11 +73,8 @@ class Snapshot:
 
     def output_schema(self, columns: Sequence[str] | None = None) -> pa.Schema:
         """Return the schema of ``to_arrow(columns)``; raises ``SchemaError`` on unknown names."""
-        from lakecore.errors import SchemaError
+        from lakecore.model.schema import checked_columns
 
         if columns is None:
             return self.schema
-        missing = [c for c in columns if self.schema.get_field_index(c) < 0]
-        if missing:
-            raise SchemaError(f"unknown column(s) {missing}; the table has {self.schema.names}")
-        return pa.schema([self.schema.field(c) for c in columns])
+        return pa.schema([self.schema.field(c) for c in checked_columns(columns, self.schema)])

@@ -83,6 +83,17 @@ def test_unknown_column_is_a_schema_error(tmp_path: Path) -> None:
         table.to_arrow(columns=["nope"])
 
 
+def test_every_column_list_is_checked_by_one_rule(tmp_path: Path) -> None:
+    snapshot = lakecore.open(str(_tiny_delta(tmp_path / "t"))).snapshot()
+    name = snapshot.schema.names[0]
+    for call in (snapshot.output_schema, snapshot.to_arrow, snapshot.scan):
+        with pytest.raises(SchemaError, match=r"unknown column\(s\) \['nope'\]"):
+            call(columns=["nope"])
+        with pytest.raises(TypeError, match="not one string"):
+            call(columns=name)  # type: ignore[arg-type]
+    assert snapshot.output_schema([name]).names == [name]
+
+
 def test_missing_version_is_typed(tmp_path: Path) -> None:
     table = lakecore.open(str(_tiny_delta(tmp_path / "t")))
     with pytest.raises(VersionNotFoundError):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
+
+from lakecore.errors import SchemaError
 
 FIELD_ID = b"lakecore.field_id"
 """Field metadata key: the stable field id (Delta column-mapping id, Iceberg-style ids)."""
@@ -70,3 +74,18 @@ def is_ordered_scalar(t: pa.DataType) -> bool:
         or pa.types.is_date(t)
         or pa.types.is_timestamp(t)
     )
+
+
+def checked_columns(columns: Sequence[str], schema: pa.Schema) -> list[str]:
+    """``columns`` as a list, once every name is a column of ``schema``.
+
+    Raises ``TypeError`` for one string (a common slip for ``[name]``) and ``SchemaError``
+    naming the unknown columns. The one check behind ``Snapshot.scan``/``to_arrow`` and
+    the shared reader.
+    """
+    if isinstance(columns, str):
+        raise TypeError("columns must be a sequence of names, not one string")
+    missing = [c for c in columns if schema.get_field_index(c) < 0]
+    if missing:
+        raise SchemaError(f"unknown column(s) {missing}; the table has {schema.names}")
+    return list(columns)

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from lakecore.errors import CorruptTableError, SchemaError
+from lakecore.errors import CorruptTableError
 from lakecore.expr import tree as ex
 from lakecore.expr.arrow_filter import to_arrow_filter
 from lakecore.model import files as fi
+from lakecore.model.schema import checked_columns
 from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
 
 if TYPE_CHECKING:
@@ -74,14 +75,7 @@ def _format_named(name: str, disabled: frozenset[str]) -> TableFormat:
 
 
 def _checked(schema: pa.Schema, columns: Sequence[str] | None) -> list[str]:
-    if columns is None:
-        return list(schema.names)
-    if isinstance(columns, str):
-        raise TypeError("columns must be a sequence of names, not one string")
-    missing = [c for c in columns if schema.get_field_index(c) < 0]
-    if missing:
-        raise SchemaError(f"unknown column(s) {missing}; the table has {schema.names}")
-    return list(columns)
+    return list(schema.names) if columns is None else checked_columns(columns, schema)
 
 
 def _read(

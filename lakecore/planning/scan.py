@@ -18,11 +18,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import SchemaError, StorageError
+from lakecore.errors import StorageError
 from lakecore.expr import tree as ex
 from lakecore.expr.binding import Where, bind, parse_predicate
 from lakecore.faults import storage_faults, typed_iteration
 from lakecore.model import files as fi
+from lakecore.model.schema import checked_columns
 from lakecore.planning.bounds import FileBounds, Mask
 from lakecore.planning.explain import ScanExplain
 from lakecore.planning.pruning import may_be
@@ -214,14 +215,7 @@ def resolve_paths(paths: pa.ChunkedArray, root: str) -> pa.ChunkedArray:
 
 
 def _checked_columns(columns: Sequence[str] | None, schema: pa.Schema) -> tuple[str, ...] | None:
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        raise TypeError("columns must be a sequence of names, not one string")
-    missing = [c for c in columns if schema.get_field_index(c) < 0]
-    if missing:
-        raise SchemaError(f"unknown column(s) {missing}; the table has {schema.names}")
-    return tuple(columns)
+    return None if columns is None else tuple(checked_columns(columns, schema))
 
 
 def _sum(values: pa.ChunkedArray) -> int:
