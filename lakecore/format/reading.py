@@ -79,7 +79,8 @@ class TableFormat(Protocol):
 
         Must gate the table's features (``ensure_readable``) before reading any file list.
         Raises ``TableNotFoundError``, ``CorruptTableError``, ``UnsupportedFeatureError``, and
-        ``ValueError`` for a version or timestamp the table does not have.
+        ``VersionNotFoundError`` (a ``ValueError``) for a version or timestamp the table does
+        not have.
         """
         ...
 
