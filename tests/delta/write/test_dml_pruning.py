@@ -325,9 +325,10 @@ def test_conflict_check_prunes_winner_files_by_stats(tmp_path: Path) -> None:
 
 TEXT = pa.schema([("x", pa.float32()), ("s", pa.string())])
 ONCE_DISAGREED = [
-    # The literal is rounded to the column's float32 for pruning and rows alike (the row
-    # evaluator used to compare in float64 and delete float32(0.7)).
-    ("x < 0.7", [0.7]),
+    # Compared in double precision, as Spark compares a FLOAT with a decimal literal: the
+    # stored float32(0.7) is below 0.7, so both files go (the planner used to round the
+    # literal to float32 and keep that row).
+    ("x < 0.7", []),
     # Spark SQL reads "s" as a string: TRUE for every row (the planner read a column)
     ("\"s\" = 's'", []),
     # Spark SQL reads '\n' as a line break (the planner read a backslash and an n)
