@@ -484,10 +484,13 @@ class DeleteContract:
         read_files = {
             _relative(table, p) for p, n in storage.bytes.items() if n > index_cost.get(p, 0)
         } & every_file
-        if len(candidates) == 1:
-            assert read_files, "the delete read the data file holding its row"
-        assert read_files <= allowed, f"read beyond the candidates: {read_files - allowed}"
+        storage.bytes.clear()
         assert read(opened) == expect(([1, 2, 3, 4], "a", "a"), ([10, 11, 13], "b", "b"))
+        if not {_relative(table, p) for p in storage.bytes} & data_files(opened):
+            # Lance: pylance opens the resolved paths itself, so no read shows here.
+            pytest.skip(f"the {table.format} format reads data files around lakecore.Storage")
+        assert read_files, "the delete read the data file holding its row"
+        assert read_files <= allowed, f"read beyond the candidates: {read_files - allowed}"
 
     def test_update_where(self, table: Table) -> None:
         needs(table, Capability.UPDATE)
