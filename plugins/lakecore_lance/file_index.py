@@ -3,8 +3,10 @@
 ``path`` is the fragment's first data file and ``data_files`` all of them (each holds some of
 the fields), ``size`` the first file's bytes, ``record_count`` the fragment's
 ``physical_rows`` (deleted rows included), and ``deletion`` the neutral struct (rows deleted
-plus the deletion file's path as descriptor). No min/max statistics yet: every fragment
-"might match".
+plus the deletion file's path as descriptor). ``min``/``max``/``null_count`` come from the
+dataset's BTREE and ZONEMAP scalar indices where they cover a fragment
+(``lakecore_lance.index_stats``); without them (no index, another column, a fragment the index
+does not cover) the struct columns are absent or null: the fragment "might match".
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 from lakecore.model import files as fi
 from lakecore.storage import Storage
 from lakecore_lance.deletions import deletion_path, read_deleted
+from lakecore_lance.index_stats import fragment_stats
 from lakecore_lance.state import DATA_DIR, LanceState
 
 FRAGMENT_ID = "fragment_id"
@@ -72,22 +75,26 @@ def build_file_index(storage: Storage, state: LanceState) -> pa.Table:
             deletions.append({fi.CARDINALITY: count, fi.DESCRIPTOR: path.encode()})
         else:
             deletions.append(None)
-    return pa.table(
-        {
-            fi.PATH: pa.array(paths, pa.string()),
-            fi.SIZE: pa.array(sizes, pa.int64()),
-            fi.RECORD_COUNT: pa.array(counts, pa.int64()),
-            fi.MODIFICATION_TIME: pa.array([None] * len(paths), pa.int64()),
-            fi.DELETION: pa.array(deletions, fi.DELETION_TYPE),
-            fi.DATA_FILES: pa.array(data_files, fi.DATA_FILES_TYPE),
-            FRAGMENT_ID: pa.array(ids, pa.int64()),
-        },
-        schema=pa.schema(
-            [
-                *fi.BASE_FIELDS,
-                pa.field(fi.DELETION, fi.DELETION_TYPE),
-                pa.field(fi.DATA_FILES, fi.DATA_FILES_TYPE),
-                pa.field(FRAGMENT_ID, pa.int64()),
-            ]
-        ),
-    )
+    columns: dict[str, pa.Array] = {
+        fi.PATH: pa.array(paths, pa.string()),
+        fi.SIZE: pa.array(sizes, pa.int64()),
+        fi.RECORD_COUNT: pa.array(counts, pa.int64()),
+        fi.MODIFICATION_TIME: pa.array([None] * len(paths), pa.int64()),
+    }
+    fields = list(fi.BASE_FIELDS)
+    stats = fragment_stats(storage, state, ids)
+    if stats is not None:
+        for name, values in ((fi.MIN, stats.min), (fi.MAX, stats.max)):
+            columns[name] = values
+            fields.append(pa.field(name, values.type))
+        columns[fi.NULL_COUNT] = stats.null_count
+        fields.append(pa.field(fi.NULL_COUNT, stats.null_count.type))
+    columns[fi.DELETION] = pa.array(deletions, fi.DELETION_TYPE)
+    columns[fi.DATA_FILES] = pa.array(data_files, fi.DATA_FILES_TYPE)
+    columns[FRAGMENT_ID] = pa.array(ids, pa.int64())
+    fields += [
+        pa.field(fi.DELETION, fi.DELETION_TYPE),
+        pa.field(fi.DATA_FILES, fi.DATA_FILES_TYPE),
+        pa.field(FRAGMENT_ID, pa.int64()),
+    ]
+    return pa.table(columns, schema=pa.schema(fields))
