@@ -23,6 +23,7 @@ from lakecore.format import (
     MergeOnReadFormat,
     SchemaUpdate,
     TableFormat,
+    TaggableFormat,
     WritableFormat,
     require,
 )
@@ -365,6 +366,39 @@ class Table:
         snapshot = self.snapshot()
         with storage_faults(f"cleaning {self.uri}", StorageError):
             return fmt.clean(self._storage, snapshot, retain_commits)
+
+    def _taggable(self) -> TaggableFormat:
+        # A format declaring tags implements TaggableFormat.
+        self._require(Capability.TAGS)
+        return cast(TaggableFormat, self._format)
+
+    def tags(self) -> dict[str, int | str]:
+        """Every tag of the table and the version it names (Lance tags).
+
+        ``snapshot(version=name)`` reads a tagged version; vacuum keeps tagged versions.
+        Raises ``UnsupportedFeatureError`` for formats without tags, before any IO.
+        """
+        fmt = self._taggable()
+        with storage_faults(f"reading the tags of {self.uri}", StorageError):
+            return fmt.tags(self._storage)
+
+    def create_tag(self, name: str, version: int | str | None = None) -> None:
+        """Name ``version`` (the latest by default) ``name``.
+
+        Raises ``InvalidArgumentError`` for a name the format refuses or a tag that exists,
+        ``VersionNotFoundError`` for a version the table lacks, and ``UnsupportedFeatureError``
+        for formats without tags (before any IO).
+        """
+        fmt = self._taggable()
+        with storage_faults(f"tagging a version of {self.uri}", StorageError):
+            at = self.version if version is None else version
+            fmt.create_tag(self._storage, name, at)
+
+    def delete_tag(self, name: str) -> None:
+        """Remove tag ``name`` (the version itself stays); ``VersionNotFoundError`` if absent."""
+        fmt = self._taggable()
+        with storage_faults(f"deleting tag {name!r} of {self.uri}", StorageError):
+            fmt.delete_tag(self._storage, name)
 
     def set_properties(self, properties: dict[str, str | None]) -> int | str:
         """Set table properties (a value of None unsets the key); returns the new version."""

@@ -63,6 +63,9 @@ VERBS: list[tuple[Capability, str, Callable[[lakecore.Table], object]]] = [
     (Capability.OPTIMIZE, "optimize", lambda t: t.optimize()),
     (Capability.COMPACT, "compact", lambda t: t.compact()),
     (Capability.CLEAN, "clean", lambda t: t.clean()),
+    (Capability.TAGS, "tags", lambda t: t.tags()),
+    (Capability.TAGS, "create_tag", lambda t: t.create_tag("nightly", 0)),
+    (Capability.TAGS, "delete_tag", lambda t: t.delete_tag("nightly")),
 ]
 TX_VERBS: list[tuple[Capability, str, Callable[[lakecore.Table, Any], object]]] = [
     (Capability.OVERWRITE, "tx.overwrite", lambda t, tx: tx.overwrite(ROWS)),

@@ -83,6 +83,7 @@ def test_the_protocols_are_found() -> None:
         "SchemaUpdate",
         "MaintainableFormat",
         "MergeOnReadFormat",
+        "TaggableFormat",
     }
     assert expected <= set(found), sorted(found)
     assert sum(len(own_members(p)) for p in found.values()) >= 30

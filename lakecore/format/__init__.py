@@ -3,13 +3,13 @@
 ``capabilities``: ``Capability`` (what a format supports) and ``TableFeatures`` (what one
 table uses); ``reading``: ``TableFormat`` and ``SnapshotSource``; ``writing``: ``WritableFormat``,
 ``FormatWriter``, ``DataFileWriter``, ``SchemaUpdate``; ``maintenance``: ``MaintainableFormat``,
-``MergeOnReadFormat``.
+``MergeOnReadFormat``, ``TaggableFormat``.
 """
 
 from __future__ import annotations
 
 from lakecore.format.capabilities import Capability, TableFeatures, capabilities, require
-from lakecore.format.maintenance import MaintainableFormat, MergeOnReadFormat
+from lakecore.format.maintenance import MaintainableFormat, MergeOnReadFormat, TaggableFormat
 from lakecore.format.reading import SnapshotSource, TableFormat
 from lakecore.format.writing import DataFileWriter, FormatWriter, SchemaUpdate, WritableFormat
 
@@ -19,6 +19,7 @@ __all__ = [
     "FormatWriter",
     "MaintainableFormat",
     "MergeOnReadFormat",
+    "TaggableFormat",
     "SchemaUpdate",
     "SnapshotSource",
     "TableFeatures",

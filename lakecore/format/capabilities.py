@@ -65,6 +65,9 @@ class Capability(str, enum.Enum):
     """Merge log files into base files (``compact``); ``MergeOnReadFormat``."""
     CLEAN = "clean"
     """Delete file slices old commits alone need (``clean``); ``MergeOnReadFormat``."""
+    TAGS = "tags"
+    """Name versions (``create_tag``, ``delete_tag``, ``tags``) that ``snapshot(version=name)``
+    reads and vacuum keeps; ``TaggableFormat``."""
 
 
 def capabilities(*names: Capability | str) -> frozenset[Capability]:

@@ -56,3 +56,24 @@ class MergeOnReadFormat(Protocol):
         """Delete files that only commits older than the last ``retain_commits`` need;
         returns the deleted paths."""
         ...
+
+
+@runtime_checkable
+class TaggableFormat(Protocol):
+    """A format whose tables name versions (Lance tags): the names time travel accepts."""
+
+    def tags(self, storage: Storage) -> dict[str, int | str]:
+        """Every tag of the table and the version it names."""
+        ...
+
+    def create_tag(self, storage: Storage, name: str, version: int | str) -> None:
+        """Name ``version`` ``name``, atomically (two writers cannot both create one tag).
+
+        Raises ``InvalidArgumentError`` for a name the format refuses or a tag that exists and
+        ``VersionNotFoundError`` for a version the table lacks.
+        """
+        ...
+
+    def delete_tag(self, storage: Storage, name: str) -> None:
+        """Remove tag ``name`` (the version stays); ``VersionNotFoundError`` when absent."""
+        ...

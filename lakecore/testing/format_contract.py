@@ -33,6 +33,7 @@ import lakecore
 from lakecore import (
     CommitConflictError,
     ConstraintViolationError,
+    InvalidArgumentError,
     SchemaError,
     Table,
     TableExistsError,
@@ -46,6 +47,7 @@ from lakecore.format import (
     MaintainableFormat,
     MergeOnReadFormat,
     TableFeatures,
+    TaggableFormat,
     WritableFormat,
 )
 from lakecore.plugins import load_registry
@@ -687,6 +689,20 @@ def _check_clean(t: Table) -> None:
     assert first != t.version
 
 
+def _check_tags(t: Table) -> None:
+    first = t.append(rows([1]))
+    t.append(rows([2]))
+    t.create_tag("contract-first", first)
+    assert t.tags() == {"contract-first": first}
+    assert read(t, "contract-first") == expect(([1], "a", "a"))
+    with pytest.raises(InvalidArgumentError):
+        t.create_tag("contract-first", first)
+    t.delete_tag("contract-first")
+    assert t.tags() == {}
+    with pytest.raises(VersionNotFoundError):
+        t.delete_tag("contract-first")
+
+
 CHECKS: dict[Capability, Callable[[Table], None]] = {
     Capability.WRITE: _check_write,
     Capability.OVERWRITE: _check_overwrite,
@@ -706,6 +722,7 @@ CHECKS: dict[Capability, Callable[[Table], None]] = {
     Capability.OPTIMIZE: _check_optimize,
     Capability.COMPACT: _check_compact,
     Capability.CLEAN: _check_clean,
+    Capability.TAGS: _check_tags,
 }
 """How the contract shows that a declared capability works (on a new, empty table)."""
 
@@ -750,6 +767,7 @@ REFUSALS: dict[Capability, Refusal] = {
     Capability.OPTIMIZE: lambda t: lambda: t.optimize(),
     Capability.COMPACT: lambda t: lambda: t.compact(),
     Capability.CLEAN: lambda t: lambda: t.clean(),
+    Capability.TAGS: lambda t: lambda: t.create_tag("t", 1),
 }
 """The verb of each capability, as the contract calls it on a format that does not declare it."""
 
@@ -773,6 +791,8 @@ class CapabilityContract:
             assert isinstance(fmt, MaintainableFormat), maintenance
         if declared & {Capability.COMPACT, Capability.CLEAN}:
             assert isinstance(fmt, MergeOnReadFormat)
+        if Capability.TAGS in declared:
+            assert isinstance(fmt, TaggableFormat)
 
     def test_every_capability_has_a_check_and_a_refusal(self) -> None:
         assert set(CHECKS) == set(REFUSALS) == set(Capability)

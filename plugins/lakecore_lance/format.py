@@ -38,12 +38,13 @@ CAPABILITIES = frozenset(
         Capability.VACUUM,
         Capability.OPTIMIZE,
         Capability.SCHEMA_EVOLUTION,
+        Capability.TAGS,
     }
 )
 """What lakecore does with Lance datasets so far: read any version (by number, tag or time),
 its history and a change feed derived from the manifests; create, append, overwrite, delete,
-update, merge, schema evolution, restore, vacuum and optimize (``lakecore_lance.write``); Lance
-has no checkpoints."""
+update, merge, schema evolution, restore, vacuum, optimize and tags (``lakecore_lance.write``);
+Lance has no checkpoints."""
 
 
 def _version_number(storage: Storage, version: int | str) -> int:
@@ -177,6 +178,19 @@ class LanceFormat:
         from lakecore_lance.write.maintenance import restore_actions
 
         return restore_actions(storage, snapshot, _version_number(storage, version))
+
+    def tags(self, storage: Storage) -> dict[str, int | str]:
+        return dict(lance_history.tags(storage))
+
+    def create_tag(self, storage: Storage, name: str, version: int | str) -> None:
+        from lakecore_lance.write.tags import create_tag
+
+        create_tag(storage, name, _version_number(storage, version))
+
+    def delete_tag(self, storage: Storage, name: str) -> None:
+        from lakecore_lance.write.tags import delete_tag
+
+        delete_tag(storage, name)
 
     def checkpoint(self, storage: Storage, snapshot: Snapshot) -> int:
         raise UnsupportedFeatureError("checkpoint", "Lance datasets have no checkpoints")

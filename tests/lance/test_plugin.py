@@ -35,6 +35,7 @@ def test_registered_and_detected(tmp_path: Path) -> None:
             c.SCHEMA_EVOLUTION,
             c.RESTORE,
             c.VACUUM,
+            c.TAGS,
         }
     )
     with pytest.raises(lakecore.UnsupportedFeatureError) as info:

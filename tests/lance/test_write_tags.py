@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from lakecore_lance.write.tags import create_tag, delete_tag
 
 import lakecore
 from lakecore.errors import InvalidArgumentError, VersionNotFoundError
@@ -18,7 +17,7 @@ def test_tags_as_pylance_writes_them(tmp_path: Path) -> None:
     table = lakecore.create(str(path), pa.schema([("id", pa.int64())]), format="lance")
     first = int(table.append(pa.table({"id": [1]})))
     table.append(pa.table({"id": [2]}))
-    create_tag(table, "first", first)
+    table.create_tag("first", first)
     assert lance.dataset(str(path)).tags.list()["first"]["version"] == first
     assert lance.dataset(str(path), version="first").to_table().column("id").to_pylist() == [1]
     assert table.to_arrow(version="first").column("id").to_pylist() == [1]
@@ -27,15 +26,18 @@ def test_tags_as_pylance_writes_them(tmp_path: Path) -> None:
     assert removed
     for bad in ("", "a/b", "..x", "12", "tag name"):
         with pytest.raises(InvalidArgumentError):
-            create_tag(table, bad, first)
+            table.create_tag(bad, first)
     with pytest.raises(InvalidArgumentError):
-        create_tag(table, "first", first)  # exists
+        table.create_tag("first", first)  # exists
     with pytest.raises(VersionNotFoundError):
-        create_tag(table, "later", 99)
-    delete_tag(table, "first")
+        table.create_tag("later", 99)
+    table.delete_tag("first")
     assert lance.dataset(str(path)).tags.list() == {}
     with pytest.raises(VersionNotFoundError):
-        delete_tag(table, "first")
+        table.delete_tag("first")
     lance.dataset(str(path)).tags.create("theirs", first + 1)
-    delete_tag(table, "theirs")  # a tag pylance wrote
+    assert table.tags() == {"theirs": first + 1}
+    table.delete_tag("theirs")  # a tag pylance wrote
     assert lance.dataset(str(path)).tags.list() == {}
+    table.create_tag("latest")  # the latest version by default
+    assert table.tags() == {"latest": first + 1}

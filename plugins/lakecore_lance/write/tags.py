@@ -1,8 +1,8 @@
 """Lance tags (``_refs/tags/{name}.json``): creating and deleting them as pylance does.
 
-lakecore's ``Table`` has no tag verbs (tags are Lance's own); these functions take a Lance
-``Table`` (or its storage). Reading a tag (``snapshot(version="name")``), listing tags and
-keeping tagged versions in ``vacuum`` are the reader's and ``vacuum``'s.
+``Table.create_tag``/``delete_tag``/``tags`` reach these through ``LanceFormat`` (capability
+``tags``). Reading a tag (``snapshot(version="name")``), listing tags and keeping tagged
+versions in ``vacuum`` are the reader's and ``vacuum``'s.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime
 import json
 
-from lakecore import Table
 from lakecore.errors import InvalidArgumentError
+from lakecore.storage import Storage
 from lakecore_lance.history import TAGS_DIR, tag_version
 from lakecore_lance.manifest import find_manifest
 
@@ -25,16 +25,13 @@ def _checked_name(name: str) -> str:
     return name
 
 
-def create_tag(table: Table, name: str, version: int) -> None:
-    """Tag ``version`` of the Lance dataset ``table`` as ``name`` (``put_if_absent``, so two
-    writers creating one tag cannot both succeed).
+def create_tag(storage: Storage, name: str, version: int) -> None:
+    """Tag ``version`` of the Lance dataset at ``storage`` as ``name`` (``put_if_absent``, so
+    two writers creating one tag cannot both succeed).
 
     Raises ``InvalidArgumentError`` for a bad name or a tag that exists, and
     ``VersionNotFoundError`` for a version the dataset lacks.
     """
-    if table.format != "lance":
-        raise InvalidArgumentError(f"tags are Lance's; {table.uri} is a {table.format} table")
-    storage = table.storage
     manifest = find_manifest(storage, int(version))
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     doc: dict[str, object] = {
@@ -52,7 +49,7 @@ def create_tag(table: Table, name: str, version: int) -> None:
         raise InvalidArgumentError(f"tag {name!r} exists") from exc
 
 
-def delete_tag(table: Table, name: str) -> None:
+def delete_tag(storage: Storage, name: str) -> None:
     """Delete tag ``name``; ``VersionNotFoundError`` when there is none."""
-    tag_version(table.storage, _checked_name(name))  # raises for a missing tag
-    table.storage.delete(f"{TAGS_DIR}/{name}.json")
+    tag_version(storage, _checked_name(name))  # raises for a missing tag
+    storage.delete(f"{TAGS_DIR}/{name}.json")
