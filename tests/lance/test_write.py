@@ -164,14 +164,17 @@ def test_bad_input_writes_nothing(tmp_path: Path) -> None:
     assert assert_same_as_pylance(path) == 2
 
 
-def test_writing_a_dataset_with_indices_is_refused(tmp_path: Path) -> None:
+def test_writing_a_dataset_with_indices_keeps_them(tmp_path: Path) -> None:
+    """Appends keep the index (tests/lance/test_index_writes.py has the rest); a whole-table
+    overwrite, which would need it rebuilt, is refused."""
     path = tmp_path / "idx"
     ds = lance.write_dataset(pa.table({"id": list(range(100))}), str(path))
     ds.create_scalar_index("id", "BTREE")
     table = lakecore.open(str(path))
+    table.append(pa.table({"id": [1]}))
     with pytest.raises(UnsupportedFeatureError, match="indices"):
-        table.append(pa.table({"id": [1]}))
-    assert lance.dataset(str(path)).count_rows() == 100
+        table.overwrite(pa.table({"id": [1]}))
+    assert lance.dataset(str(path)).count_rows() == 101
 
 
 def test_restore_commits_an_older_versions_content(tmp_path: Path) -> None:
@@ -278,7 +281,7 @@ def test_datasets_keep_their_data_storage_version(tmp_path: Path, storage_versio
 
 def test_appending_to_every_corpus_dataset(tmp_path: Path) -> None:
     """Each corpus Lance dataset (copied) takes a lakecore append that pylance reads back, or
-    refuses it before writing anything (indices, legacy data files, old writer flags)."""
+    refuses it before writing anything (legacy data files, old writer flags)."""
     if not (CORPUS / "lance").is_dir():
         pytest.skip(f"no corpus at {CORPUS}")
     outcomes: dict[str, list[str]] = {"appended": [], "refused": [], "unreadable": []}
@@ -304,10 +307,17 @@ def test_appending_to_every_corpus_dataset(tmp_path: Path) -> None:
         assert lance.dataset(str(path)).count_rows() == rows_before.num_rows + 1, source.name
         assert sort_rows(lance.dataset(str(path)).to_table()).equals(lakecore_rows(path))
         outcomes["appended"].append(source.name)
+    # Datasets with indices (scalar, full-text, vector) take appends since lakecore keeps
+    # their indices unchanged (lakecore_lance.write.indices).
     assert outcomes["appended"] == [
+        "0.27.0__legacy_fts_index",
         "gen__deletions_v2_manifest",
         "gen__many_fragments",
         "gen__nested_types",
         "gen__versions_v1_manifest",
+        "v0.18.2__index_no_details",
+        "v0.20.0__old_btree_bitmap_indices",
+        "v0.21.0__bad_index_fragment_bitmap",
+        "v0.27.1__pq_in_schema",
     ]
-    assert (len(outcomes["refused"]), len(outcomes["unreadable"])) == (13, 2)
+    assert (len(outcomes["refused"]), len(outcomes["unreadable"])) == (8, 2)

@@ -250,7 +250,14 @@ def apply(
             f"{current.version}",
             winning_version=int(current.version),
         )
-    next_id = (int(current.max_fragment_id) + 1) if current.HasField("max_fragment_id") else 0
+    # Manifests written before max_fragment_id existed (Lance < 0.20, e.g. the corpus'
+    # index_no_details) lack it: the largest id in use then, as Lance computes it.
+    largest = max(
+        [int(f.id) for f in (*current.fragments, *kept)]
+        + ([int(current.max_fragment_id)] if current.HasField("max_fragment_id") else []),
+        default=-1,
+    )
+    next_id = largest + 1
     # Fragment ids are never reused, also past a restore of an older version.
     for f in kept:
         fid = int(f.id)

@@ -17,8 +17,13 @@ Compatibility with a winner (anything else conflicts):
 - schema change (added, dropped, renamed columns): never;
 - merge / upsert: as a delete/update, and never after a commit that added rows (their keys
   could match this merge's inserts: both would land, duplicating the key);
-- any: the winner changed the schema, added an index or used a writer feature lakecore does
-  not keep valid -> conflict.
+- any: the winner changed the schema, changed the dataset's indices (created, dropped,
+  optimized or remapped one: its index section differs) or used a writer feature lakecore
+  does not keep valid -> conflict.
+
+Indices: the next manifest carries the current one's index section unchanged (a restore: the
+restored version's); operations that would need an index rebuilt or remapped are refused
+(``lakecore_lance.write.indices``).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from lakecore_lance.write.changes import (
     transaction,
     txn_uuid,
 )
+from lakecore_lance.write.indices import ensure_index_safe, index_section
 from lakecore_lance.write.writer import state_of
 
 FOOTER_VERSION = (0, 2)
@@ -63,6 +69,8 @@ class LancePlan:
     """The encoded next manifest, framed."""
     current: table_pb2.Manifest
     """The manifest it follows (the base's, or the last winner's)."""
+    indices: bytes = b""
+    """``current``'s encoded index section (empty: none)."""
 
 
 INLINE_TRANSACTION_FIELD = b"\xb8\x01\x00"
@@ -73,14 +81,44 @@ writes starts with its transaction. (The checked-in table.proto names field 21
 ``transaction_section``; pylance 14 writes 23.)"""
 
 
-def encode_manifest(manifest: table_pb2.Manifest, transaction: bytes) -> bytes:
+def encode_manifest(
+    manifest: table_pb2.Manifest, transaction: bytes, indices: bytes = b""
+) -> bytes:
     """A manifest file as pylance 14 lays it out: the u32-length-prefixed ``transaction`` at
-    position 0, the u32-length-prefixed manifest, then the 16-byte footer pointing at it."""
-    body: bytes = manifest.SerializeToString(deterministic=True) + INLINE_TRANSACTION_FIELD
-    head = struct.pack("<I", len(transaction)) + transaction
+    position 0, the u32-length-prefixed manifest, then the 16-byte footer pointing at it.
+
+    With ``indices`` (an encoded ``IndexSection``), the section comes first at position 0
+    (``index_section = 0``) and the transaction after it, as pylance writes an indexed
+    dataset's manifest; ``manifest``'s own ``index_section`` is replaced (cleared without)."""
+    out = table_pb2.Manifest()
+    out.CopyFrom(manifest)
+    head = b""
+    if indices:
+        out.index_section = 0
+        head = struct.pack("<I", len(indices)) + indices
+    else:
+        out.ClearField("index_section")
+    txn_field = INLINE_TRANSACTION_FIELD if not head else _TXN_TAG + _varint(len(head))
+    body: bytes = out.SerializeToString(deterministic=True) + txn_field
+    head += struct.pack("<I", len(transaction)) + transaction
     major, minor = FOOTER_VERSION
     footer = struct.pack("<qHH", len(head), major, minor) + MAGIC
     return head + struct.pack("<I", len(body)) + body + footer
+
+
+_TXN_TAG = INLINE_TRANSACTION_FIELD[:2]
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
 
 
 PUT_ATTEMPTS = 3
@@ -148,7 +186,8 @@ class LanceCommitter:
         base = self._state.manifest
         raw = transaction(combined, int(base.version), base)
         name = f"{int(base.version)}-{txn_uuid(raw)}.txn"
-        return self._plan(actions, info, combined, f"{TRANSACTIONS_DIR}/{name}", raw, base)
+        indices = index_section(self._storage, self._state.loaded.file, base)
+        return self._plan(actions, info, combined, f"{TRANSACTIONS_DIR}/{name}", raw, base, indices)
 
     def _plan(
         self,
@@ -158,10 +197,18 @@ class LanceCommitter:
         txn_path: str,
         raw: bytes,
         current: table_pb2.Manifest,
+        indices: bytes,
     ) -> Prepared:
+        ensure_index_safe(combined, indices)
         name = txn_path.rsplit("/", 1)[-1]
         manifest = apply(combined, current, name)
-        plan = LancePlan(combined, txn_path, raw, encode_manifest(manifest, raw), current)
+        carried = indices
+        if combined.restored is not None:
+            # A restore brings back the restored version's indices, as Lance's does.
+            restored = find_manifest(self._storage, int(combined.restored.version))
+            carried = index_section(self._storage, restored, combined.restored)
+        payload = encode_manifest(manifest, raw, carried)
+        plan = LancePlan(combined, txn_path, raw, payload, current, indices)
         return Prepared(int(manifest.version), tuple(actions), info, plan)
 
     def commit(self, prepared: Prepared) -> CommitOutcome:
@@ -210,7 +257,10 @@ class LanceCommitter:
         won = int(winner)
         loaded = read_manifest(self._storage, find_manifest(self._storage, won))
         txn = read_transaction(self._storage, loaded)
-        check_compatible(plan.combined, plan.current, loaded.manifest, txn, won)
+        won_indices = index_section(self._storage, loaded.file, loaded.manifest)
+        check_compatible(
+            plan.combined, plan.current, loaded.manifest, txn, won, plan.indices, won_indices
+        )
         return self._plan(
             prepared.actions,
             prepared.info,
@@ -218,6 +268,7 @@ class LanceCommitter:
             plan.transaction_path,
             plan.transaction,
             loaded.manifest,
+            won_indices,
         )
 
     def abort(self, actions: Sequence[Action]) -> None:
@@ -269,9 +320,12 @@ def check_compatible(
     won: table_pb2.Manifest,
     txn: transaction_pb2.Transaction | None,
     winner: int,
+    current_indices: bytes = b"",
+    won_indices: bytes = b"",
 ) -> None:
     """Raise ``CommitConflictError`` naming ``winner`` unless this transaction may land after
-    it (see the module docstring)."""
+    it (see the module docstring). ``current_indices`` / ``won_indices``: the encoded index
+    sections of ``current`` and ``won`` (empty: none)."""
     op = None if txn is None else txn.WhichOneof("operation")
 
     def conflict(why: str) -> CommitConflictError:
@@ -285,8 +339,8 @@ def check_compatible(
         raise conflict("lakecore rebases only past appends, deletes, updates and compactions")
     if list(won.fields) != list(current.fields):
         raise conflict("it changed the schema")
-    if won.HasField("index_section"):
-        raise conflict("the dataset now has indices, which lakecore does not maintain")
+    if _index_key(won_indices) != _index_key(current_indices):
+        raise conflict("it changed the dataset's indices")
     if int(won.writer_feature_flags) & ~WRITABLE_WRITER_FLAGS:
         raise conflict("it uses writer features lakecore does not keep valid")
     if mine.operation in ("overwrite", "restore"):
@@ -304,3 +358,15 @@ def check_compatible(
     both = touched & mine.touched
     if both:
         raise conflict(f"both changed fragments {sorted(both)}")
+
+
+def _index_key(section: bytes) -> bytes:
+    """An index section in a canonical encoding (equal sections compare equal)."""
+    if not section:
+        return b""
+    parsed = table_pb2.IndexSection()
+    parsed.ParseFromString(section)
+    if not parsed.indices:
+        return b""
+    key: bytes = parsed.SerializeToString(deterministic=True)
+    return key

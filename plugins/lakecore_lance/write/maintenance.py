@@ -32,7 +32,7 @@ def restore_actions(
 
     Raises ``VersionNotFoundError`` for a version the dataset lacks (cleaned up or never
     written) and ``UnsupportedFeatureError`` when the latest or the restored version is one
-    lakecore does not write (indices, writer flags, data storage versions; ``ensure_writable``).
+    lakecore does not write (writer flags, data storage versions; ``ensure_writable``).
     """
     ensure_writable(state_of(snapshot))
     target = load_state(storage, version)

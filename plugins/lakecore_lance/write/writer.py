@@ -58,18 +58,15 @@ def state_of(snapshot: Snapshot) -> LanceState:
 
 def ensure_writable(state: LanceState) -> None:
     """Raise ``UnsupportedFeatureError`` when lakecore cannot write to ``state``'s dataset:
-    writer feature flags it does not keep valid (stable row ids, base paths, ...), indices
-    (not maintained yet), or a data storage version lakecore does not write (legacy 0.1)."""
+    writer feature flags it does not keep valid (stable row ids, base paths, ...) or a data
+    storage version lakecore does not write (legacy 0.1). Indices are kept as they are; the
+    operations they forbid are refused at commit (``lakecore_lance.write.indices``)."""
     m = state.manifest
     unknown = int(m.writer_feature_flags) & ~WRITABLE_WRITER_FLAGS
     if unknown:
         names = sorted(features.flag_names(unknown))
         raise UnsupportedFeatureError(
             f"lance:{names[0]}", f"lakecore does not write Lance datasets with features {names}"
-        )
-    if m.HasField("index_section"):
-        raise UnsupportedFeatureError(
-            "lance:indices", "lakecore does not write Lance datasets with indices yet"
         )
     version = m.data_format.version
     if version not in WRITABLE_DATA_VERSIONS:
