@@ -109,8 +109,11 @@ def read_transaction(
     """The transaction that produced ``loaded``'s version, or None when none was kept."""
     m = loaded.manifest
     raw: bytes | None = None
+    # As pylance 14 does: field 23 first, the older field 21 only when 23 is absent.
     if m.HasField("transaction_section"):
         raw = read_section(storage, loaded.file, int(m.transaction_section))
+    elif m.HasField("transaction_section_deprecated"):
+        raw = read_section(storage, loaded.file, int(m.transaction_section_deprecated))
     elif m.transaction_file:
         try:
             raw = storage.read(f"{TRANSACTIONS_DIR}/{m.transaction_file}")

@@ -165,6 +165,26 @@ def test_tags_time_travel_and_history(tmp_path: Path) -> None:
     assert [h.version for h in table.history(limit=1)] == [3]
 
 
+def test_history_reads_the_inline_transaction_without_transaction_files(
+    tmp_path: Path,
+) -> None:
+    # pylance 14 inlines each transaction in its manifest (field 23, ``transaction_section``)
+    # besides the _transactions/ file: with those files gone the history still knows each
+    # operation from the manifests alone.
+    path = tmp_path / "inline"
+    ds = lance.write_dataset(_rows(range(10)), str(path))
+    ds = lance.write_dataset(_rows(range(10, 20)), str(path), mode="append")
+    ds.delete("id < 5")
+    removed = 0
+    for txn in (path / "_transactions").iterdir():
+        txn.unlink()
+        removed += 1
+    assert removed == 3
+    history = lakecore.open(str(path)).history()
+    assert [h.operation for h in history] == ["delete", "append", "overwrite"]
+    assert history[0].parameters["predicate"] == "id < 5"
+
+
 def test_scan_context_pickles_and_reads_in_another_process_shape(tmp_path: Path) -> None:
     path = tmp_path / "pickled"
     ds = lance.write_dataset(_rows(range(30)), str(path), max_rows_per_file=10)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from google.protobuf.unknown_fields import UnknownFieldSet
 from lakecore_lance.proto import table_pb2, transaction_pb2
-from lakecore_lance.write.committer import INLINE_TRANSACTION_FIELD
 
 import lakecore
 from lakecore import Table
@@ -83,10 +83,12 @@ def test_create_writes_what_pylance_writes_for_a_new_dataset(tmp_path: Path) -> 
     )
     assert lance.dataset(str(ours)).to_table().schema == SCHEMA
     for path in (ours, theirs):  # both lay the file out alike: inline transaction first
+        m = manifest(path, 1)
+        # table.proto declares every field pylance 14 writes; field 23 names the position.
+        assert len(UnknownFieldSet(m)) == 0
+        assert m.HasField("transaction_section") and m.transaction_section == 0
+        assert not m.HasField("transaction_section_deprecated")
         data = next((path / "_versions").glob("*.manifest")).read_bytes()
-        position = struct.unpack("<q", data[-16:-8])[0]
-        (length,) = struct.unpack("<I", data[position : position + 4])
-        assert data[position + 4 : position + 4 + length].endswith(INLINE_TRANSACTION_FIELD)
         (size,) = struct.unpack("<I", data[:4])
         txn = transaction_pb2.Transaction()
         txn.ParseFromString(data[4 : 4 + size])

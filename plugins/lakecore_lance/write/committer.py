@@ -73,19 +73,17 @@ class LancePlan:
     """``current``'s encoded index section (empty: none)."""
 
 
-INLINE_TRANSACTION_FIELD = b"\xb8\x01\x00"
-"""Manifest field 23 (varint) = 0: the position of the inline transaction, as pylance 14
-writes it (``tests/lance/test_write.py`` checks). Pylance 14 decodes a transaction at that
-position when it resolves conflicts, also when the field is absent, so every manifest lakecore
-writes starts with its transaction. (The checked-in table.proto names field 21
-``transaction_section``; pylance 14 writes 23.)"""
-
-
 def encode_manifest(
     manifest: table_pb2.Manifest, transaction: bytes, indices: bytes = b""
 ) -> bytes:
     """A manifest file as pylance 14 lays it out: the u32-length-prefixed ``transaction`` at
     position 0, the u32-length-prefixed manifest, then the 16-byte footer pointing at it.
+
+    The manifest's ``transaction_section`` (field 23) is set to the transaction's position, as
+    pylance 14 writes it: pylance decodes the transaction there when it resolves conflicts,
+    so every manifest lakecore writes carries its transaction. ``transaction_section_deprecated``
+    (field 21, which pylance reads only when 23 is absent) is cleared so no stale position
+    from ``manifest`` survives.
 
     With ``indices`` (an encoded ``IndexSection``), the section comes first at position 0
     (``index_section = 0``) and the transaction after it, as pylance writes an indexed
@@ -98,27 +96,13 @@ def encode_manifest(
         head = struct.pack("<I", len(indices)) + indices
     else:
         out.ClearField("index_section")
-    txn_field = INLINE_TRANSACTION_FIELD if not head else _TXN_TAG + _varint(len(head))
-    body: bytes = out.SerializeToString(deterministic=True) + txn_field
+    out.ClearField("transaction_section_deprecated")
+    out.transaction_section = len(head)
+    body: bytes = out.SerializeToString(deterministic=True)
     head += struct.pack("<I", len(transaction)) + transaction
     major, minor = FOOTER_VERSION
     footer = struct.pack("<qHH", len(head), major, minor) + MAGIC
     return head + struct.pack("<I", len(body)) + body + footer
-
-
-_TXN_TAG = INLINE_TRANSACTION_FIELD[:2]
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 PUT_ATTEMPTS = 3
