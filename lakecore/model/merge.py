@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import ConstraintViolationError, SchemaError
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +47,23 @@ def qualified_columns(target: pa.Table, source: pa.Table) -> pa.Table:
     for name in target.column_names:
         cols.setdefault(name, target.column(name))
     return pa.table(cols)
+
+
+def check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> None:
+    """Check a MERGE's key columns before any file is read.
+
+    Raises ``SchemaError`` when there is no key or a key is missing from either side, and
+    ``ConstraintViolationError`` when two source rows share a key (a target row could then
+    match several source rows).
+    """
+    if not keys:
+        raise SchemaError("a merge needs at least one key column")
+    for k in keys:
+        if source.schema.get_field_index(k) < 0 or schema.get_field_index(k) < 0:
+            raise SchemaError(f"merge key {k!r} must be a column of both source and target")
+    counts = source.group_by(list(keys)).aggregate([([], "count_all")])
+    if counts.num_rows and pc.max(counts.column("count_all")).as_py() > 1:
+        raise ConstraintViolationError(
+            "the merge source has several rows with the same key: a target row could match "
+            "more than one source row"
+        )

@@ -24,7 +24,7 @@ from lakecore_lance.proto import file_pb2
 
 EXTENSION_NAME = b"ARROW:extension:name"
 
-_SIMPLE: dict[str, pa.DataType] = {
+SIMPLE_TYPES: dict[str, pa.DataType] = {
     "null": pa.null(),
     "bool": pa.bool_(),
     "int8": pa.int8(),
@@ -141,7 +141,7 @@ def arrow_type(node: FieldNode) -> pa.DataType:
 
 def leaf_type(logical: str, where: str = "a field") -> pa.DataType:
     """The Arrow type of a leaf logical type string."""
-    simple = _SIMPLE.get(logical)
+    simple = SIMPLE_TYPES.get(logical)
     if simple is not None:
         return simple
     parts = logical.split(":")

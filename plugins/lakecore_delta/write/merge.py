@@ -16,28 +16,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.expr.assign import assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.model.data_input import cast_lossless
-from lakecore.model.merge import MergeClauses, qualified_columns
+from lakecore.model.merge import MergeClauses, check_keys, qualified_columns
 from lakecore_delta.write.dml import ChangeSet, DmlContext, _drop_rows, tagged
 
 ROW = "__lakecore_row"
-
-
-def check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> None:
-    """Raise ``SchemaError`` for a key missing from either side and
-    ``ConstraintViolationError`` when two source rows share a key."""
-    for k in keys:
-        if source.schema.get_field_index(k) < 0 or schema.get_field_index(k) < 0:
-            raise SchemaError(f"merge key {k!r} must be a column of both source and target")
-    counts = source.group_by(list(keys)).aggregate([([], "count_all")])
-    if counts.num_rows and pc.max(counts.column("count_all")).as_py() > 1:
-        raise ConstraintViolationError(
-            "the merge source has several rows with the same key: a target row could match "
-            "more than one source row"
-        )
 
 
 def merge_rows(

@@ -18,7 +18,7 @@ from lakecore.expr.sql import parse_sql
 from lakecore.format.writing import DataFileWriter
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles, SetProperties
 from lakecore.model.data_input import cast_lossless, to_arrow_table
-from lakecore.model.merge import MergeClauses, qualified_columns
+from lakecore.model.merge import MergeClauses, check_keys, qualified_columns
 from lakecore.planning.candidates import (
     candidate_files,
     dml_predicate,
@@ -43,7 +43,7 @@ from lakecore_delta.write.data_in import conform_to_schema, relaxed_type
 from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
 from lakecore_delta.write.features import ensure_writable
 from lakecore_delta.write.file_writer import DeltaFileWriter, new_write_directory
-from lakecore_delta.write.merge import check_keys, merge_rows
+from lakecore_delta.write.merge import merge_rows
 from lakecore_delta.write.properties import parse_size_bytes
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
 from lakecore_delta.write.stats_out import string_prefix_length

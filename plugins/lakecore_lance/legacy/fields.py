@@ -16,6 +16,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from lakecore_lance.schema import SIMPLE_TYPES
 
 # protos/file.proto Encoding: how a leaf's pages are laid out.
 ENCODING_NONE = 0
@@ -24,36 +25,6 @@ ENCODING_VAR_BINARY = 2
 ENCODING_DICTIONARY = 3
 ENCODING_RLE = 4
 
-_SIMPLE_TYPES: dict[str, pa.DataType] = {
-    "null": pa.null(),
-    "bool": pa.bool_(),
-    "int8": pa.int8(),
-    "uint8": pa.uint8(),
-    "int16": pa.int16(),
-    "uint16": pa.uint16(),
-    "int32": pa.int32(),
-    "uint32": pa.uint32(),
-    "int64": pa.int64(),
-    "uint64": pa.uint64(),
-    "halffloat": pa.float16(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "binary": pa.binary(),
-    "large_string": pa.large_string(),
-    "large_binary": pa.large_binary(),
-    "json": pa.large_binary(),
-    "date32:day": pa.date32(),
-    "date64:ms": pa.date64(),
-    "time32:s": pa.time32("s"),
-    "time32:ms": pa.time32("ms"),
-    "time64:us": pa.time64("us"),
-    "time64:ns": pa.time64("ns"),
-    "duration:s": pa.duration("s"),
-    "duration:ms": pa.duration("ms"),
-    "duration:us": pa.duration("us"),
-    "duration:ns": pa.duration("ns"),
-}
 _TIME_UNITS = {"s", "ms", "us", "ns"}
 
 
@@ -137,7 +108,7 @@ def logical_to_arrow(logical_type: str) -> pa.DataType:
     Raises:
         UnsupportedFeatureError: the string names a type lakecore does not know.
     """
-    simple = _SIMPLE_TYPES.get(logical_type)
+    simple = SIMPLE_TYPES.get(logical_type)
     if simple is not None:
         return simple
     parts = logical_type.split(":")

@@ -25,7 +25,7 @@ from lakecore.expr.sql import parse_sql
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import cast_lossless, to_arrow_table
-from lakecore.model.merge import MergeClauses, qualified_columns
+from lakecore.model.merge import MergeClauses, check_keys, qualified_columns
 from lakecore.model.schema import strip_metadata
 from lakecore.planning.candidates import candidate_files, dml_predicate, merge_candidates
 from lakecore.snapshot import Snapshot
@@ -90,22 +90,6 @@ def _typed_source(source: pa.Table, schema: pa.Schema) -> pa.Table:
             target = strip_metadata(schema).field(j).type
             source = source.set_column(i, name, cast_lossless(source.column(i), target, name))
     return source
-
-
-def _check_keys(source: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> None:
-    """``SchemaError`` for a key missing from either side, ``ConstraintViolationError`` when
-    two source rows share a key (a target row could match several)."""
-    if not keys:
-        raise SchemaError("a merge needs at least one key column")
-    for k in keys:
-        if source.schema.get_field_index(k) < 0 or schema.get_field_index(k) < 0:
-            raise SchemaError(f"merge key {k!r} must be a column of both source and target")
-    counts = source.group_by(list(keys)).aggregate([([], "count_all")])
-    if counts.num_rows and pc.max(counts.column("count_all")).as_py() > 1:
-        raise ConstraintViolationError(
-            "the merge source has several rows with the same key: a target row could match "
-            "more than one source row"
-        )
 
 
 def _updated(
@@ -407,7 +391,7 @@ class LanceWriter:
             if self._schema.get_field_index(name) < 0:
                 raise SchemaError(f"cannot update unknown column {name!r}")
             assigned_values(value, self._schema.field(name), both)
-        _check_keys(src, self._schema, on)
+        check_keys(src, self._schema, on)
         files = merge_candidates(
             self._snapshot.files(), src, on, self._schema, self._snapshot.source.scan_context()
         )
