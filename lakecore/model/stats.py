@@ -381,3 +381,149 @@ def exact_value(value: Any, t: pa.DataType) -> pa.Array:
         return cast
     except _CAST_ERRORS:
         return pa.nulls(1, t)
+
+
+# ------------------------------------------------------------------------------ many footers
+
+
+def footers_stats_columns(
+    footers: Sequence[pq.FileMetaData | None],
+    fields: Sequence[pa.Field],
+    rules: StatsRules = StatsRules(),
+    name_in_file: Callable[[pa.Field], str] | None = None,
+) -> dict[str, pa.Array]:
+    """The ``min``/``max``/``null_count`` columns (write layout) of many files, from footers.
+
+    Row ``i`` must equal ``footer_stats(footers[i], fields, rules, name_in_file)`` exactly (a
+    ``None`` footer: ``unknown_stats(fields)``). Only reading each footer's leaf statistics is
+    per file; each leaf column's arrays are then built for all files at once with Arrow.
+    """
+    named = name_in_file or (lambda f: str(f.name))
+    lo_t, hi_t, null_t = stats_types(fields)
+    n = len(footers)
+    if n == 0:
+        return {
+            fi.MIN: pa.array([], lo_t),
+            fi.MAX: pa.array([], hi_t),
+            fi.NULL_COUNT: pa.array([], null_t),
+        }
+    # Leaves to read, by path in the file: (logical type, whether bounds are wanted).
+    wanted: list[tuple[tuple[str, ...], pa.DataType]] = []
+
+    def collect(fs: Sequence[pa.Field], prefix: tuple[str, ...]) -> None:
+        for f in fs:
+            path = (*prefix, named(f))
+            if pa.types.is_struct(f.type):
+                collect(list(f.type), path)
+            else:
+                wanted.append((path, f.type))
+
+    collect(fields, ())
+    unknown = LeafSummary(None, None, None)
+    summaries: dict[tuple[str, ...], list[LeafSummary]] = {path: [] for path, _ in wanted}
+    for metadata in footers:  # per file: read pyarrow's FileMetaData
+        leaves = leaf_columns(metadata.schema.to_arrow_schema()) if metadata is not None else {}
+        for path, t in wanted:
+            index = leaves.get(path)
+            summaries[path].append(
+                footer_leaf(metadata, index, rules)
+                if metadata is not None and index is not None and not pa.types.is_nested(t)
+                else unknown
+            )
+
+    def build(
+        fs: Sequence[pa.Field],
+        prefix: tuple[str, ...],
+        lo_t: pa.StructType,
+        hi_t: pa.StructType,
+        null_t: pa.StructType,
+    ) -> tuple[pa.StructArray, pa.StructArray, pa.StructArray]:
+        los: list[pa.Array] = []
+        his: list[pa.Array] = []
+        nulls: list[pa.Array] = []
+        for f in fs:
+            t = f.type
+            path = (*prefix, named(f))
+            if pa.types.is_struct(t):
+                lo, hi, nc = build(
+                    list(t),
+                    path,
+                    lo_t.field(f.name).type,
+                    hi_t.field(f.name).type,
+                    null_t.field(f.name).type,
+                )
+                los.append(lo)
+                his.append(hi)
+                nulls.append(nc)
+                continue
+            column = summaries[path]
+            nulls.append(pa.array([s.null_count for s in column], pa.int64()))
+            if _bounded(t):
+                los.append(exact_values([s.min for s in column], t))
+                his.append(exact_values([s.max for s in column], t))
+        return _structs(los, lo_t, n), _structs(his, hi_t, n), _structs(nulls, null_t, n)
+
+    lo, hi, nc = build(fields, (), lo_t, hi_t, null_t)
+    return {fi.MIN: lo, fi.MAX: hi, fi.NULL_COUNT: nc}
+
+
+def _structs(children: Sequence[pa.Array], t: pa.StructType, n: int) -> pa.StructArray:
+    if t.num_fields == 0:
+        return pa.array([{}] * n, t)
+    return pa.StructArray.from_arrays(list(children), fields=list(t))
+
+
+def exact_values(values: Sequence[Any], t: pa.DataType) -> pa.Array:
+    """``values`` as an array of type ``t``: element ``i`` equals ``exact_value(values[i], t)``.
+
+    Values are grouped by Python type and each group converted with one Arrow cast and one
+    compare (a value that does not round-trip exactly becomes null); a group whose conversion
+    raises (e.g. one value overflows ``t``) falls back to ``exact_value`` per value.
+    """
+    groups: dict[type, list[int]] = {}
+    for i, v in enumerate(values):
+        if v is not None:
+            groups.setdefault(type(v), []).append(i)
+    if not groups:
+        return pa.nulls(len(values), t)
+    if len(groups) == 1 and len(next(iter(groups.values()))) == len(values):
+        [kind] = groups
+        return _exact_group(list(values), kind, t)
+    positions: list[int] = [i for i, v in enumerate(values) if v is None]
+    parts: list[pa.Array] = [pa.nulls(len(positions), t)]
+    for kind, where in groups.items():
+        positions.extend(where)
+        parts.append(_exact_group([values[i] for i in where], kind, t))
+    # Element j of the concatenation belongs at positions[j]: take by the inverse permutation.
+    order = pc.sort_indices(pa.array(positions, pa.int64()))
+    return pa.concat_arrays(parts).take(order)
+
+
+def _exact_group(values: list[Any], kind: type, t: pa.DataType) -> pa.Array:
+    """``exact_value`` of every element of ``values`` (all non-null, of Python type ``kind``)."""
+    if kind is int and pa.types.is_integer(t):
+        bits = t.bit_width
+        lo, hi = (
+            (-(1 << (bits - 1)), 1 << (bits - 1))
+            if pa.types.is_signed_integer(t)
+            else (0, 1 << bits)
+        )
+        if all(-(1 << 63) <= v < (1 << 63) for v in values):
+            return pa.array([v if lo <= v < hi else None for v in values], t)
+    elif kind is str and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return pa.array(values, t)
+    elif kind is float and pa.types.is_float64(t):
+        array = pa.array(values, t)
+        # NaN never equals itself: exact_value gives null.
+        return pc.if_else(pc.is_nan(array), pa.nulls(len(array), t), array)
+    elif kind is bool and pa.types.is_boolean(t):
+        return pa.array(values, t)
+    try:
+        array = pa.array(values)
+        if _kind(array.type) != _kind(t):
+            return pa.nulls(len(values), t)
+        cast = array.cast(t)
+        same = pc.fill_null(pc.equal(cast.cast(array.type), array), False)
+        return pc.if_else(same, cast, pa.nulls(len(values), t))
+    except _CAST_ERRORS:
+        return pa.concat_arrays([exact_value(v, t) for v in values])

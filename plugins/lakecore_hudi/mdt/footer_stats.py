@@ -1,9 +1,9 @@
 """Per-file column statistics from Parquet footers: the fallback when there is no metadata table.
 
 Each data file's footer holds, per row group and leaf column, a null count and min/max; the
-core stats module (``lakecore.model.stats.footer_stats``) combines them into one file's
-typed ``min``/``max``/``null_count`` structs (the file-index layout, children following the
-table schema), keeping a statistic only when it is sound for the whole file
+core stats module (``lakecore.model.stats.footers_stats_columns``) combines them into typed
+``min``/``max``/``null_count`` struct columns, one row per file (the file-index layout,
+children following the table schema), keeping a statistic only when it is sound for the whole file
 (``lakecore.model.parquet_footer``). Floating-point bounds are kept even from writers that
 leave NaN out of min/max (the default ``StatsRules``): lakecore's planner assumes a float
 column may hold NaN whatever its bounds say. Pyarrow's Statistics already refuse the
@@ -24,8 +24,7 @@ import pyarrow.parquet as pq
 from lakecore.errors import CorruptTableError, StorageError
 from lakecore.faults import open_input
 from lakecore.model import files as fi
-from lakecore.model.stats import footer_stats as footer_file_stats
-from lakecore.model.stats import stats_columns, unknown_stats
+from lakecore.model.stats import footers_stats_columns
 from lakecore.storage import Storage
 
 __all__ = ["FOOTER_READERS", "footer_stats"]
@@ -53,17 +52,14 @@ def footer_stats(storage: Storage, paths: Sequence[str], schema: pa.Schema) -> p
     """
     with ThreadPoolExecutor(FOOTER_READERS) as pool:
         footers = list(pool.map(lambda p: _read_footer(storage, p), paths))
-    fields = list(schema)
-    stats = [
-        footer_file_stats(m, fields) if m is not None else unknown_stats(fields) for m in footers
-    ]
     table: dict[str, pa.Array] = {
         fi.PATH: pa.array(list(paths), pa.string()),
         fi.RECORD_COUNT: pa.array(
             [m.num_rows if m is not None else None for m in footers], pa.int64()
         ),
     }
-    table.update(stats_columns(stats, fields))
+    # Column-wise over all files (one Arrow array per leaf), not one struct row per file.
+    table.update(footers_stats_columns(footers, list(schema)))
     return pa.table(table)
 
 
