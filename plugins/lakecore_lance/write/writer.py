@@ -295,20 +295,30 @@ class LanceWriter:
     @_undo_on_error
     def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
         rows = conform(data, self._schema)
+        if where is not None:
+            predicate = self._predicate(where)
+            assert predicate is not None
+            outside = pc.invert(pc.fill_null(evaluate_predicate(predicate, rows), False))
+            if pc.any(outside).as_py():
+                raise ConstraintViolationError(
+                    f"{pc.sum(outside).as_py()} row(s) of the data do not match {where!r}"
+                )
+        fragments, paths = self._new_rows(rows)
+        return self._publish(fragments, paths, "overwrite", where)
+
+    def _publish(
+        self, fragments: tuple[bytes, ...], paths: tuple[str, ...], mode: str, where: str | None
+    ) -> tuple[list[Action], CommitInfo]:
+        """Stage written fragments: appended, replacing every fragment, or replacing the rows
+        matching ``where`` (deleted as ``delete`` deletes them)."""
+        if mode == "append":
+            change = LanceChange("append", new_fragments=fragments, written=paths)
+            return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}))
         if where is None:
-            fragments, paths = self._new_rows(rows)
             change = LanceChange("overwrite", new_fragments=fragments, written=paths)
             info = CommitInfo("WRITE", {"mode": "Overwrite"}, read_whole_table=True)
             return self._stage(change, info)
-        predicate = self._predicate(where)
-        assert predicate is not None
-        outside = pc.invert(pc.fill_null(evaluate_predicate(predicate, rows), False))
-        if pc.any(outside).as_py():
-            raise ConstraintViolationError(
-                f"{pc.sum(outside).as_py()} row(s) of the data do not match {where!r}"
-            )
-        updated, removed, deletions = self._deletions(self._marked(predicate, False))
-        fragments, paths = self._new_rows(rows)
+        updated, removed, deletions = self._deletions(self._marked(self._predicate(where), False))
         change = LanceChange(
             "update",
             new_fragments=fragments,
@@ -484,25 +494,7 @@ class LanceWriter:
             raise TypeError("not a Lance file writer")
         fragments = file_writer.fragments(files)
         paths = tuple(str(p) for p in files.column(fi.PATH).to_pylist())
-        if mode == "append":
-            change = LanceChange("append", new_fragments=fragments, written=paths)
-            return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}))
-        if where is None:
-            change = LanceChange("overwrite", new_fragments=fragments, written=paths)
-            info = CommitInfo("WRITE", {"mode": "Overwrite"}, read_whole_table=True)
-            return self._stage(change, info)
-        predicate = self._predicate(where)
-        updated, removed, deletions = self._deletions(self._marked(predicate, False))
-        change = LanceChange(
-            "update",
-            new_fragments=fragments,
-            updated_fragments=updated,
-            removed_fragment_ids=removed,
-            written=deletions + paths,
-            predicate=where,
-        )
-        info = CommitInfo("WRITE", {"mode": "Overwrite", "where": where}, read_predicate=where)
-        return self._stage(change, info)
+        return self._publish(fragments, paths, mode, where)
 
     def discard(self, file_writer: DataFileWriter) -> None:
         """Delete the files ``file_writer`` wrote (``LanceDataFileWriter.discard``)."""
