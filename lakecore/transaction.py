@@ -6,6 +6,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,8 @@ class Transaction:
         self._operations: list[CommitInfo] = []
         self._state = OPEN
         self._committer: Committer | None = None
+        self._app_metadata: dict[str, str] = {}
+        self._timestamp_ms: int | None = None
         self.version: int | str | None = None
         """The committed version, once committed."""
 
@@ -108,6 +111,25 @@ class Transaction:
         self._table._require(Capability.APP_TRANSACTIONS)
         self.stage([SetTransaction(app_id, int(version))], CommitInfo("SET TRANSACTION"))
 
+    def set_commit_metadata(
+        self, app_metadata: Mapping[str, str], timestamp_ms: int | None = None
+    ) -> None:
+        """Store ``app_metadata`` with this commit (``HistoryEntry.app_metadata``) and, when
+        ``timestamp_ms`` is given, make it the commit's timestamp for time travel.
+
+        Raises ``UnsupportedFeatureError`` for formats without ``commit_metadata`` (or
+        ``commit_timestamps`` when ``timestamp_ms`` is given), before any IO.
+        """
+        if self._state != OPEN:
+            raise CommitError(f"the transaction is already {self._state}")
+        if app_metadata:
+            self._table._require(Capability.COMMIT_METADATA)
+        if timestamp_ms is not None:
+            self._table._require(Capability.COMMIT_TIMESTAMPS)
+        self._app_metadata.update({str(k): str(v) for k, v in app_metadata.items()})
+        if timestamp_ms is not None:
+            self._timestamp_ms = int(timestamp_ms)
+
     def commit(self) -> int | str:
         """Commit the staged changes; returns the new version.
 
@@ -123,6 +145,12 @@ class Transaction:
         self._state = UNKNOWN  # until the outcome is known: nothing may be deleted meanwhile
         committer = self._get_committer()
         info = _merge_infos(self._operations)
+        if self._app_metadata or self._timestamp_ms is not None:
+            info = replace(
+                info,
+                app_metadata={**info.app_metadata, **self._app_metadata},
+                timestamp_ms=self._timestamp_ms,
+            )
         try:
             with storage_faults("preparing the commit"):
                 prepared = committer.prepare(self._actions, info)

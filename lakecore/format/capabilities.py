@@ -68,6 +68,15 @@ class Capability(str, enum.Enum):
     TAGS = "tags"
     """Name versions (``create_tag``, ``delete_tag``, ``tags``) that ``snapshot(version=name)``
     reads and vacuum keeps; ``TaggableFormat``."""
+    REPLACE_FILES = "replace_files"
+    """Publish new data files and remove given files of the index in one commit
+    (``FormatWriter.file_writer("replace")`` + ``replace_files``; migration)."""
+    COMMIT_METADATA = "commit_metadata"
+    """Key/values stored with a commit (``CommitInfo.app_metadata``,
+    ``HistoryEntry.app_metadata``, ``Transaction.set_commit_metadata``)."""
+    COMMIT_TIMESTAMPS = "commit_timestamps"
+    """Commits made with a given timestamp that time travel honours (``CommitInfo.timestamp_ms``;
+    a migration replaying its source's history)."""
 
 
 def capabilities(*names: Capability | str) -> frozenset[Capability]:
@@ -112,6 +121,12 @@ class TableFeatures:
     merge_on_read: bool = False
     """Whether readers merge row changes kept apart from the data files: Hudi
     ``MERGE_ON_READ`` log files, Delta deletion vectors, Lance deletion files."""
+    system_columns: tuple[str, ...] = ()
+    """Columns of ``Snapshot.schema`` the format fills itself, not user data (Hudi's
+    ``_hoodie_*`` meta columns); writers never take them and a migration drops them."""
+    record_key: tuple[str, ...] = ()
+    """The columns that identify a row, when the table has a record key (Hudi); a table
+    created with ``properties={"record_key": "a,b"}`` by a format with one has this key."""
 
 
 __all__ = ["Capability", "TableFeatures", "capabilities", "require"]

@@ -156,7 +156,8 @@ class FormatWriter(Protocol):
         ...
 
     def file_writer(self, mode: str, where: str | None) -> DataFileWriter:
-        """Plan an ``append`` or ``overwrite`` (``where``: the rows it replaces) whose data
+        """Plan an ``append``, an ``overwrite`` (``where``: the rows it replaces) or a
+        ``replace`` (``replace_files``; formats declaring ``replace_files``) whose data
         files are written elsewhere by the returned ``DataFileWriter``.
 
         Must gate everything the operation cannot do before returning (append-only tables,
@@ -170,6 +171,23 @@ class FormatWriter(Protocol):
     ) -> tuple[list[Action], CommitInfo]:
         """The actions publishing ``files`` (rows ``file_writer.write`` returned), plus for
         ``overwrite`` those removing every row, or the rows matching ``where``."""
+        ...
+
+    def replace_files(
+        self, file_writer: DataFileWriter, files: pa.Table, removed: pa.Table
+    ) -> tuple[list[Action], CommitInfo]:
+        """The actions publishing ``files`` (rows ``file_writer.write`` returned; may be empty)
+        and removing ``removed`` (rows of this snapshot's file index, compared by ``path``;
+        may be empty) in one commit (capability ``replace_files``).
+
+        ``file_writer`` must come from ``file_writer("replace", None)``. Must raise
+        ``InvalidArgumentError`` before anything is staged when a ``removed`` path is not a
+        live file of the snapshot. The rows of the removed files stop being part of the table
+        whole (no other file is read or rewritten); the ``CommitInfo`` must make a concurrent
+        commit touching a removed file a conflict (operation ``"REPLACE FILES"``).
+        Called only when the format declares ``replace_files``; others must raise
+        ``UnsupportedFeatureError("replace_files")``.
+        """
         ...
 
     def discard(self, file_writer: DataFileWriter) -> None:

@@ -128,6 +128,18 @@ class CommitInfo:
     """SQL of the rows the transaction read (conflict checking); None = blind write."""
     read_whole_table: bool = False
     """The transaction's outcome depends on every row (e.g. overwrite without predicate)."""
+    app_metadata: dict[str, str] = field(default_factory=dict)
+    """Application key/values kept with the commit (a migration's source version). Formats
+    declaring capability ``commit_metadata`` must store them in the commit itself (atomically
+    with it) and return them as ``HistoryEntry.app_metadata``; others must raise
+    ``UnsupportedFeatureError`` when the dict is not empty."""
+    timestamp_ms: int | None = None
+    """The commit's timestamp (epoch ms) as time travel by timestamp must see it; None = now.
+    A migration replays its source's commit times. Formats declaring capability
+    ``commit_timestamps`` must record it as the version's timestamp (``Snapshot.timestamp``,
+    ``HistoryEntry.timestamp``, ``snapshot(timestamp=...)``), and raise ``CommitError`` when
+    it is not later than the base version's timestamp; others must raise
+    ``UnsupportedFeatureError`` when it is set."""
 
 
 @dataclass(frozen=True, slots=True)

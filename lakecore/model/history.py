@@ -17,3 +17,5 @@ class HistoryEntry:
     parameters: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     """The format's full record of the change (e.g. Delta's commitInfo)."""
+    app_metadata: dict[str, str] = field(default_factory=dict)
+    """The ``CommitInfo.app_metadata`` the commit was made with (empty when none)."""
