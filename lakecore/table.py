@@ -197,11 +197,19 @@ class Table:
         self._require(Capability.WRITE)
         return cast(WritableFormat, self._format)
 
-    def _format_writer(self, snapshot: Snapshot) -> FormatWriter:
-        return self._writable_format().writer(self._storage, snapshot)
+    def _format_writer(self, snapshot: Snapshot, timestamp_ms: int | None = None) -> FormatWriter:
+        return self._writable_format().writer(self._storage, snapshot, timestamp_ms)
 
-    def transaction(self) -> Transaction:
+    def transaction(
+        self, *, app_metadata: Mapping[str, str] | None = None, timestamp_ms: int | None = None
+    ) -> Transaction:
         """Start a transaction on the latest snapshot; use it as a context manager.
+
+        ``app_metadata`` is stored with the commit (``HistoryEntry.app_metadata``; capability
+        ``commit_metadata``); ``timestamp_ms`` becomes the commit's timestamp for time travel
+        (capability ``commit_timestamps``; ``CommitError`` if not later than the latest
+        version's). Both raise ``UnsupportedFeatureError`` before any IO when the format
+        lacks the capability.
 
         Example:
             >>> with table.transaction() as tx:  # doctest: +SKIP
@@ -209,12 +217,16 @@ class Table:
             ...     tx.append(new_rows)
         """
         self._writable_format()
+        if app_metadata:
+            self._require(Capability.COMMIT_METADATA)
+        if timestamp_ms is not None:
+            self._require(Capability.COMMIT_TIMESTAMPS)
         with storage_faults(f"starting a transaction on {self.uri}"):
             snapshot = self._format.load_snapshot(
                 self._storage, previous=self._latest, options=self._options
             )
         self._latest = snapshot
-        return Transaction(self, snapshot)
+        return Transaction(self, snapshot, app_metadata, timestamp_ms)
 
     def _run(self, stage: Callable[[Transaction], None]) -> int | str:
         """Stage and commit one operation.

@@ -49,15 +49,21 @@ class Transaction:
         ...     tx.set_app_transaction("ingest-job", 42)
     """
 
-    def __init__(self, table: Table, snapshot: Snapshot) -> None:
+    def __init__(
+        self,
+        table: Table,
+        snapshot: Snapshot,
+        app_metadata: Mapping[str, str] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> None:
         self._table = table
         self._snapshot = snapshot
         self._actions: list[Action] = []
         self._operations: list[CommitInfo] = []
         self._state = OPEN
         self._committer: Committer | None = None
-        self._app_metadata: dict[str, str] = {}
-        self._timestamp_ms: int | None = None
+        self._app_metadata = {str(k): str(v) for k, v in (app_metadata or {}).items()}
+        self._timestamp_ms = timestamp_ms
         self.version: int | str | None = None
         """The committed version, once committed."""
 
@@ -74,7 +80,7 @@ class Transaction:
         self._operations.append(info)
 
     def _writer(self) -> Any:
-        return self._table._format_writer(self._snapshot)
+        return self._table._format_writer(self._snapshot, self._timestamp_ms)
 
     # Staging writes data files: a storage fault there is a CommitStorageError (nothing is
     # committed before ``commit``), never a raw OSError.
@@ -110,25 +116,6 @@ class Transaction:
         """
         self._table._require(Capability.APP_TRANSACTIONS)
         self.stage([SetTransaction(app_id, int(version))], CommitInfo("SET TRANSACTION"))
-
-    def set_commit_metadata(
-        self, app_metadata: Mapping[str, str], timestamp_ms: int | None = None
-    ) -> None:
-        """Store ``app_metadata`` with this commit (``HistoryEntry.app_metadata``) and, when
-        ``timestamp_ms`` is given, make it the commit's timestamp for time travel.
-
-        Raises ``UnsupportedFeatureError`` for formats without ``commit_metadata`` (or
-        ``commit_timestamps`` when ``timestamp_ms`` is given), before any IO.
-        """
-        if self._state != OPEN:
-            raise CommitError(f"the transaction is already {self._state}")
-        if app_metadata:
-            self._table._require(Capability.COMMIT_METADATA)
-        if timestamp_ms is not None:
-            self._table._require(Capability.COMMIT_TIMESTAMPS)
-        self._app_metadata.update({str(k): str(v) for k, v in app_metadata.items()})
-        if timestamp_ms is not None:
-            self._timestamp_ms = int(timestamp_ms)
 
     def commit(self) -> int | str:
         """Commit the staged changes; returns the new version.

@@ -73,7 +73,7 @@ class Capability(str, enum.Enum):
     (``FormatWriter.file_writer("replace")`` + ``replace_files``; migration)."""
     COMMIT_METADATA = "commit_metadata"
     """Key/values stored with a commit (``CommitInfo.app_metadata``,
-    ``HistoryEntry.app_metadata``, ``Transaction.set_commit_metadata``)."""
+    ``HistoryEntry.app_metadata``, ``Table.transaction(app_metadata=)``)."""
     COMMIT_TIMESTAMPS = "commit_timestamps"
     """Commits made with a given timestamp that time travel honours (``CommitInfo.timestamp_ms``;
     a migration replaying its source's history)."""

@@ -210,8 +210,16 @@ class WritableFormat(TableFormat, Protocol):
         """Create an empty table; raises ``TableExistsError`` if one is there (atomically)."""
         ...
 
-    def writer(self, storage: Storage, snapshot: Snapshot) -> FormatWriter:
-        """Return a writer planning changes against ``snapshot``; gates writer features."""
+    def writer(
+        self, storage: Storage, snapshot: Snapshot, timestamp_ms: int | None = None
+    ) -> FormatWriter:
+        """Return a writer planning changes against ``snapshot``; gates writer features.
+
+        ``timestamp_ms``: the commit's timestamp when the transaction sets one (capability
+        ``commit_timestamps``; the same value reaches the committer as
+        ``CommitInfo.timestamp_ms``); formats whose files carry the commit time (Hudi's
+        instant) must use it, others may ignore it here.
+        """
         ...
 
     def committer(self, storage: Storage, base: Snapshot) -> Committer:

@@ -142,7 +142,9 @@ class DeltaFormat:
     ) -> None:
         create_table(storage, schema, partition_by, properties)
 
-    def writer(self, storage: Storage, snapshot: Snapshot) -> DeltaWriter:
+    def writer(
+        self, storage: Storage, snapshot: Snapshot, timestamp_ms: int | None = None
+    ) -> DeltaWriter:
         return DeltaWriter(storage, snapshot)
 
     def committer(self, storage: Storage, base: Snapshot) -> DeltaCommitter:

@@ -132,7 +132,9 @@ class HudiFormat:
 
         create_table(storage, schema, partition_by, properties)
 
-    def writer(self, storage: Storage, snapshot: Snapshot) -> HudiWriter:
+    def writer(
+        self, storage: Storage, snapshot: Snapshot, timestamp_ms: int | None = None
+    ) -> HudiWriter:
         from lakecore_hudi.write.writer import HudiWriter
 
         return HudiWriter(storage, snapshot)

@@ -160,7 +160,9 @@ class LanceFormat:
 
         create_dataset(storage, schema, partition_by, properties)
 
-    def writer(self, storage: Storage, snapshot: Snapshot) -> LanceWriter:
+    def writer(
+        self, storage: Storage, snapshot: Snapshot, timestamp_ms: int | None = None
+    ) -> LanceWriter:
         from lakecore_lance.write.writer import LanceWriter
 
         return LanceWriter(storage, snapshot)
