@@ -114,6 +114,8 @@ def create(
     registry = load_registry()
     declared = registry.get(format)
     require(declared.name, declared.capabilities, Capability.WRITE, "creating tables")
+    if partition_by:
+        require(declared.name, declared.capabilities, Capability.PARTITIONING)
     fmt = cast(WritableFormat, declared)  # declaring ``write`` means implementing it
     storage = _storage_for(uri, storage_options, storage)
     existing = [f.name for f in registry.formats() if f.detect(storage)]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from lakecore.errors import (
     CommitConflictError,
@@ -20,6 +22,7 @@ from lakecore.faults import storage_faults
 from lakecore.format.capabilities import Capability
 from lakecore.format.committer import Committer, Prepared
 from lakecore.model.actions import Action, CommitInfo, Committed, SetTransaction
+from lakecore.model.files import PATH
 from lakecore.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -108,6 +111,37 @@ class Transaction:
         self._table._require(Capability.UPDATE)
         with storage_faults("writing the update"):
             self.stage(*self._writer().update(set, where))
+
+    def replace_files(
+        self, data: Iterable[pa.Table], removed: pa.Table, exclusive: bool = False
+    ) -> list[pa.Table]:
+        """Stage writing each table of ``data`` as new data files and removing the file-index
+        rows ``removed`` whole (capability ``replace_files``); returns, per table of ``data``,
+        the rows of the files written for it (write layout, ``path`` first).
+
+        ``exclusive``: the commit conflicts with any concurrent commit (a migration, whose
+        bookkeeping must describe the whole table). What was written is removed when staging
+        fails. Raises ``UnsupportedFeatureError`` for formats without ``replace_files``.
+        """
+        self._table._require(Capability.REPLACE_FILES)
+        writer = self._writer()
+        with storage_faults("writing the replacement files"):
+            file_writer = writer.file_writer("replace", None)
+            try:
+                written = [file_writer.write(t, i) for i, t in enumerate(data)]
+                files = (
+                    pa.concat_tables(written, promote_options="permissive")
+                    if written
+                    else pa.table({PATH: pa.array([], pa.string())})
+                )
+                actions, info = writer.replace_files(file_writer, files, removed)
+            except BaseException:
+                writer.discard(file_writer)
+                raise
+        if exclusive:
+            info = replace(info, read_whole_table=True)
+        self.stage(actions, info)
+        return written
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
         """Record that ``app_id`` wrote its ``version`` in this commit (``txn`` action).

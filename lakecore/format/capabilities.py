@@ -68,6 +68,9 @@ class Capability(str, enum.Enum):
     TAGS = "tags"
     """Name versions (``create_tag``, ``delete_tag``, ``tags``) that ``snapshot(version=name)``
     reads and vacuum keeps; ``TaggableFormat``."""
+    PARTITIONING = "partitioning"
+    """Tables partitioned by columns (``create(partition_by=...)``, ``Snapshot.partition_columns``);
+    formats without it raise ``UnsupportedFeatureError`` for ``partition_by``."""
     REPLACE_FILES = "replace_files"
     """Publish new data files and remove given files of the index in one commit
     (``FormatWriter.file_writer("replace")`` + ``replace_files``; migration)."""

@@ -176,7 +176,8 @@ class FormatWriter(Protocol):
     def replace_files(
         self, file_writer: DataFileWriter, files: pa.Table, removed: pa.Table
     ) -> tuple[list[Action], CommitInfo]:
-        """The actions publishing ``files`` (rows ``file_writer.write`` returned; may be empty)
+        """The actions publishing ``files`` (rows ``file_writer.write`` returned; with no rows,
+        possibly a table of the ``path`` column alone)
         and removing ``removed`` (rows of this snapshot's file index, compared by ``path``;
         may be empty) in one commit (capability ``replace_files``).
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 CAPABILITIES = frozenset(
     {
         Capability.WRITE,
+        Capability.PARTITIONING,
         Capability.OVERWRITE,
         Capability.DELETE,
         Capability.UPDATE,
