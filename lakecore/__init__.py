@@ -141,6 +141,10 @@ def _storage_for(
     return storage
 
 
+# Imported last: the engine uses ``open``/``create`` above. The function shadows the package
+# name on purpose (``lakecore.migrate(...)``; the package stays importable by its full name).
+from lakecore.migrate import MigrationReport, migrate  # noqa: E402
+
 __all__ = [
     "AmbiguousFormatError",
     "CommitConflictError",
@@ -154,6 +158,7 @@ __all__ = [
     "InvalidArgumentError",
     "LakecoreError",
     "MigrationError",
+    "MigrationReport",
     "PluginNotInstalledError",
     "PredicateError",
     "SchemaError",
@@ -167,5 +172,6 @@ __all__ = [
     "UnsupportedFeatureError",
     "VersionNotFoundError",
     "create",
+    "migrate",
     "open",
 ]

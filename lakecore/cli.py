@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 import lakecore
 from lakecore.errors import LakecoreError
 
-app = typer.Typer(help="Inspect Delta, Hudi and Lance tables.", no_args_is_help=True)
+app = typer.Typer(help="Inspect and migrate Delta, Hudi and Lance tables.", no_args_is_help=True)
 console = Console()
 
 UriArg = Annotated[str, typer.Argument(help="table location: path, file://, memory://, s3://")]
@@ -80,6 +80,56 @@ def head(
     """The first rows of a version."""
     data = _open(uri, storage_options).snapshot(_version(version)).to_arrow()
     console.print(data.slice(0, rows).to_pandas().to_string() if rows else "")
+
+
+@app.command()
+def migrate(
+    source: Annotated[str, typer.Argument(help="the table to migrate")],
+    target: Annotated[str, typer.Argument(help="where the migrated table goes")],
+    to: Annotated[str, typer.Option("--to", help="target format: delta, hudi or lance")],
+    mode: Annotated[str, typer.Option(help="auto, rewrite or metadata (zero-copy)")] = "auto",
+    with_history: Annotated[
+        bool, typer.Option("--history", help="replay every source version as one commit")
+    ] = False,
+    source_format: Annotated[
+        str | None, typer.Option("--source-format", help="skip detecting the source's format")
+    ] = None,
+    target_properties: Annotated[
+        str | None, typer.Option("--target-properties", help="JSON object: target properties")
+    ] = None,
+    storage_options: OptionsOpt = None,
+) -> None:
+    """Migrate a table into another format (again: only the source's new versions)."""
+    from rich.progress import Progress
+
+    options: dict[str, Any] | None = json.loads(storage_options) if storage_options else None
+    properties: dict[str, str] | None = json.loads(target_properties) if target_properties else None
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("source versions", total=None)
+
+        def advance(done: int, total: int, version: int | str) -> None:
+            bar.update(task, completed=done, total=total, description=f"source version {version}")
+
+        report = lakecore.migrate(
+            source,
+            target,
+            to,
+            mode=mode,
+            history=with_history,
+            source_format=source_format,
+            storage_options=options,
+            target_properties=properties,
+            progress=advance,
+        )
+    console.print(
+        f"{report.source_format} -> {report.target_format}: "
+        f"{report.versions_translated} source version(s) in {report.commits} commit(s), "
+        f"{report.rows} rows, {report.files_rewritten} files written, "
+        f"{report.files_removed} removed, {report.deletes_carried} deletes carried, "
+        f"{report.seconds:.1f} s"
+    )
+    for note in report.notes:
+        console.print(f"note: {note}")
 
 
 def main() -> None:

@@ -1,0 +1,455 @@
+"""The migration engine: translate a source table's versions into commits of a target table.
+
+Format-neutral: it reads the source through ``Snapshot``/``read_files`` and writes the target
+through ``Table.transaction`` (``Transaction.replace_files``), so every format pair works the
+same way. One source *unit* (a row of the source's file index) becomes the target data files
+holding its live rows; a unit whose fingerprint changed (new deletes, new log or column files)
+is written again and its old target files removed in the same commit (see ``units``). Each
+target commit records the source version it holds (see ``state``), which makes the migration
+restartable and incremental.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import (
+    CommitStateUnknownError,
+    InvalidArgumentError,
+    LakecoreError,
+    MigrationError,
+    SchemaError,
+    TableNotFoundError,
+    UnknownFormatError,
+)
+from lakecore.format.capabilities import Capability, require
+from lakecore.migrate import state as st
+from lakecore.migrate.report import MigrationReport
+from lakecore.migrate.schema import conform, data_schema, schema_change
+from lakecore.migrate.units import UnitDiff, diff
+from lakecore.model import files as fi
+from lakecore.planning.read import read_files
+from lakecore.snapshot import Snapshot
+from lakecore.table import Table
+
+log = logging.getLogger(__name__)
+
+MODES = ("auto", "metadata", "rewrite")
+Progress = Callable[[int, int, "int | str"], None]
+"""Called after each source version: (done, total, source version)."""
+
+
+def migrate(
+    source_uri: str,
+    target_uri: str,
+    to: str,
+    *,
+    mode: str = "auto",
+    history: bool = False,
+    source_format: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    target_properties: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+) -> MigrationReport:
+    """Migrate the table at ``source_uri`` into a ``to`` table at ``target_uri``.
+
+    ``history=False`` writes the source's latest version; ``history=True`` replays every source
+    version after those the target holds as one target commit each, with the source's commit
+    timestamp when the target format keeps given timestamps (``commit_timestamps``). Running
+    it again translates only the source versions committed since (nothing when there are none).
+    Row-level deletes are never lost: a source file with deletes (deletion vector, Hudi log
+    file, Lance deletion file) is written as its live rows.
+
+    ``mode``: ``"rewrite"`` and ``"auto"`` write new data files. ``"metadata"`` (zero-copy
+    adoption of the source's data files) is not implemented yet and raises ``MigrationError``.
+
+    Raises:
+        InvalidArgumentError: an unknown ``mode``.
+        MigrationError: the target cannot hold the source (types, a schema change it cannot
+            replay), holds another table, or was changed since the last migration into it;
+            also for ``mode="metadata"``. Nothing is written then.
+        PluginNotInstalledError / UnsupportedFeatureError: the target format is missing or
+            cannot be written this way.
+        CommitError: a target commit failed; the target keeps every version committed before
+            it and a re-run continues from there.
+    """
+    if mode not in MODES:
+        raise InvalidArgumentError(f"mode must be one of {list(MODES)}, not {mode!r}")
+    if mode == "metadata":
+        raise MigrationError(
+            "mode='metadata' (zero-copy adoption of the source's data files) is not implemented "
+            "yet: use mode='rewrite' or 'auto', which write the target's own data files"
+        )
+    import lakecore
+    from lakecore.plugins import load_registry
+
+    started = time.monotonic()
+    source = lakecore.open(source_uri, format=source_format, storage_options=storage_options)
+    target_format = load_registry().get(to)
+    for capability in (Capability.WRITE, Capability.REPLACE_FILES, Capability.COMMIT_METADATA):
+        require(target_format.name, target_format.capabilities, capability, "migration into it")
+    target_storage = lakecore._storage_for(target_uri, storage_options, None)
+    if target_storage.root.rstrip("/") == source.storage.root.rstrip("/"):
+        raise MigrationError(
+            "the target is the source's location: migrating in place (the target's metadata "
+            "beside the source's, over the same files) is not implemented yet"
+        )
+    run = _Run(source, target_uri, target_format.name, storage_options, history, progress)
+    run.open_target()
+    run.translate(dict(target_properties or {}))
+    return run.report(mode, time.monotonic() - started)
+
+
+@dataclass
+class _Run:
+    """One migration run: the source, the target (once it exists) and what was done."""
+
+    source: Table
+    target_uri: str
+    to: str
+    storage_options: Mapping[str, Any] | None
+    history: bool
+    progress: Progress | None
+    target: Table | None = None
+    state: st.MigrationState | None = None
+    held: pa.Table = field(default_factory=st.empty_unit_map)
+    versions: list[tuple[int | str, int | str]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    timestamps_kept: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, key: str, n: int) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    # ------------------------------------------------------------------ the target
+
+    def open_target(self) -> None:
+        """Open the target if there is one and load what it holds of this source.
+
+        Raises ``MigrationError`` when it holds another table or another source's migration,
+        or was changed since its last migration commit.
+        """
+        import lakecore
+
+        try:
+            target = lakecore.open(
+                self.target_uri, format=self.to, storage_options=self.storage_options
+            )
+            target.version  # noqa: B018 - detection alone does not prove a readable table
+        except (TableNotFoundError, UnknownFormatError):
+            return
+        except LakecoreError as exc:
+            raise MigrationError(
+                f"{self.target_uri} holds something lakecore cannot open as a {self.to} table "
+                f"({exc}); migrate into an empty location"
+            ) from exc
+        entries = target.history()
+        state = st.find_state(entries)
+        if state is None:
+            if target.snapshot().files().num_rows or len(entries) > 1:
+                raise MigrationError(
+                    f"{self.target_uri} already holds a {self.to} table that lakecore.migrate "
+                    "did not write; migrate into an empty location"
+                )
+            self.target = target  # created by a run killed before its first commit
+            return
+        root = self.source.storage.root
+        if state.source != root:
+            raise MigrationError(
+                f"{self.target_uri} holds a migration of {state.source}, not of {root}"
+            )
+        latest = entries[0].version
+        if str(latest) != str(state.target_version):
+            raise MigrationError(
+                f"{self.target_uri} was changed after its last migration commit (version "
+                f"{state.target_version}; latest is {latest}): incremental sync would not know "
+                "which of its files still mirror the source. Migrate into a new target"
+            )
+        self.target, self.state = target, state
+        self.held = st.read_unit_map(target.storage, state)
+
+    def _create_target(self, snapshot: Snapshot, properties: dict[str, str]) -> Table:
+        import lakecore
+        from lakecore.plugins import load_registry
+
+        fmt = load_registry().get(self.to)
+        partitions = snapshot.partition_columns
+        if partitions and Capability.PARTITIONING not in fmt.capabilities:
+            self.notes.append(
+                f"{self.to} tables are not partitioned: partition columns {list(partitions)} "
+                "stay ordinary columns"
+            )
+            partitions = ()
+        key = snapshot.features.record_key
+        if key and Capability.UPSERT in fmt.capabilities and "record_key" not in properties:
+            properties = {**properties, "record_key": ",".join(key)}
+        schema = data_schema(snapshot)
+        try:
+            return lakecore.create(
+                self.target_uri,
+                schema,
+                format=self.to,
+                partition_by=partitions,
+                properties=properties,
+                storage_options=self.storage_options,
+            )
+        except SchemaError as exc:
+            raise MigrationError(
+                f"a {self.to} table cannot hold the source's schema: {exc}"
+            ) from exc
+
+    # ------------------------------------------------------------------ the source
+
+    def source_versions(self) -> list[int | str]:
+        """The source versions to translate, oldest first."""
+        if self.history:
+            versions = [e.version for e in reversed(self.source.history())]
+        else:
+            versions = [self.source.version]
+        if self.state is None:
+            return versions
+        last = self.state.source_version
+        return [v for v in versions if _after(v, last)]
+
+    def _snapshot(self, version: int | str) -> Snapshot | None:
+        try:
+            return self.source.snapshot(version=version)
+        except LakecoreError as exc:
+            if self.history and not self.versions and self.state is None:
+                # The oldest versions of a log whose early commits were cleaned up.
+                log.info("source version %s cannot be read (%s); starting later", version, exc)
+                self.notes.append(f"source version {version} could not be read: {exc}")
+                return None
+            raise
+
+    # ------------------------------------------------------------------ translating
+
+    def translate(self, properties: dict[str, str]) -> None:
+        """Translate every pending source version, one target commit each."""
+        versions = self.source_versions()
+        for done, version in enumerate(versions, 1):
+            snapshot = self._snapshot(version)
+            if snapshot is not None:
+                self._translate(snapshot, properties)
+            if self.progress is not None:
+                self.progress(done, len(versions), version)
+
+    def _translate(self, snapshot: Snapshot, properties: dict[str, str]) -> None:
+        first = self.target is None
+        if self.target is None:
+            self.target = self._create_target(snapshot, properties)
+            self.count("commits", 1)
+        target = self.target
+        self._follow_schema(snapshot)
+        units = diff(snapshot.files(), self.held.column("fingerprint"))
+        if units.empty and not first and self.state is not None:
+            self.versions.append((snapshot.version, self.state.target_version))
+            return
+        self._commit(snapshot, units, target)
+
+    def _follow_schema(self, snapshot: Snapshot) -> None:
+        assert self.target is not None
+        current = data_schema(self.target.snapshot())
+        change = schema_change(current, data_schema(snapshot), snapshot.version)
+        if not change.added:
+            return
+        require(self.to, self.target.capabilities, Capability.SCHEMA_EVOLUTION, "added columns")
+        metadata = self.state.app_metadata() if self.state is not None else {}
+        timestamp = self._timestamp(snapshot, before=True)
+        with self.target.transaction(app_metadata=metadata, timestamp_ms=timestamp) as tx:
+            builder = self.target._format_writer(tx.snapshot, timestamp).schema_update()
+            for f in change.added:
+                builder.add_column(f.name, f.type, True)
+            from lakecore.model.actions import CommitInfo
+
+            tx.stage(builder.actions(), CommitInfo("CHANGE SCHEMA"))
+        assert tx.version is not None
+        if self.state is not None:
+            self.state = st.MigrationState(
+                self.state.source,
+                self.state.source_format,
+                self.state.source_version,
+                tx.version,
+                self.state.unit_map,
+            )
+        self.count("commits", 1)
+
+    def _timestamp(self, snapshot: Snapshot, before: bool = False) -> int | None:
+        """The source's commit time for the target commit, when the target keeps it and it
+        is later than the target's latest (``before``: 1 ms earlier, for the schema commit
+        that precedes the data commit of the same source version)."""
+        assert self.target is not None
+        if not self.history or snapshot.timestamp is None:
+            return None
+        if Capability.COMMIT_TIMESTAMPS not in self.target.capabilities:
+            self.timestamps_kept = False
+            return None
+        wanted = snapshot.timestamp - (1 if before else 0)
+        latest = self.target.snapshot().timestamp
+        if latest is not None and wanted <= latest:
+            self.timestamps_kept = False
+            return None
+        return wanted
+
+    def _commit(self, snapshot: Snapshot, units: UnitDiff, target: Table) -> None:
+        held = self.held
+        gone = pc.is_in(held.column("fingerprint"), value_set=units.gone)
+        gone_paths = pc.drop_null(held.filter(gone).column("target_path"))
+        kept = held.filter(pc.invert(gone))
+        target_files = target.snapshot().files()
+        removed = target_files.filter(pc.is_in(target_files.column(fi.PATH), value_set=gone_paths))
+        if removed.num_rows != len(pc.unique(gone_paths)):
+            raise MigrationError(
+                f"the target no longer has some files its migration state names ({target.uri}); "
+                "it was changed outside lakecore.migrate: migrate into a new target"
+            )
+        context = snapshot.source.scan_context()
+        columns = data_schema(snapshot).names
+        written_keys: list[bytes] = []
+        empty_keys: list[bytes] = []
+        rows = 0
+
+        def unit_rows(into: pa.Schema) -> Iterator[pa.Table]:
+            nonlocal rows
+            for i in range(units.added.num_rows):
+                key = units.added_keys[i].as_py()
+                batches = list(read_files(context, units.added.slice(i, 1), columns))
+                table = pa.Table.from_batches(batches, schema=_read_schema(snapshot, columns))
+                if table.num_rows == 0:
+                    empty_keys.append(key)
+                    continue
+                written_keys.append(key)
+                rows += table.num_rows
+                yield conform(table, into)
+
+        source_version = snapshot.version
+        new_state_path = st.new_unit_map_path()
+        timestamp = self._timestamp(snapshot)
+        meta = st.MigrationState(
+            source=self.source.storage.root,
+            source_format=self.source.format,
+            source_version=str(source_version),
+            target_version="",
+            unit_map=new_state_path,
+        ).app_metadata()
+        committed = False
+        try:
+            with target.transaction(app_metadata=meta, timestamp_ms=timestamp) as tx:
+                into = data_schema(tx.snapshot)
+                written = tx.replace_files(unit_rows(into), removed, exclusive=True)
+                new_units = _unit_rows(written_keys, written, empty_keys)
+                unit_map = pa.concat_tables([kept, new_units])
+                st.write_unit_map(target.storage, new_state_path, unit_map)
+            committed = True
+        except CommitStateUnknownError:
+            committed = True  # it may have landed: its unit map must stay
+            raise
+        finally:
+            if not committed:
+                _delete_quietly(target, new_state_path)
+        assert tx.version is not None
+        self._check_held(target, unit_map)
+        self.held = unit_map
+        self.state = st.MigrationState(
+            self.source.storage.root,
+            self.source.format,
+            str(source_version),
+            tx.version,
+            new_state_path,
+        )
+        try:
+            st.remove_stale_maps(target.storage, {new_state_path})
+        except OSError as exc:
+            log.warning("could not remove old migration state files: %s", exc)
+        self.versions.append((source_version, tx.version))
+        self.count("commits", 1)
+        self.count("files_rewritten", sum(t.num_rows for t in written))
+        self.count("files_removed", removed.num_rows)
+        self.count("units_rewritten", units.added.num_rows)
+        self.count("rows", rows)
+        self.count("deletes_carried", _cardinality(units.added))
+
+    def _check_held(self, target: Table, unit_map: pa.Table) -> None:
+        """Every file the unit map names must be live in the target (else a later removal
+        could miss it and rows would be duplicated)."""
+        paths = pc.unique(pc.drop_null(unit_map.column("target_path")))
+        live = target.snapshot().files().column(fi.PATH)
+        missing = pc.sum(pc.invert(pc.is_in(paths, value_set=live))).as_py() or 0
+        if missing:
+            raise MigrationError(
+                f"{missing} file(s) the migration wrote are not in the target's file index "
+                "as written: the target format reports other paths than its writer returned"
+            )
+
+    def report(self, mode: str, seconds: float) -> MigrationReport:
+        c = self.counts
+        return MigrationReport(
+            source=self.source.uri,
+            target=self.target_uri,
+            source_format=self.source.format,
+            target_format=self.to,
+            mode=mode,
+            versions=tuple(self.versions),
+            files_rewritten=c.get("files_rewritten", 0),
+            files_removed=c.get("files_removed", 0),
+            units_rewritten=c.get("units_rewritten", 0),
+            rows=c.get("rows", 0),
+            deletes_carried=c.get("deletes_carried", 0),
+            commits=c.get("commits", 0),
+            seconds=seconds,
+            timestamps_kept=self.history and self.timestamps_kept,
+            notes=tuple(self.notes),
+        )
+
+
+def _read_schema(snapshot: Snapshot, columns: list[str]) -> pa.Schema:
+    return snapshot.output_schema(columns)
+
+
+def _unit_rows(keys: list[bytes], written: list[pa.Table], empty: list[bytes]) -> pa.Table:
+    """Unit-map rows: one per file written for a unit, one null row per unit without rows."""
+    fingerprints: list[bytes] = []
+    paths: list[str | None] = []
+    for key, files in zip(keys, written, strict=True):
+        for path in files.column(fi.PATH).to_pylist():
+            fingerprints.append(key)
+            paths.append(path)
+    for key in empty:
+        fingerprints.append(key)
+        paths.append(None)
+    return pa.table(
+        {
+            "fingerprint": pa.array(fingerprints, pa.binary()),
+            "target_path": pa.array(paths, pa.string()),
+        },
+        schema=st.UNIT_MAP_SCHEMA,
+    )
+
+
+def _cardinality(files: pa.Table) -> int:
+    if fi.DELETION not in files.column_names or files.num_rows == 0:
+        return 0
+    cardinality = pc.struct_field(files.column(fi.DELETION), fi.CARDINALITY)
+    return int(pc.sum(cardinality).as_py() or 0)
+
+
+def _after(version: int | str, last: str) -> bool:
+    """Whether source ``version`` comes after the recorded ``last`` (ints numerically, Hudi
+    instants as the fixed-width strings they are)."""
+    if isinstance(version, int):
+        return version > int(last)
+    return str(version) > last
+
+
+def _delete_quietly(target: Table, path: str) -> None:
+    try:
+        target.storage.delete(path)
+    except OSError as exc:
+        log.warning("could not remove the unused migration state %s: %s", path, exc)

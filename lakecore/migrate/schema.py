@@ -1,0 +1,89 @@
+"""Schemas across formats: the user columns of a source, and how a target follows changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lakecore.errors import MigrationError
+from lakecore.snapshot import Snapshot
+
+
+def data_schema(snapshot: Snapshot) -> pa.Schema:
+    """The source's user columns: its schema less the columns the format fills itself."""
+    system = set(snapshot.features.system_columns)
+    return pa.schema(
+        [f for f in snapshot.schema if f.name not in system], metadata=snapshot.schema.metadata
+    )
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """A type without the field metadata (ids, physical names) formats keep in it."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain(f.type), f.nullable) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field
+        return pa.list_(pa.field("element", _plain(item.type), item.nullable))
+    if pa.types.is_map(t):
+        return pa.map_(_plain(t.key_type), _plain(t.item_type))
+    return t
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaChange:
+    """Columns a target must add so that it holds a new source schema."""
+
+    added: tuple[pa.Field, ...]
+
+
+def schema_change(target: pa.Schema, source: pa.Schema, version: int | str) -> SchemaChange:
+    """What ``target`` must do to follow ``source`` (source ``version``).
+
+    Added top-level columns are replayed; a dropped, renamed or retyped column raises
+    ``MigrationError`` naming it (its old values would have to change in every target file:
+    migrate with ``history=False`` to write the latest schema only).
+    """
+    names = set(source.names)
+    for f in target:
+        if f.name not in names:
+            raise MigrationError(
+                f"source version {version} drops or renames column {f.name!r}; replaying that "
+                "is not supported: migrate with history=False"
+            )
+        new = source.field(f.name)
+        if _plain(new.type) != _plain(f.type) and not _same_logical(f.type, new.type):
+            raise MigrationError(
+                f"source version {version} changes the type of column {f.name!r} "
+                f"({f.type} -> {new.type}); replaying that is not supported: migrate with "
+                "history=False"
+            )
+    held = set(target.names)
+    return SchemaChange(tuple(f for f in source if f.name not in held))
+
+
+def _same_logical(a: pa.DataType, b: pa.DataType) -> bool:
+    """Types a reader may report differently for the same stored values (large vs plain)."""
+    pairs = {(pa.string(), pa.large_string()), (pa.binary(), pa.large_binary())}
+    return (a, b) in pairs or (b, a) in pairs
+
+
+def conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` with the columns of ``schema``, in its order and types (raises
+    ``MigrationError`` naming a column whose values the target type cannot hold)."""
+    columns = []
+    for f in schema:
+        if f.name not in rows.column_names:
+            columns.append(pa.nulls(rows.num_rows, f.type))
+            continue
+        col = rows.column(f.name)
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise MigrationError(
+                    f"column {f.name!r}: the target type {f.type} cannot hold the source's "
+                    f"{col.type} values: {exc}"
+                ) from exc
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=schema)

@@ -1,0 +1,56 @@
+"""lakecore.migrate refuses what it cannot do, before writing anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lakecore
+from lakecore.errors import InvalidArgumentError, MigrationError, PluginNotInstalledError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> str:
+    uri = str(tmp_path / "src")
+    table = lakecore.create(uri, SCHEMA)
+    table.append(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}))
+    return uri
+
+
+def _untouched(path: Path) -> bool:
+    return not path.exists() or not any(path.rglob("*"))
+
+
+def test_unknown_mode(source: str, tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="mode"):
+        lakecore.migrate(source, str(tmp_path / "t"), to="lance", mode="copy")
+    assert _untouched(tmp_path / "t")
+
+
+def test_metadata_mode_is_refused_until_it_exists(source: str, tmp_path: Path) -> None:
+    with pytest.raises(MigrationError, match="metadata"):
+        lakecore.migrate(source, str(tmp_path / "t"), to="hudi", mode="metadata")
+    assert _untouched(tmp_path / "t")
+
+
+def test_unknown_target_format(source: str, tmp_path: Path) -> None:
+    with pytest.raises(PluginNotInstalledError):
+        lakecore.migrate(source, str(tmp_path / "t"), to="iceberg")
+    assert _untouched(tmp_path / "t")
+
+
+def test_same_location(source: str) -> None:
+    with pytest.raises(MigrationError, match="in place"):
+        lakecore.migrate(source, source, to="hudi")
+
+
+def test_target_holding_another_table(source: str, tmp_path: Path) -> None:
+    other = str(tmp_path / "other")
+    lakecore.create(other, SCHEMA).append(pa.table({"id": [9], "name": ["z"]}))
+    with pytest.raises(MigrationError, match="did not write"):
+        lakecore.migrate(source, other, to="delta")
+    assert lakecore.open(other).to_arrow().num_rows == 1
