@@ -39,12 +39,17 @@ CAPABILITIES = frozenset(
         Capability.OPTIMIZE,
         Capability.SCHEMA_EVOLUTION,
         Capability.TAGS,
+        Capability.REPLACE_FILES,
+        Capability.COMMIT_METADATA,
+        Capability.COMMIT_TIMESTAMPS,
     }
 )
 """What lakecore does with Lance datasets so far: read any version (by number, tag or time),
 its history and a change feed derived from the manifests; create, append, overwrite, delete,
 update, merge, schema evolution, restore, vacuum, optimize and tags (``lakecore_lance.write``);
-Lance has no checkpoints."""
+replace_files (an ``Update`` removing fragments whole), commit metadata (the transaction's
+``transaction_properties``) and commit timestamps (the manifest's ``timestamp``) for
+migration; Lance has no checkpoints."""
 
 
 def _version_number(storage: Storage, version: int | str) -> int:
@@ -165,6 +170,8 @@ class LanceFormat:
     ) -> LanceWriter:
         from lakecore_lance.write.writer import LanceWriter
 
+        # timestamp_ms reaches the committer as CommitInfo.timestamp_ms: Lance files do not
+        # carry the commit time, only the manifest does.
         return LanceWriter(storage, snapshot)
 
     def committer(self, storage: Storage, base: Snapshot) -> LanceCommitter:

@@ -7,7 +7,7 @@
   on another branch is refused (branches are not read yet).
 - ``history`` is one entry per manifest, newest first; the operation and its parameters come
   from the version's transaction (the ``_transactions/`` file the manifest names, or the one
-  inlined in the manifest file).
+  inlined in the manifest file), and ``app_metadata`` from its ``transaction_properties``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from lakecore_lance.proto import transaction_pb2
 
 TAGS_DIR = "_refs/tags"
 TRANSACTIONS_DIR = "_transactions"
+RESERVED_PROPERTY_PREFIX = "__lance_"
+"""Transaction property keys Lance keeps for itself (``__lance_commit_message``)."""
 _TAG_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -179,13 +181,28 @@ def entry(storage: Storage, file: ManifestFile) -> HistoryEntry:
         "writer": f"{m.writer_version.library} {m.writer_version.version}".strip(),
         "transaction_file": m.transaction_file or None,
     }
+    app_metadata: dict[str, str] = {}
     if txn is not None:
         info["uuid"] = txn.uuid
         info["transaction_properties"] = dict(txn.transaction_properties)
+        app_metadata = app_metadata_of(txn)
     return HistoryEntry(
         version=file.version,
         timestamp=timestamp_ms(loaded),
         operation=operation,
         parameters=params,
         info=info,
+        app_metadata=app_metadata,
     )
+
+
+def app_metadata_of(txn: transaction_pb2.Transaction) -> dict[str, str]:
+    """A transaction's application key/values: its ``transaction_properties`` (where lakecore
+    keeps ``CommitInfo.app_metadata`` and pylance's ``transaction_properties=`` go) less the
+    keys Lance reserves (``__lance_*``: pylance's commit message), which stay in
+    ``HistoryEntry.info["transaction_properties"]``."""
+    return {
+        str(k): str(v)
+        for k, v in sorted(txn.transaction_properties.items())
+        if not str(k).startswith(RESERVED_PROPERTY_PREFIX)
+    }

@@ -36,6 +36,9 @@ def test_registered_and_detected(tmp_path: Path) -> None:
             c.RESTORE,
             c.VACUUM,
             c.TAGS,
+            c.REPLACE_FILES,
+            c.COMMIT_METADATA,
+            c.COMMIT_TIMESTAMPS,
         }
     )
     with pytest.raises(lakecore.UnsupportedFeatureError) as info:

@@ -5,14 +5,18 @@ A ``LanceChange`` is the payload of the ``FormatPayload`` actions the Lance writ
 new fragments (ids unassigned), fragments with a new deletion file, fragments removed, and
 the files the change wrote. The changes of one lakecore transaction combine into one Lance
 operation: only new fragments -> ``Append``; no new fragments -> ``Delete``; both ->
-``Update``; a whole-table overwrite -> ``Overwrite``.
+``Update``; a whole-table overwrite -> ``Overwrite``. A ``replace`` (``replace_files``:
+fragments removed whole, new ones added) is always an ``Update`` with
+``removed_fragment_ids`` + ``new_fragments``, as pylance commits one: Lance's conflict
+resolver rebases it past appends and refuses it after a delete, update or compaction of a
+removed fragment (a ``Rewrite`` would promise the same rows, which a replace does not).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from lakecore import __version__
@@ -34,7 +38,8 @@ class LanceChange:
     """One staged Lance write (see the module docstring); serialized protos keep it frozen."""
 
     operation: str
-    """``append``, ``delete``, ``update``, ``overwrite`` (the whole table) or ``restore``."""
+    """``append``, ``delete``, ``update``, ``replace`` (``replace_files``), ``overwrite``
+    (the whole table), ``restore``, ``rewrite``, ``add_columns`` or ``project``."""
     new_fragments: tuple[bytes, ...] = ()
     updated_fragments: tuple[bytes, ...] = ()
     removed_fragment_ids: tuple[int, ...] = ()
@@ -175,9 +180,20 @@ def _twice(fid: int) -> UnsupportedFeatureError:
     )
 
 
-def transaction(combined: Combined, read_version: int, base: table_pb2.Manifest) -> bytes:
-    """The ``_transactions/`` file of ``combined`` read at ``read_version`` (a new uuid)."""
+def transaction(
+    combined: Combined,
+    read_version: int,
+    base: table_pb2.Manifest,
+    properties: Mapping[str, str] | None = None,
+) -> bytes:
+    """The ``_transactions/`` file of ``combined`` read at ``read_version`` (a new uuid).
+
+    ``properties`` become the transaction's ``transaction_properties`` (field 4), where
+    pylance's ``commit(..., transaction_properties=)`` and ``write_dataset(...,
+    transaction_properties=)`` keep theirs."""
     txn = transaction_pb2.Transaction(read_version=read_version, uuid=str(uuid.uuid4()))
+    for key, value in (properties or {}).items():
+        txn.transaction_properties[key] = value
     op = combined.operation
     if op == "add_columns":
         assert combined.fields is not None
@@ -225,13 +241,17 @@ def txn_uuid(raw: bytes) -> str:
 
 
 def apply(
-    combined: Combined, current: table_pb2.Manifest, transaction_file: str
+    combined: Combined,
+    current: table_pb2.Manifest,
+    transaction_file: str,
+    timestamp_ns: int | None = None,
 ) -> table_pb2.Manifest:
     """The manifest of the version after ``current`` with ``combined`` applied.
 
     New fragments take ids after ``current.max_fragment_id``; updated fragments replace
-    theirs, removed ones are dropped. Raises ``CommitConflictError`` when a fragment this
-    transaction changes is no longer in ``current``.
+    theirs, removed ones are dropped. The manifest's ``timestamp`` is ``timestamp_ns`` (epoch
+    nanoseconds; None: now). Raises ``CommitConflictError`` when a fragment this transaction
+    changes is no longer in ``current``.
     """
     out = table_pb2.Manifest()
     out.CopyFrom(current if combined.restored is None else combined.restored)
@@ -276,7 +296,7 @@ def apply(
         del out.fields[:]
         out.fields.extend(combined.fields)
     out.version = int(current.version) + 1
-    now = time.time_ns()
+    now = time.time_ns() if timestamp_ns is None else int(timestamp_ns)
     out.timestamp.seconds, out.timestamp.nanos = divmod(now, 1_000_000_000)
     out.transaction_file = transaction_file
     out.tag = ""

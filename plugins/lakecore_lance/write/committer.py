@@ -11,15 +11,23 @@ data files, deletion files and transaction file this transaction wrote.
 Compatibility with a winner (anything else conflicts):
 
 - append: after an append, delete or update (fragments are only added);
-- delete / update (fragments ``T`` changed or removed): after an append, or a delete, update
-  or compaction (``rewrite``) touching none of ``T``;
+- delete / update / replace_files (fragments ``T`` changed or removed): after an append, or
+  a delete, update or compaction (``rewrite``) touching none of ``T``;
 - whole-table overwrite, restore: never (they replace every row the winner changed);
 - schema change (added, dropped, renamed columns): never;
 - merge / upsert: as a delete/update, and never after a commit that added rows (their keys
   could match this merge's inserts: both would land, duplicating the key);
+- any commit whose ``CommitInfo.read_whole_table`` is set (an exclusive
+  ``Transaction.replace_files``): never;
 - any: the winner changed the schema, changed the dataset's indices (created, dropped,
   optimized or remapped one: its index section differs) or used a writer feature lakecore
   does not keep valid -> conflict.
+
+Commit metadata: ``CommitInfo.app_metadata`` becomes the transaction's
+``transaction_properties`` (keys starting ``__lance_`` are Lance's: ``InvalidArgumentError``),
+and ``CommitInfo.timestamp_ms`` the manifest's ``timestamp``, which must be later than the
+version it follows (``CommitError``; after a rebase, ``CommitConflictError`` naming the
+winner).
 
 Indices: the next manifest carries the current one's index section unchanged (a restore: the
 restored version's); operations that would need an index rebuilt or remapped are refused
@@ -33,12 +41,18 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lakecore.errors import CommitConflictError, CommitStateUnknownError, CommitStorageError
+from lakecore.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitStateUnknownError,
+    CommitStorageError,
+    InvalidArgumentError,
+)
 from lakecore.format.committer import Prepared
 from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, Conflict
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
-from lakecore_lance.history import TRANSACTIONS_DIR, read_transaction
+from lakecore_lance.history import RESERVED_PROPERTY_PREFIX, TRANSACTIONS_DIR, read_transaction
 from lakecore_lance.manifest import MAGIC, find_manifest, manifest_path, read_manifest
 from lakecore_lance.proto import table_pb2, transaction_pb2
 from lakecore_lance.write.changes import (
@@ -168,7 +182,13 @@ class LanceCommitter:
         """
         combined = combine(changes_of(actions))
         base = self._state.manifest
-        raw = transaction(combined, int(base.version), base)
+        reserved = sorted(k for k in info.app_metadata if k.startswith(RESERVED_PROPERTY_PREFIX))
+        if reserved:
+            raise InvalidArgumentError(
+                f"app_metadata keys {reserved} start with {RESERVED_PROPERTY_PREFIX!r}, which "
+                "Lance reserves for its own transaction properties (pylance's commit message)"
+            )
+        raw = transaction(combined, int(base.version), base, info.app_metadata)
         name = f"{int(base.version)}-{txn_uuid(raw)}.txn"
         indices = index_section(self._storage, self._state.loaded.file, base)
         return self._plan(actions, info, combined, f"{TRANSACTIONS_DIR}/{name}", raw, base, indices)
@@ -182,10 +202,12 @@ class LanceCommitter:
         raw: bytes,
         current: table_pb2.Manifest,
         indices: bytes,
+        rebased: bool = False,
     ) -> Prepared:
         ensure_index_safe(combined, indices)
         name = txn_path.rsplit("/", 1)[-1]
-        manifest = apply(combined, current, name)
+        timestamp_ns = _commit_timestamp(info, current, rebased)
+        manifest = apply(combined, current, name, timestamp_ns)
         carried = indices
         if combined.restored is not None:
             # A restore brings back the restored version's indices, as Lance's does.
@@ -243,7 +265,14 @@ class LanceCommitter:
         txn = read_transaction(self._storage, loaded)
         won_indices = index_section(self._storage, loaded.file, loaded.manifest)
         check_compatible(
-            plan.combined, plan.current, loaded.manifest, txn, won, plan.indices, won_indices
+            plan.combined,
+            plan.current,
+            loaded.manifest,
+            txn,
+            won,
+            plan.indices,
+            won_indices,
+            exclusive=prepared.info.read_whole_table,
         )
         return self._plan(
             prepared.actions,
@@ -253,6 +282,7 @@ class LanceCommitter:
             plan.transaction,
             loaded.manifest,
             won_indices,
+            rebased=True,
         )
 
     def abort(self, actions: Sequence[Action]) -> None:
@@ -266,6 +296,29 @@ class LanceCommitter:
                     self._storage.delete(path)
         if self._txn_written is not None:
             self._storage.delete(self._txn_written)
+
+
+def _commit_timestamp(info: CommitInfo, current: table_pb2.Manifest, rebased: bool) -> int | None:
+    """The next manifest's timestamp (epoch ns): ``info.timestamp_ms`` when set, else None
+    (now). Lance finds versions by timestamp assuming they grow with the version, so a set
+    timestamp must be later than ``current``'s: else ``CommitError``, or
+    ``CommitConflictError`` naming ``current`` when it is a concurrent winner (``rebased``)."""
+    if info.timestamp_ms is None:
+        return None
+    wanted = int(info.timestamp_ms) * 1_000_000
+    if current.HasField("timestamp"):
+        before = int(current.timestamp.seconds) * 1_000_000_000 + int(current.timestamp.nanos)
+        if wanted <= before:
+            why = (
+                f"the commit timestamp {info.timestamp_ms} ms is not later than version "
+                f"{int(current.version)}'s ({before // 1_000_000} ms)"
+            )
+            if rebased:
+                raise CommitConflictError(
+                    f"{why}, committed concurrently", winning_version=int(current.version)
+                )
+            raise CommitError(f"{why}; Lance versions must have growing timestamps")
+    return wanted
 
 
 _DATA_ONLY = frozenset({"append", "delete", "update", "rewrite"})
@@ -306,10 +359,13 @@ def check_compatible(
     winner: int,
     current_indices: bytes = b"",
     won_indices: bytes = b"",
+    exclusive: bool = False,
 ) -> None:
     """Raise ``CommitConflictError`` naming ``winner`` unless this transaction may land after
     it (see the module docstring). ``current_indices`` / ``won_indices``: the encoded index
-    sections of ``current`` and ``won`` (empty: none)."""
+    sections of ``current`` and ``won`` (empty: none). ``exclusive``: the transaction's
+    outcome depends on every row (``CommitInfo.read_whole_table``: an overwrite, an exclusive
+    ``Transaction.replace_files``), so any winner conflicts."""
     op = None if txn is None else txn.WhichOneof("operation")
 
     def conflict(why: str) -> CommitConflictError:
@@ -319,6 +375,8 @@ def check_compatible(
             winning_version=winner,
         )
 
+    if exclusive:
+        raise conflict("this commit depends on every row (read_whole_table)")
     if txn is None or op not in _DATA_ONLY:
         raise conflict("lakecore rebases only past appends, deletes, updates and compactions")
     if list(won.fields) != list(current.fields):

@@ -4,7 +4,8 @@ Rows are conformed to the dataset schema (lossless casts only, NOT NULL checked)
 new fragments (``files_out``), and deletes mark rows in per-fragment deletion files. Only
 the fragments the planner's pruning keeps (``candidate_files``) are read, through the
 reader's own read path (``lakecore_lance.scan``), deleted rows included so that row offsets
-are the fragment's.
+are the fragment's. ``replace_files`` (migration) removes given fragments whole and adds the
+fragments a ``file_writer("replace")`` wrote, reading nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.errors import (
+    ConstraintViolationError,
+    InvalidArgumentError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from lakecore.expr import tree as ex
 from lakecore.expr.assign import assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
@@ -461,13 +467,14 @@ class LanceWriter:
     # ------------------------------------------------ distributed writes (lakecore.spark)
 
     def file_writer(self, mode: str, where: str | None) -> DataFileWriter:
-        """A ``LanceDataFileWriter`` for an ``append`` or ``overwrite`` (``where``: the rows
-        it replaces, parsed and bound now). Raises ``ValueError`` for another mode."""
+        """A ``LanceDataFileWriter`` for an ``append``, an ``overwrite`` (``where``: the rows
+        it replaces, parsed and bound now) or a ``replace`` (``replace_files``). Raises
+        ``ValueError`` for another mode, or ``where`` with a mode other than ``overwrite``."""
         from lakecore_lance.write.file_writer import LanceDataFileWriter, new_write_id
 
-        if mode not in ("append", "overwrite"):
-            raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
-        if mode == "append" and where is not None:
+        if mode not in ("append", "overwrite", "replace"):
+            raise ValueError(f"mode must be 'append', 'overwrite' or 'replace', not {mode!r}")
+        if mode != "overwrite" and where is not None:
             raise ValueError("where applies to overwrites only")
         self._predicate(where)
         m = self._state.manifest
@@ -495,6 +502,58 @@ class LanceWriter:
         fragments = file_writer.fragments(files)
         paths = tuple(str(p) for p in files.column(fi.PATH).to_pylist())
         return self._publish(fragments, paths, mode, where)
+
+    def replace_files(
+        self, file_writer: DataFileWriter, files: pa.Table, removed: pa.Table
+    ) -> tuple[list[Action], CommitInfo]:
+        """The change publishing ``files`` (from ``file_writer.write``) as new fragments and
+        removing the fragments whose file-index ``path`` is in ``removed``, whole (deleted
+        rows and deletion files go with them): one Lance ``Update`` with
+        ``removed_fragment_ids`` + ``new_fragments`` (see ``lakecore_lance.write.changes``).
+        Either may be empty.
+
+        Raises ``InvalidArgumentError`` when a ``removed`` path is not a fragment of this
+        snapshot (nothing is staged), ``TypeError`` for a file writer of another format and
+        ``ValueError`` for files it did not write.
+        """
+        from lakecore_lance.write.file_writer import LanceDataFileWriter
+
+        if not isinstance(file_writer, LanceDataFileWriter):
+            raise TypeError("not a Lance file writer")
+        ids = self._fragment_ids(removed)
+        # No files may come as a bare ``path`` column (Transaction.replace_files without data).
+        fragments = file_writer.fragments(files) if files.num_rows else ()
+        paths = tuple(str(p) for p in files.column(fi.PATH).to_pylist())
+        change = LanceChange(
+            "replace", new_fragments=fragments, removed_fragment_ids=ids, written=paths
+        )
+        # No read predicate: the committer's fragment check makes a concurrent change to a
+        # removed fragment a conflict (and lets appends through), as Lance's resolver does.
+        info = CommitInfo("REPLACE FILES", {"removed": len(ids), "added": len(fragments)})
+        return self._stage(change, info)
+
+    def _fragment_ids(self, removed: pa.Table) -> tuple[int, ...]:
+        """The fragment ids of the file-index rows ``removed`` (by ``path``), in index order.
+
+        Raises ``InvalidArgumentError`` naming the paths that are not live fragments."""
+        if removed.num_rows == 0:
+            return ()
+        wanted = [str(p) for p in removed.column(fi.PATH).to_pylist()]
+        live = self._snapshot.files()
+        by_path = dict(
+            zip(
+                live.column(fi.PATH).to_pylist(),
+                live.column(FRAGMENT_ID).to_pylist(),
+                strict=True,
+            )
+        )
+        missing = sorted({p for p in wanted if p not in by_path})
+        if missing:
+            raise InvalidArgumentError(
+                f"cannot remove {missing}: not live files of version {self._snapshot.version} "
+                f"of {self._storage.root}"
+            )
+        return tuple(dict.fromkeys(int(by_path[p]) for p in wanted))
 
     def discard(self, file_writer: DataFileWriter) -> None:
         """Delete the files ``file_writer`` wrote (``LanceDataFileWriter.discard``)."""
