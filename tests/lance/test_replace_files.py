@@ -252,3 +252,17 @@ def test_an_exclusive_replace_conflicts_even_with_an_append(tmp_path: Path) -> N
     assert type(raised.value) is CommitConflictError
     assert not any((path / p).exists() for w in written for p in w.column(fi.PATH).to_pylist())
     assert live_ids(path) == lakecore_ids(table) == [0, 10, 11, 20, 21, 99]
+
+
+def test_a_replace_keeps_the_indices_pylance_queries_with(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = three_fragments(path)
+    lance.dataset(str(path)).create_scalar_index("id", "BTREE")
+    Replace(table, [rows([10, 12], "r")], [1]).commit()
+    dataset = lance.dataset(str(path))
+    assert [i.name for i in dataset.describe_indices()] == ["id_idx"]
+    for where, want in [("id = 10", [10]), ("id = 11", []), ("id = 12", [12])]:
+        assert "ScalarIndex" in dataset.scanner(filter=where).explain_plan()
+        assert sorted(dataset.to_table(filter=where).column("id").to_pylist()) == want
+        assert sorted(table.scan(where).to_arrow().column("id").to_pylist()) == want
+    assert live_ids(path) == lakecore_ids(table) == [0, 10, 12, 20, 21]
