@@ -266,3 +266,16 @@ def test_a_replace_keeps_the_indices_pylance_queries_with(tmp_path: Path) -> Non
         assert sorted(dataset.to_table(filter=where).column("id").to_pylist()) == want
         assert sorted(table.scan(where).to_arrow().column("id").to_pylist()) == want
     assert live_ids(path) == lakecore_ids(table) == [0, 10, 12, 20, 21]
+
+
+def test_the_change_feed_of_a_replace(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = three_fragments(path)
+    version = Replace(table, [rows([0, 7], "r")], [0]).commit()
+    changes = table.changes(version).select(["id", "name", "_change_type"]).to_pylist()
+    # The removed fragment's live rows are deleted (id 1 was deleted before), the new inserted.
+    assert sorted(changes, key=lambda c: (c["_change_type"], c["id"])) == [
+        {"id": 0, "name": "a", "_change_type": "delete"},
+        {"id": 0, "name": "r", "_change_type": "insert"},
+        {"id": 7, "name": "r", "_change_type": "insert"},
+    ]
