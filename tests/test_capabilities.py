@@ -76,6 +76,17 @@ TX_VERBS: list[tuple[Capability, str, Callable[[lakecore.Table, Any], object]]] 
         "tx.set_app_transaction",
         lambda t, tx: tx.set_app_transaction("j", 1),
     ),
+    (Capability.REPLACE_FILES, "tx.replace_files", lambda t, tx: tx.replace_files([], ROWS)),
+    (
+        Capability.COMMIT_METADATA,
+        "transaction(app_metadata=)",
+        lambda t, tx: t.transaction(app_metadata={"k": "v"}),
+    ),
+    (
+        Capability.COMMIT_TIMESTAMPS,
+        "transaction(timestamp_ms=)",
+        lambda t, tx: t.transaction(timestamp_ms=1),
+    ),
 ]
 
 
@@ -88,7 +99,8 @@ def delta_root(tmp_path: Path) -> str:
 
 def test_every_capability_has_a_verb_here() -> None:
     covered = {c for c, _, _ in VERBS} | {c for c, _, _ in TX_VERBS}
-    assert covered == set(Capability)
+    # partitioning gates lakecore.create, not a Table verb: test_create_refuses_partitions_...
+    assert covered | {Capability.PARTITIONING} == set(Capability)
 
 
 @pytest.mark.parametrize(("capability", "verb", "call"), VERBS, ids=[v for _, v, _ in VERBS])
@@ -194,3 +206,16 @@ def test_create_refuses_a_format_without_write(
         lakecore.create(str(tmp_path / "t"), SCHEMA)
     assert caught.value.feature == "write"
     assert not (tmp_path / "t").exists()
+
+
+def test_create_refuses_partitions_for_a_format_without_partitioning(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import lakecore_delta.format as delta_format
+
+    monkeypatch.setattr(delta_format.DeltaFormat, "capabilities", frozenset({Capability.WRITE}))
+    with pytest.raises(lakecore.UnsupportedFeatureError) as caught:
+        lakecore.create(str(tmp_path / "t"), SCHEMA, partition_by=["part"])
+    assert caught.value.feature == "partitioning"
+    assert not (tmp_path / "t").exists()
+    lakecore.create(str(tmp_path / "u"), SCHEMA)  # unpartitioned: fine

@@ -27,11 +27,13 @@ from pathlib import Path
 from typing import ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import lakecore
 from lakecore import (
     CommitConflictError,
+    CommitError,
     ConstraintViolationError,
     InvalidArgumentError,
     SchemaError,
@@ -538,7 +540,8 @@ class DetectContract:
     def test_create_over_a_table_is_refused(self, table: Table) -> None:
         table.append(rows([1]))
         with pytest.raises(TableExistsError):
-            lakecore.create(table.uri, SCHEMA, table.format, [PARTITION])
+            partitions = [PARTITION] if Capability.PARTITIONING in table.capabilities else []
+            lakecore.create(table.uri, SCHEMA, table.format, partitions)
         assert read(table) == expect(([1], "a", "a"))
 
 
@@ -703,6 +706,62 @@ def _check_tags(t: Table) -> None:
         t.delete_tag("contract-first")
 
 
+def _check_partitioning(t: Table) -> None:
+    other = lakecore.create(t.uri.rstrip("/") + "-partitioned", SCHEMA, t.format, [PARTITION])
+    other.append(pa.concat_tables([rows([1], part="a"), rows([2], part="b")]))
+    snapshot = other.snapshot()
+    assert snapshot.partition_columns == (PARTITION,)
+    assert read(other) == expect(([1], "a", "a"), ([2], "a", "b"))
+
+
+def _check_replace_files(t: Table) -> None:
+    t.append(rows([1, 2]))
+    t.append(rows([3]))
+    index = t.snapshot().files()
+    first = index.filter(pc.equal(index.column("record_count"), 2))
+    assert first.num_rows == 1, "one append, one file (contract tables are small)"
+    with t.transaction() as tx:
+        written = tx.replace_files([rows([7, 8])], first)
+    assert [w.num_rows >= 1 for w in written] == [True]
+    assert read(t) == expect(([3, 7, 8], "a", "a"))
+    gone = t.snapshot().files()
+    with pytest.raises(InvalidArgumentError), t.transaction() as tx:
+        tx.replace_files([], first)  # no longer live
+    assert t.snapshot().files().num_rows == gone.num_rows
+    assert read(t) == expect(([3, 7, 8], "a", "a"))
+
+
+def _check_commit_metadata(t: Table) -> None:
+    with t.transaction(app_metadata={"job": "contract", "run": "1"}) as tx:
+        tx.append(rows([1]))
+    assert tx.version is not None
+    entry = next(e for e in t.history() if str(e.version) == str(tx.version))
+    assert entry.app_metadata == {"job": "contract", "run": "1"}
+
+
+def _check_commit_timestamps(t: Table) -> None:
+    t.append(rows([1]))
+    base = t.snapshot().timestamp or 0
+    when = max(base + 60_000, 1_900_000_000_000)  # later than anything: a future-dated commit
+    try:
+        with t.transaction(timestamp_ms=when) as tx:
+            tx.append(rows([2]))
+    except UnsupportedFeatureError as exc:
+        # A format may need a table property first (Delta: in-commit timestamps); it must say.
+        pytest.skip(f"this table needs a property for commit timestamps: {exc}")
+    assert tx.version is not None
+    assert t.snapshot().timestamp == when
+    assert content(t.snapshot(timestamp=when - 1).to_arrow(columns=COLUMNS)) == expect(
+        ([1], "a", "a")
+    )
+    assert content(t.snapshot(timestamp=when).to_arrow(columns=COLUMNS)) == expect(
+        ([1, 2], "a", "a")
+    )
+    with pytest.raises(CommitError), t.transaction(timestamp_ms=when) as tx:
+        tx.append(rows([3]))  # not later than the latest
+    assert read(t) == expect(([1, 2], "a", "a"))
+
+
 CHECKS: dict[Capability, Callable[[Table], None]] = {
     Capability.WRITE: _check_write,
     Capability.OVERWRITE: _check_overwrite,
@@ -723,6 +782,10 @@ CHECKS: dict[Capability, Callable[[Table], None]] = {
     Capability.COMPACT: _check_compact,
     Capability.CLEAN: _check_clean,
     Capability.TAGS: _check_tags,
+    Capability.PARTITIONING: _check_partitioning,
+    Capability.REPLACE_FILES: _check_replace_files,
+    Capability.COMMIT_METADATA: _check_commit_metadata,
+    Capability.COMMIT_TIMESTAMPS: _check_commit_timestamps,
 }
 """How the contract shows that a declared capability works (on a new, empty table)."""
 
@@ -768,6 +831,12 @@ REFUSALS: dict[Capability, Refusal] = {
     Capability.COMPACT: lambda t: lambda: t.compact(),
     Capability.CLEAN: lambda t: lambda: t.clean(),
     Capability.TAGS: lambda t: lambda: t.create_tag("t", 1),
+    Capability.PARTITIONING: lambda t: (
+        lambda: lakecore.create(t.uri.rstrip("/") + "-partitioned", SCHEMA, t.format, [PARTITION])
+    ),
+    Capability.REPLACE_FILES: _in_transaction(lambda tx: tx.replace_files([], pa.table({}))),
+    Capability.COMMIT_METADATA: lambda t: lambda: t.transaction(app_metadata={"k": "v"}),
+    Capability.COMMIT_TIMESTAMPS: lambda t: lambda: t.transaction(timestamp_ms=2_000_000_000_000),
 }
 """The verb of each capability, as the contract calls it on a format that does not declare it."""
 
