@@ -42,3 +42,35 @@ def test_files_history_head() -> None:
 def test_errors_are_reported(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["info", str(tmp_path / "missing")])
     assert result.exit_code != 0
+
+
+def test_migrate_then_sync_again(tmp_path: Path) -> None:
+    import lance
+
+    import lakecore
+
+    target = str(tmp_path / "lance")
+    runner = CliRunner()
+    result = runner.invoke(app, ["migrate", TABLE, target, "--to", "lance", "--history"])
+    assert result.exit_code == 0, result.output
+    assert "delta -> lance" in result.output and "deletes carried" in result.output
+    expected = lakecore.open(TABLE).to_arrow()
+    got = lance.dataset(target).to_table()
+    key = [(c, "ascending") for c in expected.column_names]
+    assert got.select(expected.column_names).sort_by(key).to_pylist() == (
+        expected.sort_by(key).to_pylist()
+    )
+    again = runner.invoke(app, ["migrate", TABLE, target, "--to", "lance", "--history"])
+    assert again.exit_code == 0, again.output
+    assert "0 source version(s) in 0 commit(s)" in again.output
+
+
+def test_migrate_error_is_one_line(tmp_path: Path) -> None:
+    from lakecore.cli import main
+
+    argv = ["lakecore", "migrate", TABLE, str(tmp_path / "t"), "--to", "hudi", "--mode", "metadata"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", argv)
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+    assert exit_info.value.code == 1
