@@ -18,7 +18,11 @@ from lakecore.testing.format_contract import (
 
 class DeltaFixtures(FormatFixtures):
     format_name = "delta"
-    create_properties: ClassVar[dict[str, str]] = {"delta.enableChangeDataFeed": "true"}
+    # In-commit timestamps: Delta keeps given commit timestamps (commit_timestamps) only then.
+    create_properties: ClassVar[dict[str, str]] = {
+        "delta.enableChangeDataFeed": "true",
+        "delta.enableInCommitTimestamps": "true",
+    }
 
 
 class TestDeltaRead(ReadContract, DeltaFixtures): ...

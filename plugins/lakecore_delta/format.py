@@ -47,10 +47,16 @@ CAPABILITIES = frozenset(
         Capability.VACUUM,
         Capability.RESTORE,
         Capability.OPTIMIZE,
+        Capability.REPLACE_FILES,
+        Capability.COMMIT_METADATA,
+        Capability.COMMIT_TIMESTAMPS,
     }
 )
 """What lakecore does with Delta tables: no ``upsert`` (no record key: ``merge`` instead), no
-``compact``/``clean`` (no log files to merge; ``optimize`` and ``vacuum`` are Delta's own)."""
+``compact``/``clean`` (no log files to merge; ``optimize`` and ``vacuum`` are Delta's own).
+``commit_timestamps`` needs a table with in-commit timestamps
+(``delta.enableInCommitTimestamps=true``); on others the writer raises
+``UnsupportedFeatureError`` naming that property."""
 
 
 def _as_version(version: int | str) -> int:
@@ -140,13 +146,18 @@ class DeltaFormat:
         schema: pa.Schema,
         partition_by: Sequence[str],
         properties: dict[str, str],
+        timestamp_ms: int | None = None,
     ) -> None:
-        create_table(storage, schema, partition_by, properties)
+        """Create the table (commit 0); ``timestamp_ms`` (not yet part of
+        ``WritableFormat.create``) makes it commit 0's in-commit timestamp and enables
+        in-commit timestamps, so that a migration can replay its source's commit times
+        from the first one (``write.create.initial_commit``)."""
+        create_table(storage, schema, partition_by, properties, timestamp_ms)
 
     def writer(
         self, storage: Storage, snapshot: Snapshot, timestamp_ms: int | None = None
     ) -> DeltaWriter:
-        return DeltaWriter(storage, snapshot)
+        return DeltaWriter(storage, snapshot, timestamp_ms)
 
     def committer(self, storage: Storage, base: Snapshot) -> DeltaCommitter:
         return DeltaCommitter(storage, base)

@@ -8,6 +8,7 @@ from typing import Any
 from lakecore.errors import TableNotFoundError, VersionNotFoundError
 from lakecore.model.history import HistoryEntry
 from lakecore.storage import Storage
+from lakecore_delta.commit_metadata import app_metadata_of
 from lakecore_delta.log.commits import find_last_action, first_action, read_all
 from lakecore_delta.log.files import LogFile, LogFileKind
 from lakecore_delta.log.segment import list_log
@@ -45,6 +46,7 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
                 operation=info.get("operation"),
                 parameters=dict(params) if isinstance(params, dict) else {},
                 info=info,
+                app_metadata=app_metadata_of(info),
             )
         )
     return out

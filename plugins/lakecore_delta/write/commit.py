@@ -36,6 +36,7 @@ from lakecore.model.actions import (
 from lakecore.model.schema import physical_name
 from lakecore.planning.candidates import candidate_files, dml_predicate
 from lakecore.storage import Storage
+from lakecore_delta.commit_metadata import commit_timestamp
 from lakecore_delta.file_index import index_actions
 from lakecore_delta.log.commits import first_action, parse_actions
 from lakecore_delta.log.files import LogFile, LogFileKind, commit_path
@@ -102,7 +103,14 @@ def commit_bytes(
     """The bytes of commit ``version`` applying ``actions`` to ``state``.
 
     ``previous_ict`` is the in-commit timestamp of commit ``version - 1`` when that is not
-    ``state``'s own (after a retry): in-commit timestamps must strictly increase.
+    ``state``'s own (after a retry): in-commit timestamps must strictly increase. A commit
+    given ``info.timestamp_ms`` records it as its in-commit timestamp.
+
+    Raises:
+        ConstraintViolationError: rows removed from an append-only table.
+        UnsupportedFeatureError: ``info.timestamp_ms`` on a table without in-commit
+            timestamps (after this commit's property changes).
+        CommitError: ``info.timestamp_ms`` is not later than the previous commit's.
     """
     _check_append_only(state, actions)
     now = now_ms()
@@ -112,9 +120,7 @@ def commit_bytes(
     if metadata is not None and any(isinstance(a, SetSchema) for a in actions):
         schema = next(a.schema for a in reversed(actions) if isinstance(a, SetSchema))
     protocol = protocol_for(required_features(schema, configuration), state.protocol)
-    ict = None
-    if str(configuration.get("delta.enableInCommitTimestamps", "false")).lower() == "true":
-        ict = max(now, (state.timestamp or 0) + 1, previous_ict + 1)
+    ict = commit_timestamp(info, configuration, now, max(state.timestamp or 0, previous_ict))
     blind = all(isinstance(a, AddFiles | SetTransaction) for a in actions)
     lines: list[dict[str, Any]] = [
         commit_info_line(info, state.version, now, ict, blind and info.read_predicate is None)

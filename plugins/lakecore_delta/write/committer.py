@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from lakecore.errors import CorruptTableError
+from lakecore.errors import CommitConflictError, CorruptTableError
 from lakecore.format.committer import Prepared
 from lakecore.model import files as fi
 from lakecore.model.actions import (
@@ -82,7 +82,9 @@ class DeltaCommitter:
         """Check commit ``winner`` against this transaction, then prepare the version after it.
 
         Raises:
-            CommitConflictError: the winner conflicts (see ``check_conflicts``).
+            CommitConflictError: the winner conflicts (see ``check_conflicts``), or this
+                commit was given a timestamp (``CommitInfo.timestamp_ms``) that is not later
+                than the winner's in-commit timestamp.
             OSError: reading the winner failed (the core makes it ``CommitStorageError``).
         """
         won = _as_int(winner)
@@ -90,6 +92,12 @@ class DeltaCommitter:
         delta_commit.check_conflicts(self._storage, self._state, won, actions, info)
         # In-commit timestamps must strictly increase past the winner's.
         previous_ict = delta_commit.in_commit_timestamp(self._storage, won)
+        if info.timestamp_ms is not None and info.timestamp_ms <= previous_ict:
+            raise CommitConflictError(
+                f"concurrent commit {won} has in-commit timestamp {previous_ict}, not earlier "
+                f"than this commit's given timestamp {info.timestamp_ms}",
+                winning_version=won,
+            )
         payload = delta_commit.commit_bytes(self._state, actions, info, won + 1, previous_ict)
         return Prepared(won + 1, actions, info, payload)
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.errors import SchemaError, TableExistsError
+from lakecore.errors import InvalidArgumentError, SchemaError, TableExistsError
 from lakecore.model.actions import CommitInfo
 from lakecore.model.schema import FIELD_ID, PHYSICAL_NAME
 from lakecore.storage import Storage
+from lakecore_delta.commit_metadata import ENABLE_ICT, ict_enabled
 from lakecore_delta.log.files import commit_path
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.schema import CM_ID, CM_PHYSICAL, DELTA_METADATA, delta_metadata, schema_string
@@ -71,13 +72,26 @@ def initial_commit(
     schema: pa.Schema,
     partition_by: Sequence[str],
     properties: Mapping[str, str],
+    timestamp_ms: int | None = None,
 ) -> bytes:
     """The bytes of commit 0 for a new table.
+
+    ``timestamp_ms``: the creation's commit time (a migration replaying its source's
+    history). Only in-commit timestamps make a chosen time visible to time travel, so it
+    enables them (``delta.enableInCommitTimestamps=true``) unless the properties turn them
+    off, which raises ``InvalidArgumentError``.
 
     Raises ``InvalidArgumentError`` for a property value Delta would refuse
     (``validate_properties``).
     """
     configuration = {k: str(v) for k, v in properties.items()}
+    if timestamp_ms is not None:
+        if not ict_enabled(configuration) and ENABLE_ICT in configuration:
+            raise InvalidArgumentError(
+                f"a creation timestamp needs in-commit timestamps, but {ENABLE_ICT} is "
+                f"{configuration[ENABLE_ICT]!r}"
+            )
+        configuration[ENABLE_ICT] = "true"
     validate_properties(configuration)
     if COLUMN_MAPPING_MODE in configuration:
         # Delta reads the mode in any case; lakecore's readers compare it in lower case.
@@ -85,7 +99,7 @@ def initial_commit(
     if configuration.get(COLUMN_MAPPING_MODE, "none") != "none":
         schema, max_id = with_column_mapping(schema)
         configuration[MAX_COLUMN_ID] = str(max_id)
-    now = now_ms()
+    now = now_ms() if timestamp_ms is None else int(timestamp_ms)
     metadata: dict[str, Any] = {
         "id": str(uuid.uuid4()),
         "format": {"provider": "parquet", "options": {}},
@@ -95,7 +109,7 @@ def initial_commit(
         "createdTime": now,
     }
     protocol = protocol_for(required_features(schema, configuration))
-    ict = now if configuration.get("delta.enableInCommitTimestamps", "").lower() == "true" else None
+    ict = now if ict_enabled(configuration) else None
     info = CommitInfo(
         "CREATE TABLE",
         {"partitionBy": list(partition_by), "properties": configuration, "isManaged": "false"},
@@ -109,14 +123,21 @@ def initial_commit(
 
 
 def create_table(
-    storage: Storage, schema: pa.Schema, partition_by: Sequence[str], properties: Mapping[str, str]
+    storage: Storage,
+    schema: pa.Schema,
+    partition_by: Sequence[str],
+    properties: Mapping[str, str],
+    timestamp_ms: int | None = None,
 ) -> None:
-    """Create the table with an atomic put of commit 0; ``TableExistsError`` if it exists."""
+    """Create the table with an atomic put of commit 0; ``TableExistsError`` if it exists.
+
+    ``timestamp_ms`` as for ``initial_commit``."""
     for name in partition_by:
         t = schema.field(name).type
         if pa.types.is_nested(t):
             raise SchemaError(f"partition column {name!r} has nested type {t}")
     try:
-        storage.put_if_absent(commit_path(0), initial_commit(schema, partition_by, properties))
+        commit = initial_commit(schema, partition_by, properties, timestamp_ms)
+        storage.put_if_absent(commit_path(0), commit)
     except FileExistsError as exc:
         raise TableExistsError(f"{storage.root} already holds a Delta table") from exc

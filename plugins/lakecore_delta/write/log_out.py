@@ -25,6 +25,7 @@ from lakecore.model.actions import (
 )
 from lakecore.model.files import DELETION, MAX, MIN, NULL_COUNT, RECORD_COUNT
 from lakecore.model.schema import physical_name
+from lakecore_delta.commit_metadata import app_metadata_field
 from lakecore_delta.file_index import deletion_descriptor
 from lakecore_delta.write.partition_out import log_value
 from lakecore_delta.write.stats_out import render_stats_json
@@ -140,13 +141,17 @@ def txn_line(action: SetTransaction, now: int) -> dict[str, Any]:
 def commit_info_line(
     info: CommitInfo, read_version: int | None, now: int, ict: int | None, blind_append: bool
 ) -> dict[str, Any]:
-    """The ``commitInfo`` action (``inCommitTimestamp`` first when the table uses ICT)."""
+    """The ``commitInfo`` action (``inCommitTimestamp`` first when the table uses ICT).
+
+    ``timestamp`` is ``info.timestamp_ms`` when the commit was given one (then it is the
+    in-commit timestamp too), else ``now``; ``info.app_metadata`` goes in ``appMetadata``.
+    """
     body: dict[str, Any] = {}
     if ict is not None:
         body["inCommitTimestamp"] = ict
     body.update(
         {
-            "timestamp": now,
+            "timestamp": now if info.timestamp_ms is None else info.timestamp_ms,
             "operation": info.operation,
             "operationParameters": {
                 k: v if isinstance(v, str) else json.dumps(v) for k, v in info.parameters.items()
@@ -159,6 +164,7 @@ def commit_info_line(
     )
     if read_version is not None:
         body["readVersion"] = read_version
+    body.update(app_metadata_field(info))
     return {"commitInfo": body}
 
 

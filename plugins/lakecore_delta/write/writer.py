@@ -10,7 +10,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.errors import (
+    CommitError,
+    ConstraintViolationError,
+    InvalidArgumentError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from lakecore.expr import tree as ex
 from lakecore.expr.assign import SetValue, assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
@@ -18,6 +24,7 @@ from lakecore.expr.sql import parse_sql
 from lakecore.format.writing import DataFileWriter
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles, SetProperties
 from lakecore.model.data_input import cast_lossless, to_arrow_table
+from lakecore.model.files import PATH
 from lakecore.model.merge import MergeClauses, check_keys, qualified_columns
 from lakecore.planning.candidates import (
     candidate_files,
@@ -27,6 +34,7 @@ from lakecore.planning.candidates import (
 )
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
+from lakecore_delta.commit_metadata import ensure_commit_timestamps
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
 from lakecore_delta.reader import FileReader
 from lakecore_delta.schema import generation_expressions
@@ -102,15 +110,46 @@ def _typed_source(source: pa.Table, schema: pa.Schema) -> pa.Table:
     return source
 
 
-class DeltaWriter:
-    """Writes data files for one snapshot and returns the actions that publish them."""
+def _ensure_written_by(file_writer: DeltaFileWriter, files: pa.Table) -> None:
+    """Raise ``InvalidArgumentError`` unless every path of ``files`` lies in the write's own
+    directory: the commit owns them, so an abort would delete them."""
+    if files.num_rows == 0:
+        return
+    prefix = file_writer.layout.prefix.rstrip("/") + "/"
+    paths = files.column(PATH)
+    outside = paths.filter(pc.invert(pc.starts_with(paths, prefix)))
+    if len(outside) or not file_writer.layout.prefix:
+        raise InvalidArgumentError(
+            f"replace_files publishes only files its file_writer wrote (below {prefix}); "
+            f"got {outside.to_pylist()[:3]}"
+        )
 
-    def __init__(self, storage: Storage, snapshot: Snapshot) -> None:
+
+class DeltaWriter:
+    """Writes data files for one snapshot and returns the actions that publish them.
+
+    ``timestamp_ms``: the commit's given timestamp (``Table.transaction(timestamp_ms=)``),
+    checked here before any file is written: the table must record in-commit timestamps
+    (else ``UnsupportedFeatureError`` naming ``delta.enableInCommitTimestamps``) and it must
+    be later than the snapshot's (else ``CommitError``). The committer records it.
+    """
+
+    def __init__(
+        self, storage: Storage, snapshot: Snapshot, timestamp_ms: int | None = None
+    ) -> None:
         self._storage = storage
         self._snapshot = snapshot
         self._state = state_of(snapshot)
         ensure_writable(self._state.protocol)
         _ensure_no_unsupported_columns(self._state.schema)
+        if timestamp_ms is not None:
+            ensure_commit_timestamps(self._state.configuration)
+            if timestamp_ms <= (self._state.timestamp or 0):
+                raise CommitError(
+                    f"commit timestamp {timestamp_ms} is not later than version "
+                    f"{self._state.version}'s in-commit timestamp {self._state.timestamp}; "
+                    "Delta commit timestamps must strictly increase"
+                )
         self._constraints = table_constraints(self._state.configuration, self._state.schema)
         self._generated = generation_expressions(self._state.schema)
         self._dml_context: DmlContext | None = None
@@ -275,14 +314,20 @@ class DeltaWriter:
     # ------------------------------------------------ distributed writes (lakecore.spark)
 
     def file_writer(self, mode: str, where: str | None) -> DeltaFileWriter:
-        """Plan an append/overwrite whose files a ``DeltaFileWriter`` writes elsewhere.
+        """Plan an append/overwrite/replace whose files a ``DeltaFileWriter`` writes elsewhere.
 
         Gates first: an overwrite of an append-only table (``ConstraintViolationError``),
-        ``where`` that does not bind, and ``where`` on a table with the change data feed
-        (``UnsupportedFeatureError``: the commit would need change files for the new rows).
+        ``where`` that does not bind, ``where`` with ``replace`` (``InvalidArgumentError``:
+        ``replace_files`` names the files it removes), and ``where`` on a table with the
+        change data feed (``UnsupportedFeatureError``: the commit would need change files for
+        the new rows). A ``replace`` writes its files as an append does.
         """
-        if mode not in ("append", "overwrite"):
-            raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+        if mode not in ("append", "overwrite", "replace"):
+            raise ValueError(f"mode must be 'append', 'overwrite' or 'replace', not {mode!r}")
+        if mode == "replace" and where is not None:
+            raise InvalidArgumentError(
+                "a replace removes the files replace_files is given; it takes no where="
+            )
         if mode == "overwrite":
             self._ensure_not_append_only()
         if where is not None:
@@ -328,6 +373,58 @@ class DeltaWriter:
         if files.num_rows:
             actions.append(AddFiles(files))
         return actions, info
+
+    def replace_files(
+        self, file_writer: DataFileWriter, files: pa.Table, removed: pa.Table
+    ) -> tuple[list[Action], CommitInfo]:
+        """Publish ``files`` (written by ``file_writer``, from ``file_writer("replace", None)``)
+        and remove the snapshot's files whose paths ``removed`` lists, whole, in one commit.
+
+        The remove actions are built from the snapshot's own index rows (deletion vector
+        included, as the protocol asks of a remove), so a concurrent commit that removed one
+        of them or changed its deletion vector (a remove and add of that path) is a conflict
+        on rebase; the commit reads nothing, so a concurrent append is not. The new files are
+        ``owned``: an aborted commit deletes them.
+
+        Raises:
+            InvalidArgumentError: a ``removed`` path is not a live file of the snapshot, or a
+                path of ``files`` lies outside ``file_writer``'s directory (before anything
+                is staged).
+            ConstraintViolationError: files would be removed from an append-only table.
+        """
+        if not isinstance(file_writer, DeltaFileWriter):
+            raise InvalidArgumentError(
+                f"replace_files needs the DeltaFileWriter of file_writer('replace'), not "
+                f"{type(file_writer).__name__}"
+            )
+        _ensure_written_by(file_writer, files)
+        gone = self._live_files(removed)
+        actions: list[Action] = []
+        if gone.num_rows:
+            self._ensure_not_append_only()
+            actions.append(RemoveFiles(gone))
+        if files.num_rows:
+            actions.append(AddFiles(files, owned=True))
+        params = {"addedFiles": str(files.num_rows), "removedFiles": str(gone.num_rows)}
+        return actions, CommitInfo("REPLACE FILES", params)
+
+    def _live_files(self, removed: pa.Table) -> pa.Table:
+        """The snapshot's index rows of the paths ``removed`` lists (``InvalidArgumentError``
+        naming up to three paths that are not live)."""
+        index = self._snapshot.files()
+        if removed.num_rows == 0:
+            return index.slice(0, 0)
+        if PATH not in removed.column_names:
+            raise InvalidArgumentError("replace_files: removed has no 'path' column")
+        paths = removed.column(PATH).combine_chunks().cast(pa.string())
+        live = index.column(PATH).combine_chunks()
+        missing = paths.filter(pc.invert(pc.is_in(paths, value_set=live)))
+        if len(missing):
+            raise InvalidArgumentError(
+                f"replace_files: {len(missing)} removed path(s) are not live files of version "
+                f"{self._state.version}: {missing.to_pylist()[:3]}"
+            )
+        return index.filter(pc.is_in(index.column(PATH), value_set=paths))
 
     def discard(self, file_writer: DataFileWriter) -> None:
         """Delete the write's directory (``DeltaFileWriter.discard``)."""
