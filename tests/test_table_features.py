@@ -106,7 +106,20 @@ def test_hudi_snapshot_features(tmp_path: Path, table_type: str, version: str) -
     table = lakecore.create(str(tmp_path / "t"), SCHEMA, "hudi", ["part"], properties)
     table.append(pa.table({"id": [1], "part": ["a"]}))
     features = table.snapshot().features
-    assert features == TableFeatures(version, merge_on_read=table_type == "MERGE_ON_READ")
+    meta = tuple(table.snapshot().schema.names[:5])
+    assert meta == (
+        "_hoodie_commit_time",
+        "_hoodie_commit_seqno",
+        "_hoodie_record_key",
+        "_hoodie_partition_path",
+        "_hoodie_file_name",
+    )
+    assert features == TableFeatures(
+        version,
+        merge_on_read=table_type == "MERGE_ON_READ",
+        system_columns=meta,
+        record_key=("id",),
+    )
 
 
 def test_hudi_showcase_prints_the_table_type_from_features() -> None:

@@ -12,6 +12,7 @@ from lakecore.format import Capability, TableFeatures
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
+from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.source import HudiSnapshotSource
 from lakecore_hudi.state import instant_epoch_ms, load_state
@@ -36,6 +37,9 @@ CAPABILITIES = frozenset(
         Capability.TIME_TRAVEL_BY_TIMESTAMP,
         Capability.COMPACT,
         Capability.CLEAN,
+        Capability.REPLACE_FILES,
+        Capability.COMMIT_METADATA,
+        Capability.COMMIT_TIMESTAMPS,
     }
 )
 """What lakecore does with Hudi tables. Not (yet): table properties, CHECK constraints,
@@ -89,6 +93,8 @@ class HudiFormat:
             features=TableFeatures(
                 format_version=str(config.table_version),
                 merge_on_read=config.table_type == "MERGE_ON_READ",
+                system_columns=tuple(n for n in state.schema.names if n in META_FIELDS),
+                record_key=config.record_key_fields,
             ),
             source=HudiSnapshotSource(storage, state),
         )
@@ -138,7 +144,7 @@ class HudiFormat:
     ) -> HudiWriter:
         from lakecore_hudi.write.writer import HudiWriter
 
-        return HudiWriter(storage, snapshot)
+        return HudiWriter(storage, snapshot, timestamp_ms)
 
     def committer(self, storage: Storage, base: Snapshot) -> HudiCommitter:
         """Completes the transaction's planned instants (no numbered versions, no rebase)."""

@@ -11,6 +11,10 @@ from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.metadata import parse_commit_metadata
 
 _WITH_COMMIT_METADATA = ("commit", "deltacommit", *REPLACE_ACTIONS)
+RESERVED_EXTRA_METADATA = frozenset({"schema"})
+"""``extraMetadata`` keys Hudi's writers (and lakecore's) fill themselves; every other key
+is application metadata (``CommitInfo.app_metadata``, Hudi's commit metadata key options,
+a streamer's checkpoint)."""
 
 
 def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
@@ -22,6 +26,7 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
     the completion time and, for writes, the rows written per partition. Instants of the
     archived timeline (LSM history or the v6 archive) follow, marked ``info["archived"]``;
     time travel to them is not offered (their files are usually cleaned).
+    ``app_metadata`` is the commit metadata's ``extraMetadata`` but its ``schema``.
     """
     config = read_table_config(storage)
     timeline = load_timeline(storage, config)
@@ -31,6 +36,7 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
         completed = completed[: max(0, limit)]
     for instant in completed:
         operation: str | None = instant.action
+        app_metadata: dict[str, str] = {}
         info: dict[str, object] = {
             "action": instant.action,
             "completion_time": timeline.completion_time(instant),
@@ -48,12 +54,16 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
                 info["num_writes"] = sum(s.num_writes for s in stats)
                 info["num_deletes"] = sum(s.num_deletes for s in stats)
                 info["files_written"] = len(stats)
+                app_metadata = {
+                    k: v for k, v in meta.extra_metadata.items() if k not in RESERVED_EXTRA_METADATA
+                }
         out.append(
             HistoryEntry(
                 version=instant.timestamp,
                 timestamp=instant_epoch_ms(instant.timestamp),
                 operation=operation,
                 info=info,
+                app_metadata=app_metadata,
             )
         )
     if limit is None or len(out) < limit:

@@ -134,7 +134,7 @@ def _pick(
             f"{wanted!r} is not a completed commit of this Hudi table (completed: {_range(writes)})"
         )
     if timestamp_ms is not None:
-        cutoff = _instant_text(timestamp_ms)
+        cutoff = instant_text(timestamp_ms)
         older = [i for i in writes if i.timestamp <= cutoff]
         if not older:
             raise VersionNotFoundError(
@@ -148,8 +148,11 @@ def _range(writes: Sequence[Instant]) -> str:
     return f"{writes[0].timestamp}..{writes[-1].timestamp}" if writes else "none"
 
 
-def _instant_text(timestamp_ms: int) -> str:
-    """Epoch ms -> Hudi instant text (yyyyMMddHHmmssSSS, UTC)."""
+def instant_text(timestamp_ms: int) -> str:
+    """Epoch ms -> Hudi instant text (yyyyMMddHHmmssSSS, UTC): how time travel by timestamp
+    finds its instant, and the instant time of a commit made at ``timestamp_ms``
+    (``instant_epoch_ms`` is its inverse). lakecore renders instant times in UTC whatever
+    ``hoodie.table.timeline.timezone`` says, and creates tables with it set to UTC."""
     moment = dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.timezone.utc)
     return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
 

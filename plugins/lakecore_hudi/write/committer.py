@@ -16,15 +16,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
-from lakecore.errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
+from lakecore.errors import (
+    CommitConflictError,
+    CommitError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
 from lakecore.format.committer import Prepared
 from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, FormatPayload
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
+from lakecore_hudi.history import RESERVED_EXTRA_METADATA
+from lakecore_hudi.state import instant_text
 from lakecore_hudi.write import commit as hudi_commit
 from lakecore_hudi.write.planned import PlannedInstant
-from lakecore_hudi.write.writer import state_of
+from lakecore_hudi.write.writer import FORMAT, state_of
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +52,18 @@ class HudiCommitter:
     def prepare(self, actions: Sequence[Action], info: CommitInfo) -> Prepared:
         """The planned instants of ``actions``; ``version`` is the last one's instant time.
 
+        ``info.app_metadata`` goes into every instant's ``extraMetadata`` (as Hudi keeps a
+        writer's commit metadata keys); ``info.read_whole_table`` (e.g. a migration's
+        exclusive ``replace_files``) makes the instants conflict with any concurrent write.
+
         Raises:
             UnsupportedFeatureError: an action that is not a Hudi write (table properties,
                 application transactions, schema changes, ...), or instants of one
                 transaction that change the same file groups.
-            InvalidArgumentError: no action at all.
+            InvalidArgumentError: no action at all, or an ``app_metadata`` key Hudi uses
+                itself (``schema``).
+            CommitError: ``info.timestamp_ms`` is not the instant time the writes took
+                (``HudiFormat.writer(..., timestamp_ms)`` must have been given it).
         """
         planned = planned_instants(actions)
         others = [a for a in actions if not _is_planned(a)]
@@ -59,8 +74,11 @@ class HudiCommitter:
             )
         if not planned:
             raise InvalidArgumentError("nothing to commit")
+        _check_timestamp(planned, info)
+        planned = tuple(_with_info(p, info) for p in planned)
         hudi_commit.check_disjoint(planned)
-        return Prepared(planned[-1].timestamp, tuple(actions), info, planned)
+        staged = tuple(FormatPayload(FORMAT, p) for p in planned)
+        return Prepared(planned[-1].timestamp, staged, info, planned)
 
     def commit(self, prepared: Prepared) -> CommitOutcome:
         """Complete the prepared instants (``commit_planned``): ``Committed(instant)``, or
@@ -99,6 +117,38 @@ class HudiCommitter:
                 failure = failure or exc
         if failure is not None:
             raise failure
+
+
+def _check_timestamp(planned: Sequence[PlannedInstant], info: CommitInfo) -> None:
+    """Raise ``CommitError`` unless every instant took ``info.timestamp_ms``'s instant time.
+
+    A commit replaying a timestamp takes that instant time when its writer claims the
+    instant, so one transaction with a timestamp holds one write.
+    """
+    if info.timestamp_ms is None:
+        return
+    wanted = instant_text(info.timestamp_ms)
+    wrong = [p.timestamp for p in planned if p.timestamp != wanted]
+    if wrong:
+        raise CommitError(
+            f"the commit's timestamp {info.timestamp_ms} is instant time {wanted}, but the "
+            f"writes took instant(s) {wrong}: the writer must be made with the same "
+            "timestamp_ms, and a transaction with a timestamp holds one write"
+        )
+
+
+def _with_info(p: PlannedInstant, info: CommitInfo) -> PlannedInstant:
+    """``p`` carrying the transaction's app metadata, exclusive if it read the whole table."""
+    reserved = sorted(k for k in info.app_metadata if k in RESERVED_EXTRA_METADATA)
+    if reserved:
+        raise InvalidArgumentError(
+            f"app_metadata key(s) {reserved} are Hudi's own commit metadata; use other names"
+        )
+    if not info.app_metadata and not info.read_whole_table:
+        return p
+    extra = {**p.metadata.extra_metadata, **info.app_metadata}
+    metadata = replace(p.metadata, extra_metadata=extra)
+    return replace(p, metadata=metadata, exclusive=p.exclusive or info.read_whole_table)
 
 
 def _is_planned(action: Action) -> bool:

@@ -73,9 +73,11 @@ class CreateOptions:
     def parse(cls, properties: Mapping[str, str], default_name: str) -> CreateOptions:
         """Validate ``properties`` (lakecore names or their ``hoodie.*`` aliases).
 
+        No ``record_key`` makes a keyless table (Hudi 0.14+: keys are generated as records
+        are written; no upsert or merge).
+
         Raises:
-            ValueError: an unknown option, a bad table type / version / boolean, or no
-                ``record_key``.
+            ValueError: an unknown option, a bad table type / version / boolean.
         """
         values: dict[str, str] = {}
         for key, raw in properties.items():
@@ -93,10 +95,6 @@ class CreateOptions:
         if hive not in ("true", "false"):
             raise ValueError(f"hive_style_partitioning must be true or false, not {hive!r}")
         keys = tuple(k.strip() for k in values.get("record_key", "").split(",") if k.strip())
-        if not keys:
-            raise ValueError(
-                "a Hudi table needs a record key: pass properties={'record_key': 'id'}"
-            )
         return cls(
             table_name=_avro_name(values.get("table_name") or default_name),
             table_type=_TABLE_TYPES[kind],

@@ -49,6 +49,8 @@ class HudiFileWriter:
     operation: str
     where: str | None = None
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    mode: str = "append"
+    """What ``HudiWriter.file_writer`` planned: ``append``, ``overwrite`` or ``replace``."""
 
     @property
     def schema(self) -> pa.Schema:

@@ -55,14 +55,16 @@ def new_records(
     """Data ``rows`` (data schema) as new records of ``instant`` in file ``file_name``.
 
     ``_hoodie_commit_seqno`` is ``<instant>_<file index>_<row index>``, as Hudi numbers records
-    ``<instant>_<task partition>_<record>``.
+    ``<instant>_<task partition>_<record>``. A null key (a keyless table's new record) becomes
+    that same sequence id, as Hudi's auto-generated keys are (``HoodieRecord.generateSequenceId``):
+    unique in the table, since file indexes are unique within an instant.
     """
     n = rows.num_rows
-    seqno = [f"{instant}_{file_index}_{i}" for i in range(n)]
+    seqno = pa.array([f"{instant}_{file_index}_{i}" for i in range(n)], pa.string())
     meta = [
         pa.array([instant] * n, pa.string()),
-        pa.array(seqno, pa.string()),
-        keys.combine_chunks().cast(pa.string()),
+        seqno,
+        pc.coalesce(keys.combine_chunks().cast(pa.string()), seqno),
         pa.array([partition] * n, pa.string()),
         pa.array([file_name] * n, pa.string()),
     ]

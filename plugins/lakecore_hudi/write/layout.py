@@ -59,6 +59,13 @@ class WriteLayout:
         return self.config.record_key_fields
 
     @property
+    def keyless(self) -> bool:
+        """Whether the table has no record key fields (Hudi 0.14+ auto-generated keys): new
+        records get ``<instant>_<file index>_<row index>`` keys, as Hudi's
+        ``AutoRecordGenWrapperKeyGenerator`` gives ``<instant>_<task>_<row>``."""
+        return not self.key_fields
+
+    @property
     def precombine_field(self) -> str | None:
         """The ordering column that decides between two records of one key, if any."""
         return self.config.precombine_field
@@ -140,11 +147,6 @@ def ensure_writable(config: TableConfig) -> None:
             "hudi-metadata-table",
             "the table has a metadata table (hoodie.table.metadata.partitions); lakecore does "
             "not maintain it, so its writes would be invisible to readers that use it",
-        ),
-        (
-            not config.record_key_fields,
-            "hudi-keyless-table",
-            "the table has no record key fields (hoodie.table.recordkey.fields)",
         ),
         (
             not config.populate_meta_fields,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lakecore.errors import CommitConflictError
+from lakecore.errors import CommitConflictError, CommitError
 from lakecore.storage import Storage
 from lakecore_hudi.table_config import TableConfig
-from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.lifecycle import new_instant_time, write_requested
 from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.write.heartbeat import beat, stop
@@ -59,14 +59,16 @@ def start_instant(
     action: str,
     requested: bytes = b"",
     heartbeat: bool = True,
+    at: str | None = None,
 ) -> str:
     """Take the table lock and claim a new instant (see ``claim_instant``).
 
     Raises:
         CommitConflictError: the lock stayed held, or no free instant time was found.
+        CommitError: ``at`` is not later than every instant of the timeline.
     """
     with table_lock(storage, config):
-        return claim_instant(storage, config, action, requested, heartbeat)
+        return claim_instant(storage, config, action, requested, heartbeat, at)
 
 
 def claim_instant(
@@ -75,6 +77,7 @@ def claim_instant(
     action: str,
     requested: bytes = b"",
     heartbeat: bool = True,
+    at: str | None = None,
 ) -> str:
     """Pick a new instant time and write its requested file; the caller holds the table lock.
 
@@ -86,20 +89,30 @@ def claim_instant(
     caught by listing again after the claim: if another instant file has the same time, the
     claim is withdrawn and a later time picked.
 
+    ``at`` (a commit replaying a given time, ``CommitInfo.timestamp_ms``) is the time to
+    claim instead: it must be later than every instant of the timeline (any action, any
+    state; completion times may be later, since they are taken when instants complete), and
+    is never replaced by another.
+
     With ``heartbeat`` the instant's heartbeat starts before the requested file appears, so no
     other writer ever sees it pending without one.
 
     Raises:
         CommitConflictError: no free instant time after many attempts.
+        CommitError: ``at`` is not later than every instant, or another writer claimed it.
     """
     for _ in range(MAX_START_ATTEMPTS):
         timeline = load_timeline(storage, config)
-        stamps: Iterable[str | None] = [
-            *(i.timestamp for i in timeline.instants),
-            timeline.max_completion_time(),
-        ]
-        present = [s for s in stamps if s]
-        ts = new_instant_time(max(present) if present else None)
+        if at is not None:
+            _check_later(timeline, at)
+            ts = at
+        else:
+            stamps: Iterable[str | None] = [
+                *(i.timestamp for i in timeline.instants),
+                timeline.max_completion_time(),
+            ]
+            present = [s for s in stamps if s]
+            ts = new_instant_time(max(present) if present else None)
         if heartbeat:
             beat(storage, ts)
         try:
@@ -107,12 +120,26 @@ def claim_instant(
         except CommitConflictError:
             if heartbeat:
                 stop(storage, ts)  # withdrawn: no heartbeat may outlive its claim
+            if at is not None:
+                raise CommitError(f"instant time {at} was claimed by another writer") from None
             continue  # another writer took this instant time: pick a later one
         again = load_timeline(storage, config)
         if any(i.timestamp == ts and i.file_name != mine.file_name for i in again.instants):
             storage.delete(again.path_of(mine))  # a writer without the lock took it too
             if heartbeat:
                 stop(storage, ts)
+            if at is not None:
+                raise CommitError(f"instant time {at} was claimed by another writer")
             continue
         return ts
     raise CommitConflictError(f"could not start a {action}: other writers keep taking instants")
+
+
+def _check_later(timeline: Timeline, at: str) -> None:
+    """Raise ``CommitError`` unless instant time ``at`` is later than every instant."""
+    latest = max((i.timestamp for i in timeline.instants), default=None)
+    if latest is not None and at <= latest:
+        raise CommitError(
+            f"cannot commit at instant time {at}: the timeline already holds instant "
+            f"{latest}; a commit's timestamp must be later than every instant's"
+        )

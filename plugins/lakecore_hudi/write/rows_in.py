@@ -2,7 +2,8 @@
 
 Record keys render as Hudi's key generators do: one key field (SIMPLE, NON_PARTITION) -> its
 value as text; several fields or the COMPLEX generator -> ``field1:value1,field2:value2``.
-A null or empty key value is refused (Hudi's generators refuse them too). Partition paths join
+A null or empty key value is refused (Hudi's generators refuse them too). Keyless tables get
+their keys when the records are written (``files_out.new_records``). Partition paths join
 one segment per partition column with ``/``: ``value`` or, with hive-style partitioning,
 ``column=value``; a null or empty value becomes ``__HIVE_DEFAULT_PARTITION__``.
 """
@@ -72,13 +73,16 @@ def _text(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def record_keys(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
-    """The ``_hoodie_record_key`` of each row.
+    """The ``_hoodie_record_key`` of each row; nulls for a keyless table (the keys are
+    generated when the records are written: ``files_out.new_records``).
 
     Raises:
         SchemaError: a key column is missing.
         ConstraintViolationError: a key value is null or empty.
     """
     fields = layout.key_fields
+    if layout.keyless:
+        return pa.chunked_array([pa.nulls(rows.num_rows, pa.string())])
     missing = [f for f in fields if f not in rows.column_names]
     if missing:
         raise SchemaError(f"record key column(s) {missing} are missing from the data")

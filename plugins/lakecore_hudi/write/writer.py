@@ -8,7 +8,11 @@ writes the files, and returns ``[FormatPayload("hudi", PlannedInstant)]``. The H
 while writing files rolls the instant back at once.
 
 Actions: CoW writes are ``commit``s, MoR writes ``deltacommit``s, overwrites (and deleting every
-row) ``replacecommit``s that list the replaced file groups.
+row) and ``replace_files`` ``replacecommit``s that list the replaced file groups.
+
+A writer made with ``timestamp_ms`` takes that instant time (``CommitInfo.timestamp_ms``) for
+its write instead of the clock's. Keyless tables (no record key fields) take appends,
+overwrites, updates, deletes and ``replace_files``; upserts and merges are refused.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.errors import SchemaError, UnsupportedFeatureError
+from lakecore.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lakecore.expr.assign import SetValue, assignment_sql
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.expr.sql import parse_sql
@@ -37,7 +41,7 @@ from lakecore.storage import Storage
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.source import HudiSnapshotSource
-from lakecore_hudi.state import HudiState
+from lakecore_hudi.state import HudiState, instant_text
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
 from lakecore_hudi.timeline.lifecycle import write_inflight
 from lakecore_hudi.timeline.metadata import (
@@ -59,6 +63,10 @@ from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instan
 from lakecore_hudi.write.rows_in import conform, dedupe, keyed
 
 FORMAT = "hudi"
+REPLACE_FILES_OPERATION = "INSERT_OVERWRITE"
+"""The operation type of a ``replace_files`` replacecommit: Hudi has no operation for
+"publish these file groups, replace those"; INSERT_OVERWRITE is the one whose replacecommits
+mean exactly that to its readers (new file groups in, listed file groups out)."""
 log = logging.getLogger(__name__)
 
 
@@ -73,9 +81,14 @@ def state_of(snapshot: Snapshot) -> HudiState:
 class HudiWriter:
     """Writes the files of one operation against ``snapshot`` and returns its planned instant."""
 
-    def __init__(self, storage: Storage, snapshot: Snapshot) -> None:
+    def __init__(
+        self, storage: Storage, snapshot: Snapshot, timestamp_ms: int | None = None
+    ) -> None:
         self._storage = storage
         self._snapshot = snapshot
+        # A commit replaying a given time takes that instant time (CommitInfo.timestamp_ms):
+        # instant times are what Hudi's time travel compares.
+        self._at = None if timestamp_ms is None else instant_text(timestamp_ms)
         self._state = state_of(snapshot)
         self._config = self._state.config
         ensure_writable(self._config)
@@ -94,6 +107,7 @@ class HudiWriter:
     def upsert(self, data: Any) -> tuple[list[Action], CommitInfo]:
         """Insert or update ``data`` by record key (the batch is first reduced to one row per
         key: the greatest precombine value, the last row on ties)."""
+        self._require_key("upsert")
         rows = dedupe(self._keyed(data), self._layout)
         changes = plan_upsert(self._rows, rows, self._ordering(), self._slices_for_keys(rows))
         return self._write(changes, "UPSERT", CommitInfo("UPSERT", {"rows": rows.num_rows}))
@@ -135,6 +149,7 @@ class HudiWriter:
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:
+        self._require_key("merge")
         check_merge(on, clauses, self._layout)
         for sql in (clauses.matched_condition, clauses.not_matched_condition):
             if sql:
@@ -161,21 +176,27 @@ class HudiWriter:
     # ------------------------------------------------ distributed writes (lakecore.spark)
 
     def file_writer(self, mode: str, where: str | None) -> HudiFileWriter:
-        """Claim the instant of an insert (``append``) or insert-overwrite whose base files a
-        ``HudiFileWriter`` writes elsewhere; its heartbeat beats until ``add_files`` or
-        ``discard``. ``where`` is parsed and bound before anything is written."""
-        if mode not in ("append", "overwrite"):
-            raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+        """Claim the instant of an insert (``append``), an insert-overwrite (``overwrite``)
+        or a ``replace`` (``replace_files``; a replacecommit) whose base files a
+        ``HudiFileWriter`` writes elsewhere; its heartbeat beats until ``add_files``,
+        ``replace_files`` or ``discard``. ``where`` is parsed and bound before anything is
+        written."""
+        if mode not in ("append", "overwrite", "replace"):
+            raise ValueError(f"mode must be 'append', 'overwrite' or 'replace', not {mode!r}")
+        if mode == "replace" and where is not None:
+            raise ValueError("a 'replace' file writer takes no predicate (where=None)")
         self._validate(where)
         if mode == "append":
             action, operation = self._layout.write_action, "INSERT"
+        elif mode == "replace":
+            action, operation = REPLACE_COMMIT, REPLACE_FILES_OPERATION
         else:
             action = REPLACE_COMMIT
             operation = "INSERT_OVERWRITE_TABLE" if where is None else "INSERT_OVERWRITE"
         storage, config = self._storage, self._config
         rollback_failed_writes(storage, config)
         requested = encode_requested_replace(operation) if action == REPLACE_COMMIT else b""
-        ts = start_instant(storage, config, action, requested)
+        ts = self._start(action, requested)
         alive = contextlib.ExitStack()
         try:
             alive.enter_context(heartbeat.kept_alive(storage, config, ts))
@@ -190,7 +211,9 @@ class HudiWriter:
             raise
         self._alive[ts] = alive
         options = dict(getattr(storage, "storage_options", None) or {})
-        return HudiFileWriter(storage.root, self._layout, ts, action, operation, where, options)
+        return HudiFileWriter(
+            storage.root, self._layout, ts, action, operation, where, options, mode
+        )
 
     def add_files(
         self, file_writer: DataFileWriter, files: pa.Table, mode: str, where: str | None
@@ -199,10 +222,8 @@ class HudiWriter:
         every file group, or with ``where`` those holding a matching record (their other
         records are written again into new file groups of the same instant)."""
         fw = _own(file_writer)
-        columns = [fi.PATH, fi.SIZE, fi.RECORD_COUNT]
-        rows = files.select(columns).to_pylist() if files.num_rows else []
         try:
-            stats = [_insert_stat(row) for row in rows]
+            stats = self._insert_stats(files)
             replaced: set[int] = set()
             if mode == "overwrite":
                 kept, replaced = self._kept_on_overwrite(fw.instant, where)
@@ -210,35 +231,107 @@ class HudiWriter:
         except BaseException:
             self.discard(fw)
             raise
-        self._stop(fw.instant)
-        groups = {
-            (s.partition_path, s.file_id) for i, s in enumerate(self._state.slices) if i in replaced
-        }
-        replace_ids: dict[str, list[str]] = defaultdict(list)
-        for partition, file_id in sorted(groups):
-            replace_ids[partition].append(file_id)
-        metadata = CommitMetadata(
-            partition_to_write_stats=_by_partition(stats),
-            operation_type=fw.operation,
-            extra_metadata={"schema": self._layout.data_avro_json()},
-            partition_to_replace_file_ids=dict(replace_ids),
-            replace=fw.action == REPLACE_COMMIT,
-        )
-        planned = PlannedInstant(
-            timestamp=fw.instant,
-            action=fw.action,
-            metadata=metadata,
-            files=tuple(s.path for s in stats if s.path),
-            touched=frozenset(groups),
-            exclusive=mode == "overwrite" and where is None,
-        )
         if mode == "append":
             info = CommitInfo("INSERT", {"rows": int(sum(s.num_writes for s in stats))})
         elif where is None:
             info = CommitInfo("INSERT_OVERWRITE_TABLE", {}, read_whole_table=True)
         else:
             info = CommitInfo("INSERT_OVERWRITE", {"predicate": where}, read_predicate=where)
-        return [FormatPayload(FORMAT, planned)], info
+        exclusive = mode == "overwrite" and where is None
+        return self._publish(fw, stats, self._groups_of(replaced), exclusive), info
+
+    def replace_files(
+        self, file_writer: DataFileWriter, files: pa.Table, removed: pa.Table
+    ) -> tuple[list[Action], CommitInfo]:
+        """The replacecommit publishing ``files`` (new file groups written by a
+        ``file_writer("replace", None)``) and replacing the file groups of the file-index rows
+        ``removed`` (matched by ``path``; their slices stop being read whole, base and log
+        files alike). A concurrent write to a removed file group conflicts (Hudi's check of
+        touched file groups).
+
+        Raises:
+            InvalidArgumentError: a removed path is not a live slice of this snapshot, or the
+                file writer is not a ``replace`` one (the instant is rolled back first).
+        """
+        fw = _own(file_writer)
+        try:
+            if fw.mode != "replace":
+                raise InvalidArgumentError(
+                    f"replace_files needs a file_writer('replace'), not an {fw.mode!r} one"
+                )
+            replaced = self._slices_at(removed)
+            stats = self._insert_stats(files)
+        except BaseException:
+            self.discard(fw)
+            raise
+        info = CommitInfo(
+            "REPLACE FILES",
+            {"added": len(stats), "removed": len(replaced)},
+        )
+        return self._publish(fw, stats, self._groups_of(replaced), False), info
+
+    def _slices_at(self, removed: pa.Table) -> set[int]:
+        """The slices whose file-index ``path`` is among ``removed``'s paths.
+
+        Raises:
+            InvalidArgumentError: a path that is not a live slice of the snapshot.
+        """
+        if removed.num_rows == 0:
+            return set()
+        if fi.PATH not in removed.column_names:
+            raise InvalidArgumentError(f"the removed files have no {fi.PATH!r} column")
+        where = {s.path: i for i, s in enumerate(self._state.slices)}
+        paths = [str(p) for p in removed.column(fi.PATH).to_pylist()]
+        unknown = sorted({p for p in paths if p not in where})
+        if unknown:
+            raise InvalidArgumentError(
+                f"{len(unknown)} removed file(s) are not live files of Hudi instant "
+                f"{self._state.version}: {unknown[:5]}"
+            )
+        return {where[p] for p in paths}
+
+    def _insert_stats(self, files: pa.Table) -> list[WriteStat]:
+        """The write stats of new file groups' base files (``HudiFileWriter.write`` rows)."""
+        if not files.num_rows:
+            return []
+        rows = files.select([fi.PATH, fi.SIZE, fi.RECORD_COUNT]).to_pylist()
+        return [_insert_stat(row) for row in rows]
+
+    def _groups_of(self, slices: set[int]) -> set[FileGroup]:
+        return {
+            (s.partition_path, s.file_id) for i, s in enumerate(self._state.slices) if i in slices
+        }
+
+    def _publish(
+        self, fw: HudiFileWriter, stats: list[WriteStat], groups: set[FileGroup], exclusive: bool
+    ) -> list[Action]:
+        """Stop ``fw``'s heartbeat and plan its instant: ``stats`` written, ``groups``
+        replaced (a replacecommit), conflicting on ``groups`` (on everything if exclusive)."""
+        self._stop(fw.instant)
+        planned = PlannedInstant(
+            timestamp=fw.instant,
+            action=fw.action,
+            metadata=self._metadata(stats, fw.operation, fw.action, groups),
+            files=tuple(s.path for s in stats if s.path),
+            touched=frozenset(groups),
+            exclusive=exclusive,
+        )
+        return [FormatPayload(FORMAT, planned)]
+
+    def _metadata(
+        self, stats: list[WriteStat], operation: str, action: str, groups: set[FileGroup]
+    ) -> CommitMetadata:
+        """The commit metadata of an instant writing ``stats`` and replacing ``groups``."""
+        replace_ids: dict[str, list[str]] = defaultdict(list)
+        for partition, file_id in sorted(groups):
+            replace_ids[partition].append(file_id)
+        return CommitMetadata(
+            partition_to_write_stats=_by_partition(stats),
+            operation_type=operation,
+            extra_metadata={"schema": self._layout.data_avro_json()},
+            partition_to_replace_file_ids=dict(replace_ids),
+            replace=action == REPLACE_COMMIT,
+        )
 
     def _kept_on_overwrite(
         self, instant: str, where: str | None
@@ -274,6 +367,15 @@ class HudiWriter:
             raise SchemaError(f"the data has no record key column(s) {missing}")
         return keyed(conform(table, self._layout.data_schema), self._layout)
 
+    def _require_key(self, verb: str) -> None:
+        """Refuse ``verb`` (it finds records by their key) on a keyless table, before any IO."""
+        if self._layout.keyless:
+            raise UnsupportedFeatureError(
+                "hudi-keyless-table",
+                f"cannot {verb} into a keyless Hudi table (no hoodie.table.recordkey.fields: "
+                "its record keys are generated); use append, overwrite, update or delete",
+            )
+
     def _stored_key(self) -> str | None:
         """A record key of the table, when its encoding matters (one COMPLEX key field)."""
         config = self._config
@@ -307,9 +409,7 @@ class HudiWriter:
         info: CommitInfo,
         exclusive: bool,
     ) -> tuple[list[Action], CommitInfo]:
-        groups = {
-            (s.partition_path, s.file_id) for i, s in enumerate(self._state.slices) if i in replaced
-        }
+        groups = self._groups_of(replaced)
         return self._write(changes, operation, info, REPLACE_COMMIT, groups, exclusive)
 
     # ---------------------------------------------------------------- the instant
@@ -326,18 +426,9 @@ class HudiWriter:
         action = action or self._layout.write_action
         rollback_failed_writes(self._storage, self._config)
         requested = encode_requested_replace(operation) if action == REPLACE_COMMIT else b""
-        ts = start_instant(self._storage, self._config, action, requested)
+        ts = self._start(action, requested)
         jobs, stats = self._write_files(changes, operation, action, ts)
-        replace_ids: dict[str, list[str]] = defaultdict(list)
-        for partition, file_id in sorted(replaced or ()):
-            replace_ids[partition].append(file_id)
-        metadata = CommitMetadata(
-            partition_to_write_stats=_by_partition(stats),
-            operation_type=operation,
-            extra_metadata={"schema": self._layout.data_avro_json()},
-            partition_to_replace_file_ids=dict(replace_ids),
-            replace=action == REPLACE_COMMIT,
-        )
+        metadata = self._metadata(stats, operation, action, set(replaced or ()))
         slices = self._rows.slices
         touched = {(slices[i].partition_path, slices[i].file_id) for i in changes.touched()}
         planned = PlannedInstant(
@@ -370,6 +461,14 @@ class HudiWriter:
         except BaseException:
             self._rollback_quietly(ts, action)
             raise
+
+    def _start(self, action: str, requested: bytes) -> str:
+        """Claim this write's instant (at the writer's fixed time, if it has one).
+
+        Raises:
+            CommitError: the fixed time is not later than every instant of the timeline.
+        """
+        return start_instant(self._storage, self._config, action, requested, at=self._at)
 
     def _rollback_quietly(self, ts: str, action: str) -> None:
         """Roll back this writer's instant after a failure while writing its files; a failed

@@ -97,9 +97,9 @@ def test_schema_errors(
         {"record_key": "id", "table_version": "7"},
         {"record_key": "id", "hive_style_partitioning": "maybe"},
         {"record_key": "id", "colour": "blue"},
-        {},
     ],
-    ids=["table-type", "version", "hive-style", "unknown-option", "no-record-key"],
+    # No record_key makes a keyless table (tests/hudi/test_keyless.py), no longer an error.
+    ids=["table-type", "version", "hive-style", "unknown-option"],
 )
 def test_option_errors(tmp_path: Path, properties: dict[str, str]) -> None:
     with pytest.raises(ValueError):
