@@ -158,9 +158,10 @@ def test_either_side_may_be_empty(tmp_path: Path) -> None:
     with t.transaction() as tx:  # only adds: a blind append
         tx.replace_files([rows(3)], pa.table({PATH: pa.array([], pa.string())}))
     assert commit_lines(t, 4)[0]["commitInfo"]["isBlindAppend"] is True
-    tx = t.transaction()  # neither: a commit of its commitInfo alone (explicit: the context
-    tx.replace_files([], t.snapshot().files().slice(0, 0))  # manager commits no empty stage)
-    assert tx.commit() == 5
+    with t.transaction(app_metadata={"k": "v"}) as tx:  # neither: still one commit (of its
+        tx.replace_files([], t.snapshot().files().slice(0, 0))  # commitInfo alone)
+    assert t.version == 5
+    assert t.history(1)[0].app_metadata == {"k": "v"}
     assert [list(line) for line in commit_lines(t, 5)] == [["commitInfo"]]
     assert delta_rs_rows(t.uri) == canonical(rows(2, 3)) == canonical(t.to_arrow())
 

@@ -384,7 +384,8 @@ class DeltaWriter:
         included, as the protocol asks of a remove), so a concurrent commit that removed one
         of them or changed its deletion vector (a remove and add of that path) is a conflict
         on rebase; the commit reads nothing, so a concurrent append is not. The new files are
-        ``owned``: an aborted commit deletes them.
+        ``owned``: an aborted commit deletes them. Both may be empty: the actions then
+        still make a commit (of its ``commitInfo`` alone).
 
         Raises:
             InvalidArgumentError: a ``removed`` path is not a live file of the snapshot, or a
@@ -403,7 +404,10 @@ class DeltaWriter:
         if gone.num_rows:
             self._ensure_not_append_only()
             actions.append(RemoveFiles(gone))
-        if files.num_rows:
+        if files.num_rows or not actions:
+            # With nothing to add or remove, the empty AddFiles (no log line) still makes the
+            # one commit the contract asks for: Transaction commits only staged actions, and a
+            # migration records its progress in that commit's app metadata.
             actions.append(AddFiles(files, owned=True))
         params = {"addedFiles": str(files.num_rows), "removedFiles": str(gone.num_rows)}
         return actions, CommitInfo("REPLACE FILES", params)
