@@ -38,7 +38,10 @@ def _data_files(root: Path) -> list[str]:
 def _hudi_rs_as_of(root: Path, instant: str) -> list[dict[str, object]]:
     module = hudi_rs()
     table = module.HudiTableBuilder.from_base_uri(str(root)).build()
+    assert table.timezone == "utc"
     batches = table.read(module.HudiReadOptions().with_as_of_timestamp(instant))
+    if not batches:
+        return []
     data = pa.Table.from_batches(batches).select(["id", "name", "ts", "city"])
     return sorted(data.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True))
 
@@ -70,6 +73,11 @@ def test_commits_replayed_at_past_times(tmp_path: Path, table_type: str, version
         assert table.snapshot(timestamp=BASE + i * DAY).version == v
         assert table.snapshot(timestamp=BASE + i * DAY + DAY - 1).version == v
         assert _hudi_rs_as_of(root, v) == _at_version(table, v)
+        # hudi-rs turns epoch ms into an instant time in the table's timeline zone (UTC):
+        # the commit is visible exactly from its timestamp on.
+        assert _hudi_rs_as_of(root, str(BASE + i * DAY)) == _at_version(table, v)
+        earlier = _hudi_rs_as_of(root, str(BASE + i * DAY - 1)) if i else []
+        assert earlier == (_at_version(table, versions[i - 1]) if i else [])
     assert _at_version(table, versions[2]) == [
         {"id": 0, "name": "u", "ts": 1, "city": "x"},
         {"id": 1, "name": "a", "ts": 1, "city": "x"},
