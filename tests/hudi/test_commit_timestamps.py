@@ -97,8 +97,9 @@ def test_a_timestamp_not_later_than_every_instant_is_refused_before_any_file(
         tx.append(rows((1, "a", 1, "x")))
     listing = _data_files(root)
     timeline = [p for p in _files(root) if "/timeline/" in p or p.count("/") == 1]
-    with pytest.raises(CommitError), table.transaction(timestamp_ms=BASE + offset) as tx:
+    with pytest.raises(CommitError) as caught, table.transaction(timestamp_ms=BASE + offset) as tx:
         tx.append(rows((2, "b", 1, "x")))
+    assert type(caught.value) is CommitError  # not a conflict: running it again cannot help
     assert _data_files(root) == listing
     assert [p for p in _files(root) if "/timeline/" in p or p.count("/") == 1] == timeline
     assert lakecore_rows(root) == [{"id": 1, "name": "a", "ts": 1, "city": "x"}]
@@ -108,8 +109,9 @@ def test_a_pending_later_instant_also_refuses_the_timestamp(tmp_path: Path) -> N
     root = tmp_path / "t"
     table = create(root)
     table.append(rows((1, "a", 1, "x")))  # now: later than BASE
-    with pytest.raises(CommitError), table.transaction(timestamp_ms=BASE) as tx:
+    with pytest.raises(CommitError) as caught, table.transaction(timestamp_ms=BASE) as tx:
         tx.append(rows((2, "b", 1, "x")))
+    assert type(caught.value) is CommitError
     assert lakecore_rows(root) == [{"id": 1, "name": "a", "ts": 1, "city": "x"}]
 
 
@@ -122,6 +124,7 @@ def test_the_committer_checks_the_writer_used_the_timestamp(tmp_path: Path) -> N
     with pytest.raises(CommitError) as caught, table.transaction(timestamp_ms=far) as tx:
         writer = table._format_writer(tx.snapshot)  # made without the timestamp
         tx.stage(*writer.append(rows((2, "b", 1, "x"))))
+    assert type(caught.value) is CommitError
     assert "21000101000000000" in str(caught.value)
     assert _data_files(root) == before  # the instant was rolled back
     assert lakecore_rows(root) == [{"id": 1, "name": "a", "ts": 1, "city": "x"}]
@@ -130,9 +133,10 @@ def test_the_committer_checks_the_writer_used_the_timestamp(tmp_path: Path) -> N
 def test_one_transaction_at_a_timestamp_holds_one_write(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = create(root)
-    with pytest.raises(CommitError), table.transaction(timestamp_ms=BASE) as tx:
+    with pytest.raises(CommitError) as caught, table.transaction(timestamp_ms=BASE) as tx:
         tx.append(rows((1, "a", 1, "x")))
         tx.append(rows((2, "b", 1, "y")))
+    assert type(caught.value) is CommitError
     assert lakecore_rows(root) == []
     assert _data_files(root) == []
 
@@ -170,7 +174,11 @@ def test_an_app_metadata_key_hudi_uses_is_refused(tmp_path: Path) -> None:
     table = create(root)
     table.append(rows((1, "a", 1, "x")))
     before = _data_files(root)
-    with pytest.raises(InvalidArgumentError), table.transaction(app_metadata={"schema": "x"}) as tx:
+    with (
+        pytest.raises(InvalidArgumentError) as caught,
+        table.transaction(app_metadata={"schema": "x"}) as tx,
+    ):
         tx.append(rows((2, "b", 1, "x")))
+    assert type(caught.value) is InvalidArgumentError
     assert _data_files(root) == before
     assert lakecore.open(str(root)).history()[0].app_metadata == {}

@@ -29,9 +29,9 @@ from tests.hudi.write.helpers import (
 TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
 
 
-def _table(root: Path, table_type: str) -> tuple[Table, dict[int, Row]]:
+def _table(root: Path, table_type: str, version: str = "8") -> tuple[Table, dict[int, Row]]:
     """A table with slices in partitions x and y; x's slice has a log file on MoR."""
-    table = create(root, table_type)
+    table = create(root, table_type, version)
     first = rows((1, "a", 1, "x"), (2, "b", 1, "x"), (3, "c", 1, "y"))
     table.append(first)
     upsert(table, rows((2, "b2", 2, "x")))
@@ -61,12 +61,13 @@ def _timeline(root: Path) -> list[str]:
     return sorted(p.name for p in (root / ".hoodie" / "timeline").glob("*") if p.is_file())
 
 
+@pytest.mark.parametrize("version", ["6", "8"])
 @pytest.mark.parametrize("table_type", TYPES)
 def test_replace_publishes_and_removes_in_one_replacecommit(
-    tmp_path: Path, table_type: str
+    tmp_path: Path, table_type: str, version: str
 ) -> None:
     root = tmp_path / "t"
-    table, model = _table(root, table_type)
+    table, model = _table(root, table_type, version)
     index = table.snapshot().files()
     removed = _in(index, "x")
     if table_type == "MERGE_ON_READ":  # the removed slice merges a log file
@@ -107,13 +108,14 @@ def test_a_removed_path_that_is_not_live_is_refused_and_nothing_stays(tmp_path: 
     table, model = _table(root, "MERGE_ON_READ")
     before = _timeline(root)
     removed = pa.table({fi.PATH: ["city=x/not-a-file.parquet"]})
-    with pytest.raises(InvalidArgumentError), table.transaction() as tx:
+    with pytest.raises(InvalidArgumentError) as caught, table.transaction() as tx:
         writer = table._format_writer(tx.snapshot)
         file_writer = writer.file_writer("replace", None)
         files = file_writer.write(rows((9, "n", 1, "q")), 0)
         written = root / files.column(fi.PATH)[0].as_py()
         assert written.exists()
         writer.replace_files(file_writer, files, removed)
+    assert type(caught.value) is InvalidArgumentError
     assert not written.exists()  # discarded: the instant was rolled back
     completed = [n for n in _timeline(root) if n not in before and "rollback" not in n]
     assert not [n for n in completed if n.endswith(".replacecommit")], completed
@@ -122,12 +124,13 @@ def test_a_removed_path_that_is_not_live_is_refused_and_nothing_stays(tmp_path: 
 
 def test_an_overwrite_file_writer_is_refused(tmp_path: Path) -> None:
     table, _ = _table(tmp_path / "t", "COPY_ON_WRITE")
-    with pytest.raises(InvalidArgumentError), table.transaction() as tx:
+    with pytest.raises(InvalidArgumentError) as caught, table.transaction() as tx:
         writer = table._format_writer(tx.snapshot)
         file_writer = writer.file_writer("overwrite", "city = 'x'")
         writer.replace_files(
             file_writer, file_writer.write(rows((9, "n", 1, "x")), 0), tx.snapshot.files()
         )
+    assert type(caught.value) is InvalidArgumentError
     with pytest.raises(ValueError):
         table._format_writer(table.snapshot()).file_writer("replace", "city = 'x'")
 
@@ -138,12 +141,13 @@ def test_a_concurrent_write_to_a_removed_file_group_conflicts(
 ) -> None:
     root = tmp_path / "t"
     table, model = _table(root, table_type)
-    with pytest.raises(CommitConflictError), table.transaction() as tx:
+    with pytest.raises(CommitConflictError) as caught, table.transaction() as tx:
         writer = table._format_writer(tx.snapshot)
         file_writer = writer.file_writer("replace", None)
         files = file_writer.write(rows((10, "n", 1, "x")), 0)
         tx.stage(*writer.replace_files(file_writer, files, _in(tx.snapshot.files(), "x")))
         lakecore.open(str(root)).update({"name": "'u'"}, "id = 1")  # wins the race
+    assert caught.value.winning_version is not None
     model[1]["name"] = "u"
     assert_reads(root, model)
 
@@ -151,9 +155,10 @@ def test_a_concurrent_write_to_a_removed_file_group_conflicts(
 def test_an_exclusive_replace_conflicts_with_any_concurrent_write(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table, model = _table(root, "COPY_ON_WRITE")
-    with pytest.raises(CommitConflictError), table.transaction() as tx:
+    with pytest.raises(CommitConflictError) as caught, table.transaction() as tx:
         tx.replace_files([rows((10, "n", 1, "x"))], _in(tx.snapshot.files(), "x"), exclusive=True)
         lakecore.open(str(root)).append(rows((5, "e", 1, "w")))  # another partition
+    assert caught.value.winning_version is not None
     model[5] = rows((5, "e", 1, "w")).to_pylist()[0]
     assert_reads(root, model)
     # Not exclusive: the same replace commits past a write to another file group.
