@@ -94,10 +94,13 @@ def create(
     properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     storage: Storage | None = None,
+    timestamp_ms: int | None = None,
 ) -> Table:
     """Create an empty table of ``format`` at ``uri`` and return it.
 
     ``storage`` is a ready ``Storage`` to create and write the table through (see ``open``).
+    ``timestamp_ms`` dates the creation (epoch ms; formats with ``commit_timestamps``), so
+    that commits with earlier-than-now timestamps may follow (``Table.transaction``).
 
     Raises:
         TableExistsError: a table (of any format lakecore knows) is already there.
@@ -124,7 +127,11 @@ def create(
     missing = [c for c in partition_by if schema.get_field_index(c) < 0]
     if missing:
         raise SchemaError(f"partition column(s) {missing} are not in the schema")
-    fmt.create(storage, schema, list(partition_by), dict(properties or {}))
+    if timestamp_ms is not None:
+        require(declared.name, declared.capabilities, Capability.COMMIT_TIMESTAMPS)
+        fmt.create(storage, schema, list(partition_by), dict(properties or {}), timestamp_ms)
+    else:
+        fmt.create(storage, schema, list(partition_by), dict(properties or {}))
     return Table(uri, storage, fmt)
 
 

@@ -100,3 +100,35 @@ def test_missing_version_is_typed(tmp_path: Path) -> None:
         table.snapshot(version=5)
     with pytest.raises(VersionNotFoundError):
         table.snapshot(version="latest")
+
+
+@pytest.mark.parametrize("fmt", ["delta", "lance"])
+def test_create_dated_in_the_past_takes_earlier_commits(tmp_path: Path, fmt: str) -> None:
+    import pyarrow as pa
+
+    import lakecore
+
+    schema = pa.schema([("id", pa.int64())])
+    t = lakecore.create(str(tmp_path / fmt), schema, format=fmt, timestamp_ms=1_600_000_000_000)
+    assert t.snapshot().timestamp == 1_600_000_000_000
+    with t.transaction(timestamp_ms=1_600_000_001_000) as tx:
+        tx.append(pa.table({"id": [1]}))
+    assert t.snapshot().timestamp == 1_600_000_001_000
+    assert t.snapshot(timestamp=1_600_000_000_500).to_arrow().num_rows == 0
+    assert t.snapshot(timestamp=1_600_000_001_000).to_arrow().num_rows == 1
+
+
+def test_create_dated_needs_commit_timestamps(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import lakecore_delta.format as delta_format
+    import pyarrow as pa
+
+    import lakecore
+    from lakecore.format import Capability
+
+    monkeypatch.setattr(delta_format.DeltaFormat, "capabilities", frozenset({Capability.WRITE}))
+    with pytest.raises(lakecore.UnsupportedFeatureError) as caught:
+        lakecore.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), timestamp_ms=1)
+    assert caught.value.feature == "commit_timestamps"
+    assert not (tmp_path / "t").exists()

@@ -207,8 +207,17 @@ class WritableFormat(TableFormat, Protocol):
         schema: pa.Schema,
         partition_by: Sequence[str],
         properties: dict[str, str],
+        timestamp_ms: int | None = None,
     ) -> None:
-        """Create an empty table; raises ``TableExistsError`` if one is there (atomically)."""
+        """Create an empty table; raises ``TableExistsError`` if one is there (atomically).
+
+        ``timestamp_ms`` (formats declaring ``commit_timestamps``): the timestamp of the
+        creating version, when the format has one (Delta commit 0, Lance version 1; a Hudi
+        table has no instant until its first write), so that later commits may carry
+        timestamps from before now (a migration replaying its source's history); the format
+        must then accept ``CommitInfo.timestamp_ms`` on every later commit (Delta: enables
+        in-commit timestamps).
+        """
         ...
 
     def writer(

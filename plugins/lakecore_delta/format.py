@@ -148,10 +148,9 @@ class DeltaFormat:
         properties: dict[str, str],
         timestamp_ms: int | None = None,
     ) -> None:
-        """Create the table (commit 0); ``timestamp_ms`` (not yet part of
-        ``WritableFormat.create``) makes it commit 0's in-commit timestamp and enables
-        in-commit timestamps, so that a migration can replay its source's commit times
-        from the first one (``write.create.initial_commit``)."""
+        """Create the table (commit 0); ``timestamp_ms`` makes it commit 0's in-commit
+        timestamp and enables in-commit timestamps, so that a migration can replay its
+        source's commit times from the first one (``write.create.initial_commit``)."""
         create_table(storage, schema, partition_by, properties, timestamp_ms)
 
     def writer(

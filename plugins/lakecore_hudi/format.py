@@ -134,7 +134,10 @@ class HudiFormat:
         schema: pa.Schema,
         partition_by: Sequence[str],
         properties: dict[str, str],
+        timestamp_ms: int | None = None,
     ) -> None:
+        # A Hudi table has no instant until its first write: ``timestamp_ms`` dates nothing
+        # here (the first commit's instant is its own timestamp).
         from lakecore_hudi.write.create import create_table
 
         create_table(storage, schema, partition_by, properties)

@@ -160,10 +160,11 @@ class LanceFormat:
         schema: pa.Schema,
         partition_by: Sequence[str],
         properties: dict[str, str],
+        timestamp_ms: int | None = None,
     ) -> None:
         from lakecore_lance.write.create import create_dataset
 
-        create_dataset(storage, schema, partition_by, properties)
+        create_dataset(storage, schema, partition_by, properties, timestamp_ms)
 
     def writer(
         self, storage: Storage, snapshot: Snapshot, timestamp_ms: int | None = None

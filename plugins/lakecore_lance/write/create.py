@@ -27,6 +27,7 @@ def create_dataset(
     schema: pa.Schema,
     partition_by: Sequence[str],
     properties: dict[str, str],
+    timestamp_ms: int | None = None,
 ) -> None:
     """Create an empty dataset of ``schema``: field ids 0.. depth first, data storage version
     ``DEFAULT_DATA_VERSION``, V2 manifest naming, an ``Overwrite`` transaction at read version
@@ -40,6 +41,7 @@ def create_dataset(
     Raises ``UnsupportedFeatureError`` for ``partition_by`` or other ``properties`` (Lance has
     no partitions; table config is not written yet), ``SchemaError`` for types Lance cannot hold,
     ``TableExistsError`` when version 1 exists (decided by ``put_if_absent``).
+    ``timestamp_ms``: version 1's timestamp (now by default).
     """
     if partition_by:
         raise UnsupportedFeatureError(
@@ -71,7 +73,8 @@ def create_dataset(
     empty.data_format.file_format = "lance"
     empty.data_format.version = DEFAULT_DATA_VERSION
     nothing = Combined("overwrite", (), {}, frozenset(), None)
-    manifest = apply(nothing, empty, name)
+    stamp = None if timestamp_ms is None else int(timestamp_ms) * 1_000_000
+    manifest = apply(nothing, empty, name, timestamp_ns=stamp)
     raw = txn.SerializeToString(deterministic=True)
     storage.put(f"{TRANSACTIONS_DIR}/{name}", raw)
     try:
