@@ -28,6 +28,7 @@ from lakecore.errors import (
     SchemaError,
     TableNotFoundError,
     UnknownFormatError,
+    UnsupportedFeatureError,
 )
 from lakecore.format.capabilities import Capability, require
 from lakecore.migrate import state as st
@@ -37,6 +38,7 @@ from lakecore.migrate.units import UnitDiff, diff
 from lakecore.model import files as fi
 from lakecore.planning.read import read_files
 from lakecore.snapshot import Snapshot
+from lakecore.storage import Storage
 from lakecore.table import Table
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ def migrate(
     storage_options: Mapping[str, Any] | None = None,
     target_properties: Mapping[str, str] | None = None,
     progress: Progress | None = None,
+    target_storage: Storage | None = None,
 ) -> MigrationReport:
     """Migrate the table at ``source_uri`` into a ``to`` table at ``target_uri``.
 
@@ -69,6 +72,10 @@ def migrate(
 
     ``mode``: ``"rewrite"`` and ``"auto"`` write new data files. ``"metadata"`` (zero-copy
     adoption of the source's data files) is not implemented yet and raises ``MigrationError``.
+
+    ``target_storage``: a ready ``Storage`` rooted at ``target_uri`` to reach the target
+    through instead of one opened by ``storage_options`` (which then reach the source only),
+    e.g. a wrapper that injects faults (``lakecore.testing.faults``).
 
     Raises:
         InvalidArgumentError: an unknown ``mode``.
@@ -95,13 +102,15 @@ def migrate(
     target_format = load_registry().get(to)
     for capability in (Capability.WRITE, Capability.REPLACE_FILES, Capability.COMMIT_METADATA):
         require(target_format.name, target_format.capabilities, capability, "migration into it")
-    target_storage = lakecore._storage_for(target_uri, storage_options, None)
-    if target_storage.root.rstrip("/") == source.storage.root.rstrip("/"):
+    target_root = (target_storage or lakecore._storage_for(target_uri, storage_options, None)).root
+    if target_root.rstrip("/") == source.storage.root.rstrip("/"):
         raise MigrationError(
             "the target is the source's location: migrating in place (the target's metadata "
             "beside the source's, over the same files) is not implemented yet"
         )
-    run = _Run(source, target_uri, target_format.name, storage_options, history, progress)
+    run = _Run(
+        source, target_uri, target_format.name, storage_options, history, progress, target_storage
+    )
     run.open_target()
     run.translate(dict(target_properties or {}))
     return run.report(mode, time.monotonic() - started)
@@ -117,16 +126,29 @@ class _Run:
     storage_options: Mapping[str, Any] | None
     history: bool
     progress: Progress | None
+    target_storage: Storage | None = None
     target: Table | None = None
     state: st.MigrationState | None = None
     held: pa.Table = field(default_factory=st.empty_unit_map)
     versions: list[tuple[int | str, int | str]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     timestamps_kept: bool = True
+    times_refused: bool = False
+    """The target table refused a given commit time (a Delta table without in-commit
+    timestamps): later commits take the clock's time."""
+    gave_time: bool = False
+    """Whether the last ``_timestamp`` asked for a given commit time."""
     notes: list[str] = field(default_factory=list)
 
     def count(self, key: str, n: int) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
+
+    def target_access(self) -> dict[str, Any]:
+        """How ``lakecore.open``/``create`` reach the target: its given Storage, else by
+        ``storage_options``."""
+        if self.target_storage is not None:
+            return {"storage": self.target_storage}
+        return {"storage_options": self.storage_options}
 
     # ------------------------------------------------------------------ the target
 
@@ -139,9 +161,7 @@ class _Run:
         import lakecore
 
         try:
-            target = lakecore.open(
-                self.target_uri, format=self.to, storage_options=self.storage_options
-            )
+            target = lakecore.open(self.target_uri, format=self.to, **self.target_access())
             target.version  # noqa: B018 - detection alone does not prove a readable table
         except (TableNotFoundError, UnknownFormatError):
             return
@@ -188,18 +208,34 @@ class _Run:
             )
             partitions = ()
         key = snapshot.features.record_key
-        if key and Capability.UPSERT in fmt.capabilities and "record_key" not in properties:
-            properties = {**properties, "record_key": ",".join(key)}
+        keyed = bool(key) and Capability.UPSERT in fmt.capabilities
+        keyed = keyed and "record_key" not in properties
         schema = data_schema(snapshot)
-        try:
+
+        def create(props: dict[str, str]) -> Table:
             return lakecore.create(
                 self.target_uri,
                 schema,
                 format=self.to,
                 partition_by=partitions,
-                properties=properties,
-                storage_options=self.storage_options,
+                properties=props,
+                **self.target_access(),
             )
+
+        try:
+            if not keyed:
+                return create(properties)
+            try:
+                return create({**properties, "record_key": ",".join(key)})
+            except UnsupportedFeatureError:
+                # A format with upserts but no neutral ``record_key`` property (Lance keys on
+                # its own property). Creation refuses properties before any IO, so the plain
+                # creation below starts from nothing.
+                self.notes.append(
+                    f"the source's record key {list(key)} is not kept: {self.to} tables "
+                    "take no 'record_key' property"
+                )
+                return create(properties)
         except SchemaError as exc:
             raise MigrationError(
                 f"a {self.to} table cannot hold the source's schema: {exc}"
@@ -247,12 +283,31 @@ class _Run:
             self.target = self._create_target(snapshot, properties)
             self.count("commits", 1)
         target = self.target
-        self._follow_schema(snapshot)
+        self._timed(lambda: self._follow_schema(snapshot))
         units = diff(snapshot.files(), self.held.column("fingerprint"))
         if units.empty and not first and self.state is not None:
             self.versions.append((snapshot.version, self.state.target_version))
             return
-        self._commit(snapshot, units, target)
+        self._timed(lambda: self._commit(snapshot, units, target))
+
+    def _timed(self, step: Callable[[], None]) -> None:
+        """Run a commit ``step``; when the target table refuses the source's commit time
+        (``UnsupportedFeatureError`` from a format whose tables keep given times only with a
+        table feature, e.g. Delta without in-commit timestamps), run it again at the clock's
+        time: a refused commit landed nothing (its transaction aborted, its unit map removed)."""
+        self.gave_time = False
+        try:
+            step()
+        except UnsupportedFeatureError as exc:
+            if not self.gave_time:
+                raise
+            self.times_refused = True
+            self.timestamps_kept = False
+            step()
+            self.notes.append(
+                f"the target keeps no given commit times ({exc}): later commits "
+                "carry the time they were made"
+            )
 
     def _follow_schema(self, snapshot: Snapshot) -> None:
         assert self.target is not None
@@ -288,7 +343,7 @@ class _Run:
         assert self.target is not None
         if not self.history or snapshot.timestamp is None:
             return None
-        if Capability.COMMIT_TIMESTAMPS not in self.target.capabilities:
+        if self.times_refused or Capability.COMMIT_TIMESTAMPS not in self.target.capabilities:
             self.timestamps_kept = False
             return None
         wanted = snapshot.timestamp - (1 if before else 0)
@@ -296,6 +351,7 @@ class _Run:
         if latest is not None and wanted <= latest:
             self.timestamps_kept = False
             return None
+        self.gave_time = True
         return wanted
 
     def _commit(self, snapshot: Snapshot, units: UnitDiff, target: Table) -> None:

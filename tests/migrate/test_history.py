@@ -1,0 +1,239 @@
+"""``lakecore.migrate(history=True)``: every source version becomes a target version whose rows,
+read by the TARGET format's own engine (deltalake, hudi-rs, pylance), are the source's rows at
+that version as lakecore reads them; time travel by timestamp agrees where the target keeps
+the source's commit times.
+
+Sources are built here with lakecore: Delta with deletion vectors, Hudi copy-on-write and
+merge-on-read (log files), Lance (deletion files); each has appends, a delete, an update, an
+overwrite-where and (Delta, Lance) an added column. The helpers are shared with
+test_incremental.py and tests/reliability/test_migrate_faults.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import lakecore
+from lakecore.errors import UnsupportedFeatureError
+from lakecore.migrate import MigrationReport
+from lakecore.table import Table
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("name", pa.string()),
+        pa.field("ts", pa.int64()),
+        pa.field("city", pa.string()),
+    ]
+)
+SOURCES = ("delta", "hudi-cow", "hudi-mor", "lance")
+TARGETS = ("delta", "hudi", "lance")
+PAIRS = [(s, t) for s in SOURCES for t in TARGETS if s.split("-")[0] != t]
+Row = dict[str, Any]
+
+
+def rows(*items: tuple[int, str, int, str], extra: bool = False) -> pa.Table:
+    """Rows of ``SCHEMA`` (plus an ``extra`` string column) from (id, name, ts, city)."""
+    data = [{"id": i, "name": n, "ts": t, "city": c} for i, n, t, c in items]
+    schema = SCHEMA
+    if extra:
+        schema = SCHEMA.append(pa.field("extra", pa.string()))
+        data = [{**r, "extra": f"e{r['id']}"} for r in data]
+    return pa.Table.from_pylist(data, schema=schema)
+
+
+def format_of(kind: str) -> str:
+    return kind.split("-")[0]
+
+
+def create_source(kind: str, root: Path) -> Table:
+    """An empty source table of ``kind`` (Delta with deletion vectors and in-commit timestamps;
+    Hudi keyed on ``id``, partitioned by ``city``)."""
+    if kind == "delta":
+        props = {"delta.enableDeletionVectors": "true", "delta.enableInCommitTimestamps": "true"}
+        return lakecore.create(str(root), SCHEMA, "delta", properties=props)
+    if kind == "lance":
+        return lakecore.create(str(root), SCHEMA, "lance")
+    table_type = "MERGE_ON_READ" if kind == "hudi-mor" else "COPY_ON_WRITE"
+    props = {"record_key": "id", "precombine_field": "ts", "table_type": table_type}
+    return lakecore.create(str(root), SCHEMA, "hudi", ["city"], props)
+
+
+def build_source(kind: str, root: Path, add_column: bool = True) -> Table:
+    """A multi-version source: appends, a row-level delete, an update, an overwrite-where and,
+    for formats with schema evolution and when ``add_column``, an added column and rows
+    with it."""
+    t = create_source(kind, root)
+    t.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"), (3, "c", 1, "y"), (4, "d", 1, "y")))
+    t.append(rows((5, "e", 1, "x"), (6, "f", 1, "z")))
+    t.delete("id = 2")  # a deletion vector / log delete block or rewrite / deletion file
+    t.update({"name": "'u'"}, "id = 3")
+    if format_of(kind) == "hudi":
+        t.upsert(rows((4, "up", 2, "y"), (7, "g", 2, "z")))
+    t.overwrite(rows((6, "o", 3, "z"), (8, "h", 3, "z")), where="city = 'z'")
+    if add_column and lakecore.Capability.SCHEMA_EVOLUTION in t.capabilities:
+        with t.update_schema() as s:
+            s.add_column("extra", pa.string())
+        t.append(rows((9, "i", 4, "x"), extra=True))
+        t.delete("id = 1")
+    return lakecore.open(str(root))
+
+
+def _sorted(table: pa.Table) -> list[Row]:
+    keep = [c for c in table.column_names if not c.startswith("_hoodie_")]
+    data = table.select(keep).to_pylist()
+    return sorted(data, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def source_rows(root: Path, version: int | str) -> list[Row]:
+    """The source's rows at ``version`` as lakecore reads them (system columns dropped)."""
+    return _sorted(lakecore.open(str(root)).to_arrow(version=version))
+
+
+def hudi_rs_read(root: Path, instant: str | None = None) -> pa.Table:
+    import hudi
+
+    table = hudi.HudiTableBuilder.from_base_uri(str(root)).build()
+    options = hudi.HudiReadOptions()
+    if instant is not None:
+        options = options.with_as_of_timestamp(instant)
+    batches = table.read(options)
+    return pa.Table.from_batches(batches) if batches else pa.table({})
+
+
+def engine_rows(fmt: str, root: Path, version: int | str | None = None) -> list[Row]:
+    """The rows the format's own engine reads at ``version`` (latest when None)."""
+    if fmt == "delta":
+        import deltalake
+
+        return _sorted(deltalake.DeltaTable(str(root), version=version).to_pyarrow_table())
+    if fmt == "lance":
+        import lance
+
+        return _sorted(lance.dataset(str(root), version=version).to_table())
+    return _sorted(hudi_rs_read(root, None if version is None else str(version)))
+
+
+def engine_rows_at_time(fmt: str, root: Path, ms: int) -> list[Row]:
+    """The rows the format's own engine reads as of epoch milliseconds ``ms``."""
+    when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    if fmt == "delta":
+        import deltalake
+
+        table = deltalake.DeltaTable(str(root))
+        table.load_as_version(when)
+        return _sorted(table.to_pyarrow_table())
+    if fmt == "lance":
+        import lance
+
+        # pylance takes naive local times (as its versions() gives them).
+        naive = dt.datetime.fromtimestamp(ms // 1000).replace(microsecond=(ms % 1000) * 1000)
+        return _sorted(lance.dataset(str(root), asof=naive).to_table())
+    instant = when.strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}"
+    return _sorted(hudi_rs_read(root, instant))
+
+
+def assert_versions_match(report: MigrationReport, source: Path, target: Path, fmt: str) -> int:
+    """Every (source, target) version pair of ``report``: the target engine's rows equal the
+    source's; so do lakecore's reads of the target. Returns how many pairs were compared."""
+    target_table = lakecore.open(str(target), format=fmt)
+    for sv, tv in report.versions:
+        want = source_rows(source, sv)
+        assert engine_rows(fmt, target, tv) == want, (sv, tv)
+        assert _sorted(target_table.to_arrow(version=tv)) == want, (sv, tv)
+    return len(report.versions)
+
+
+@pytest.mark.parametrize(("kind", "to"), PAIRS, ids=[f"{s}-to-{t}" for s, t in PAIRS])
+def test_history_every_version_read_by_the_target_engine(
+    kind: str, to: str, tmp_path: Path
+) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    source = build_source(kind, src, add_column=to != "hudi")
+    report = lakecore.migrate(str(src), str(dst), to=to, history=True)
+    source_versions = [e.version for e in reversed(source.history())]
+    assert [sv for sv, _ in report.versions] == source_versions
+    target_versions = [tv for _, tv in report.versions]
+    assert target_versions == sorted(target_versions, key=lambda v: (len(str(v)), str(v)))
+    assert assert_versions_match(report, src, dst, to) == len(source_versions) >= 6
+    assert engine_rows(to, dst) == source_rows(src, source.version)
+    # Deletion vectors and deletion files are counted; Hudi deletes (log blocks, rewrites)
+    # are not descriptors and count 0.
+    assert (report.deletes_carried >= 1) is (kind in ("delta", "lance"))
+    # The Hudi target is created without a commit, so every replayed commit can take the
+    # source's time; Delta and Lance create the target with a commit at the current time,
+    # later than every source commit, so their replayed commits take the clock's time.
+    assert report.timestamps_kept is (to == "hudi")
+
+
+def test_hudi_target_refuses_an_added_column_after_the_versions_before_it(
+    tmp_path: Path,
+) -> None:
+    """Hudi tables have no schema evolution in lakecore: the migration stops at the source
+    version that adds a column (with the plugin's refusal) after committing the ones before;
+    every committed target version is the source's."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    source = build_source("delta", src)
+    versions = [e.version for e in reversed(source.history())]
+    add = next(v for v in versions if "extra" in source.snapshot(version=v).schema.names)
+    with pytest.raises(UnsupportedFeatureError, match="schema_evolution"):
+        lakecore.migrate(str(src), str(dst), to="hudi", history=True)
+    target = lakecore.open(str(dst), format="hudi")
+    history = target.history()
+    state = history[0].app_metadata
+    held = int(state["lakecore.migration.source_version"])
+    assert held == int(add) - 1
+    assert engine_rows("hudi", dst) == source_rows(src, held)
+
+
+@pytest.mark.parametrize("to", ["delta", "hudi", "lance"])
+def test_time_travel_by_timestamp_where_kept(to: str, tmp_path: Path) -> None:
+    """A source whose commits are later than the target's creation (here dated ahead, one
+    second apart): Hudi and Lance targets keep those times, and the target engine's time travel
+    at each source commit's time (and just before the next) returns the source's rows then.
+
+    A Delta target does not: ``migrate`` creates it without in-commit timestamps, the only way
+    a Delta commit carries a given time, so its commits take the clock's time (with a note).
+    (delta-rs 1.6.6 would not travel by in-commit timestamps either: it uses file times.)"""
+    kind = "lance" if to != "lance" else "delta"
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    t = create_source(kind, src)
+    start = int(time.time() * 1000) + 3_600_000
+    steps = [
+        lambda tx: tx.append(rows((1, "a", 1, "x"), (2, "b", 1, "y"))),
+        lambda tx: tx.delete("id = 1"),
+        lambda tx: tx.update({"name": "'u'"}, "id = 2"),
+        lambda tx: tx.append(rows((3, "c", 1, "x"))),
+    ]
+    for i, step in enumerate(steps):
+        with t.transaction(timestamp_ms=start + i * 1000) as tx:
+            step(tx)
+    source = lakecore.open(str(src))
+    report = lakecore.migrate(str(src), str(dst), to=to, history=True)
+    # Lance: the source's creation (at the clock's time, before the target's) keeps no time,
+    # so not every commit carries its source's; the dated ones do (checked below).
+    assert report.timestamps_kept is (to == "hudi")
+    assert any("commit times" in n for n in report.notes) is (to == "delta")
+    assert assert_versions_match(report, src, dst, to) == len(steps) + 1
+    target = lakecore.open(str(dst), format=to)
+    checked = 0
+    for sv, tv in report.versions:
+        ms = source.snapshot(version=sv).timestamp
+        assert ms is not None
+        if ms < start or to == "delta":
+            continue  # the source's creation, at the clock's time
+        assert target.snapshot(version=tv).timestamp == ms
+        want = source_rows(src, sv)
+        # Lance converts times through floats: 1 ms after the commit is the first safe time.
+        for at in (ms + 1, ms + 999):
+            assert engine_rows_at_time(to, dst, at) == want, (sv, tv, at)
+            assert _sorted(target.to_arrow(version=target.snapshot(timestamp=at).version)) == want
+        checked += 1
+    assert checked == (0 if to == "delta" else len(steps))
