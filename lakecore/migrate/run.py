@@ -248,7 +248,10 @@ class _Run:
         if self.history:
             versions = [e.version for e in reversed(self.source.history())]
         else:
-            versions = [self.source.version]
+            try:
+                versions = [self.source.version]
+            except TableNotFoundError:
+                versions = []  # no commit yet (a Hudi table before its first instant)
         if self.state is None:
             return versions
         last = self.state.source_version
@@ -270,6 +273,12 @@ class _Run:
     def translate(self, properties: dict[str, str]) -> None:
         """Translate every pending source version, one target commit each."""
         versions = self.source_versions()
+        if not versions and self.target is None:
+            # A source without any commit yet reads as an empty snapshot that has no version
+            # to load again: the target becomes that empty table, with no migration state (a
+            # later run translates the source's first commit into it).
+            self.target = self._create_target(self.source.snapshot(), properties)
+            self.count("commits", 1)
         for done, version in enumerate(versions, 1):
             snapshot = self._snapshot(version)
             if snapshot is not None:

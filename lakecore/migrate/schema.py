@@ -40,9 +40,13 @@ class SchemaChange:
 def schema_change(target: pa.Schema, source: pa.Schema, version: int | str) -> SchemaChange:
     """What ``target`` must do to follow ``source`` (source ``version``).
 
-    Added top-level columns are replayed; a dropped, renamed or retyped column raises
-    ``MigrationError`` naming it (its old values would have to change in every target file:
-    migrate with ``history=False`` to write the latest schema only).
+    Added top-level columns are replayed; a dropped or renamed column raises ``MigrationError``
+    naming it (its old values would have to change in every target file: migrate with
+    ``history=False`` to write the latest schema only), and so does a retyped one unless the
+    target's type already holds every value of the new source type (``holds``): the target's
+    schema is the target format's form of the source's (Avro has no 8/16-bit integers, Hudi
+    reads them back as int32), so comparing it with the source's own types would refuse a
+    source that did not change at all.
     """
     names = set(source.names)
     for f in target:
@@ -52,7 +56,7 @@ def schema_change(target: pa.Schema, source: pa.Schema, version: int | str) -> S
                 "is not supported: migrate with history=False"
             )
         new = source.field(f.name)
-        if _plain(new.type) != _plain(f.type) and not _same_logical(f.type, new.type):
+        if not holds(f.type, new.type):
             raise MigrationError(
                 f"source version {version} changes the type of column {f.name!r} "
                 f"({f.type} -> {new.type}); replaying that is not supported: migrate with "
@@ -66,6 +70,46 @@ def _same_logical(a: pa.DataType, b: pa.DataType) -> bool:
     """Types a reader may report differently for the same stored values (large vs plain)."""
     pairs = {(pa.string(), pa.large_string()), (pa.binary(), pa.large_binary())}
     return (a, b) in pairs or (b, a) in pairs
+
+
+_UNITS = ("s", "ms", "us", "ns")
+
+
+def holds(target: pa.DataType, source: pa.DataType) -> bool:
+    """Whether a ``target`` column holds every value of ``source`` type exactly: the same type
+    (up to field metadata and large/plain forms), or a wider form a format stores it as
+    (integers of more bits, a list for a fixed-size list, a finer timestamp unit, a decimal
+    with at least as many integer and fractional digits), recursively inside nested types.
+    A nested target field that is NOT NULL does not hold a nullable source field."""
+    if _plain(target) == _plain(source) or _same_logical(target, source):
+        return True
+    if pa.types.is_integer(target) and pa.types.is_integer(source):
+        if pa.types.is_signed_integer(target) == pa.types.is_signed_integer(source):
+            return bool(target.bit_width >= source.bit_width)
+        return bool(pa.types.is_signed_integer(target) and target.bit_width > source.bit_width)
+    if pa.types.is_timestamp(target) and pa.types.is_timestamp(source):
+        same_zone = (target.tz is None) == (source.tz is None)
+        return same_zone and _UNITS.index(target.unit) >= _UNITS.index(source.unit)
+    if pa.types.is_decimal(target) and pa.types.is_decimal(source):
+        digits = target.precision - target.scale >= source.precision - source.scale
+        return bool(digits and target.scale >= source.scale)
+    lists = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    if any(f(target) for f in lists[:2]) and any(f(source) for f in lists):
+        return _field_holds(target.value_field, source.value_field)
+    if pa.types.is_map(target) and pa.types.is_map(source):
+        return _field_holds(target.key_field, source.key_field) and _field_holds(
+            target.item_field, source.item_field
+        )
+    if pa.types.is_struct(target) and pa.types.is_struct(source):
+        names = [f.name for f in source]
+        if [f.name for f in target] != names:
+            return False
+        return all(_field_holds(target.field(n), source.field(n)) for n in names)
+    return False
+
+
+def _field_holds(target: pa.Field, source: pa.Field) -> bool:
+    return holds(target.type, source.type) and (target.nullable or not source.nullable)
 
 
 def conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:

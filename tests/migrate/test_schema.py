@@ -1,0 +1,92 @@
+"""Schema following: a target's own form of a source type is not a schema change.
+
+Hudi (Avro) stores int8/int16 as int32 and a Lance fixed-size list as a list; before
+``holds`` the engine compared the target's read-back types with the source's and refused a
+source that did not change ("source version 0 changes the type of column ..."), even with
+``history=False``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lakecore
+from lakecore.errors import MigrationError
+from lakecore.migrate.schema import holds, schema_change
+
+from .engines import read_with_engine, user_columns
+
+HOLDS = [
+    (pa.int32(), pa.int8()),
+    (pa.int32(), pa.int16()),
+    (pa.int64(), pa.uint32()),
+    (pa.large_string(), pa.string()),
+    (pa.list_(pa.float32()), pa.list_(pa.float32(), 4)),
+    (pa.list_(pa.int32()), pa.large_list(pa.int8())),
+    (pa.timestamp("us", "UTC"), pa.timestamp("ms", "UTC")),
+    (pa.timestamp("ns"), pa.timestamp("us")),
+    (pa.decimal128(12, 3), pa.decimal128(10, 2)),
+    (pa.struct([("a", pa.int32())]), pa.struct([pa.field("a", pa.int8(), nullable=False)])),
+    (pa.map_(pa.string(), pa.int64()), pa.map_(pa.string(), pa.int16())),
+]
+DOES_NOT_HOLD = [
+    (pa.int8(), pa.int32()),
+    (pa.int32(), pa.uint32()),
+    (pa.uint64(), pa.int8()),
+    (pa.string(), pa.binary()),
+    (pa.int64(), pa.float64()),
+    (pa.timestamp("us"), pa.timestamp("us", "UTC")),
+    (pa.timestamp("ms", "UTC"), pa.timestamp("us", "UTC")),
+    (pa.decimal128(10, 2), pa.decimal128(10, 3)),
+    (pa.list_(pa.float32(), 4), pa.list_(pa.float32())),
+    (pa.struct([pa.field("a", pa.int32(), nullable=False)]), pa.struct([("a", pa.int32())])),
+    (pa.struct([("a", pa.int32())]), pa.struct([("b", pa.int32())])),
+]
+
+
+@pytest.mark.parametrize(("target", "source"), HOLDS, ids=str)
+def test_holds(target: pa.DataType, source: pa.DataType) -> None:
+    assert holds(target, source)
+
+
+@pytest.mark.parametrize(("target", "source"), DOES_NOT_HOLD, ids=str)
+def test_does_not_hold(target: pa.DataType, source: pa.DataType) -> None:
+    assert not holds(target, source)
+
+
+def test_counts() -> None:
+    assert (len(HOLDS), len(DOES_NOT_HOLD)) == (11, 11)
+
+
+def test_a_wider_target_form_is_no_change() -> None:
+    target = pa.schema([("b", pa.int32()), ("v", pa.list_(pa.float32()))])
+    source = pa.schema([("b", pa.int8()), ("v", pa.list_(pa.float32(), 2)), ("n", pa.string())])
+    assert [f.name for f in schema_change(target, source, 3).added] == ["n"]
+
+
+def test_a_retype_the_target_cannot_hold_is_refused() -> None:
+    with pytest.raises(MigrationError, match="'b'"):
+        schema_change(pa.schema([("b", pa.int8())]), pa.schema([("b", pa.int32())]), 3)
+
+
+def test_small_integers_migrate_to_hudi(tmp_path: Path) -> None:
+    """Delta int8/int16 -> Hudi (Avro int): refused before as a type change of version 0."""
+    schema = pa.schema([("id", pa.int64()), ("b", pa.int8()), ("s", pa.int16())])
+    source = lakecore.create(str(tmp_path / "src"), schema)
+    source.append(pa.table({"id": [1, 2], "b": [-128, 127], "s": [-3, 300]}, schema=schema))
+    lakecore.migrate(str(tmp_path / "src"), str(tmp_path / "t"), to="hudi")
+    rows = user_columns(read_with_engine("hudi", tmp_path / "t")).sort_by("id")
+    assert rows.to_pylist() == [{"id": 1, "b": -128, "s": -3}, {"id": 2, "b": 127, "s": 300}]
+
+
+def test_fixed_size_lists_migrate_to_hudi(tmp_path: Path) -> None:
+    """Lance fixed-size list (a vector) -> Hudi list: refused before as a type change."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.list_(pa.float32(), 2))])
+    source = lakecore.create(str(tmp_path / "src"), schema, format="lance")
+    source.append(pa.table({"id": [1], "v": [[0.5, 1.5]]}, schema=schema))
+    lakecore.migrate(str(tmp_path / "src"), str(tmp_path / "t"), to="hudi")
+    rows = user_columns(read_with_engine("hudi", tmp_path / "t"))
+    assert rows.to_pylist() == [{"id": 1, "v": [0.5, 1.5]}]
