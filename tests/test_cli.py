@@ -20,6 +20,7 @@ import lakecore
 from lakecore import cli_render
 from lakecore.cli import app
 from lakecore.errors import (
+    CorruptTableError,
     InvalidArgumentError,
     LakecoreError,
     PluginNotInstalledError,
@@ -210,6 +211,8 @@ def test_history() -> None:
 def test_history_hudi_and_lance() -> None:
     hudi = run_json("history", HUDI)["history"]
     assert hudi and all(isinstance(e["version"], str) for e in hudi)
+    oldest = hudi[-1]["version"]  # an instant: digits, still a Hudi version
+    assert run_json("info", HUDI, "--as-of-version", oldest)["version"] == oldest
     lance = run_json("history", LANCE)["history"]
     assert [e["version"] for e in lance] == sorted((e["version"] for e in lance), reverse=True)
 
@@ -247,6 +250,17 @@ def test_head_of_hudi_and_lance() -> None:
     hudi = run_json("head", HUDI, "-n", "2")["rows"]
     assert len(hudi) == 2 and "_hoodie_commit_time" in hudi[0]
     assert len(run_json("head", LANCE, "-n", "5")["rows"]) == 5
+
+
+def test_head_reads_only_the_files_it_needs(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    uri = small_delta(root, appends=3)
+    paths = [f["path"] for f in run_json("files", uri)["files"]]
+    for path in paths[1:]:
+        (root / path).unlink()  # only the first file of the index is left
+    assert len(run_json("head", uri, "-n", "1")["rows"]) == 1
+    # A full read needs the deleted files.
+    assert "missing from storage" in assert_one_line_error(run("scan", uri), CorruptTableError)
 
 
 def test_head_stops_reading_once_it_has_the_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -370,9 +384,13 @@ def test_checkpoint(tmp_path: Path) -> None:
 def test_lance_optimize_vacuum(tmp_path: Path) -> None:
     root = tmp_path / "l"
     shutil.copytree(LANCE, root)
-    before = lakecore.open(str(root)).to_arrow().num_rows
+    table = lakecore.open(str(root))
+    before = table.to_arrow().num_rows
+    table.create_tag("before")
     doc = run_json("optimize", str(root))
     assert doc["committed"] and doc["files_after"] < doc["files_before"]
+    tagged = run_json("files", str(root), "--as-of-version", "before")  # a tag is a version
+    assert tagged["total"] == doc["files_before"]
     dry = run_json(
         "vacuum", str(root), "--dry-run", "--retention-hours", "0", "--no-enforce-retention"
     )
