@@ -21,21 +21,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import (
+    CommitError,
     CommitStateUnknownError,
     InvalidArgumentError,
     LakecoreError,
     MigrationError,
     SchemaError,
+    StorageError,
     TableNotFoundError,
     UnknownFormatError,
     UnsupportedFeatureError,
+    VersionNotFoundError,
 )
+from lakecore.faults import storage_faults
 from lakecore.format.capabilities import Capability, require
 from lakecore.migrate import state as st
 from lakecore.migrate.report import MigrationReport
 from lakecore.migrate.schema import conform, data_schema, schema_change
 from lakecore.migrate.units import UnitDiff, diff
 from lakecore.model import files as fi
+from lakecore.model.history import HistoryEntry
 from lakecore.planning.read import read_files
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -111,8 +116,11 @@ def migrate(
     run = _Run(
         source, target_uri, target_format.name, storage_options, history, progress, target_storage
     )
-    run.open_target()
-    run.translate(dict(target_properties or {}))
+    # A storage fault the target's format or the unit map's write let through raw is a
+    # StorageError; what was committed before it stays, and a re-run continues from there.
+    with storage_faults(f"migrating into {target_uri}", StorageError):
+        run.open_target()
+        run.translate(dict(target_properties or {}))
     return run.report(mode, time.monotonic() - started)
 
 
@@ -162,9 +170,14 @@ class _Run:
 
         try:
             target = lakecore.open(self.target_uri, format=self.to, **self.target_access())
-            target.version  # noqa: B018 - detection alone does not prove a readable table
+            # Detection alone does not prove a readable table. The snapshot, not ``version``:
+            # a Hudi table created by a run stopped before its first commit has an (empty)
+            # snapshot but no latest version (TableNotFoundError), and must be taken over.
+            target.snapshot()
         except (TableNotFoundError, UnknownFormatError):
             return
+        except StorageError:
+            raise  # the store failed (a re-run may succeed), not the table
         except LakecoreError as exc:
             raise MigrationError(
                 f"{self.target_uri} holds something lakecore cannot open as a {self.to} table "
@@ -173,7 +186,7 @@ class _Run:
         entries = target.history()
         state = st.find_state(entries)
         if state is None:
-            if target.snapshot().files().num_rows or len(entries) > 1:
+            if target.snapshot().files().num_rows or _versions_beyond_one(target, entries):
                 raise MigrationError(
                     f"{self.target_uri} already holds a {self.to} table that lakecore.migrate "
                     "did not write; migrate into an empty location"
@@ -185,7 +198,9 @@ class _Run:
             raise MigrationError(
                 f"{self.target_uri} holds a migration of {state.source}, not of {root}"
             )
-        latest = entries[0].version
+        # The latest version, not history's newest entry: history also lists instants that
+        # are no version (a Hudi rollback of a commit a failed run left pending).
+        latest = target.snapshot().version
         if str(latest) != str(state.target_version):
             raise MigrationError(
                 f"{self.target_uri} was changed after its last migration commit (version "
@@ -292,9 +307,12 @@ class _Run:
             self.target = self._create_target(snapshot, properties)
             self.count("commits", 1)
         target = self.target
-        self._timed(lambda: self._follow_schema(snapshot))
         units = diff(snapshot.files(), self.held.column("fingerprint"))
-        if units.empty and not first and self.state is not None:
+        same_rows = units.empty and not first and self.state is not None
+        # A schema commit followed by this version's data commit is dated 1 ms before it;
+        # alone, it is this version's commit and takes its time.
+        self._timed(lambda: self._follow_schema(snapshot, before=not same_rows))
+        if same_rows and self.state is not None:  # (``same_rows`` implies a state)
             self.versions.append((snapshot.version, self.state.target_version))
             return
         self._timed(lambda: self._commit(snapshot, units, target))
@@ -302,13 +320,17 @@ class _Run:
     def _timed(self, step: Callable[[], None]) -> None:
         """Run a commit ``step``; when the target table refuses the source's commit time
         (``UnsupportedFeatureError`` from a format whose tables keep given times only with a
-        table feature, e.g. Delta without in-commit timestamps), run it again at the clock's
-        time: a refused commit landed nothing (its transaction aborted, its unit map removed)."""
+        table feature, e.g. Delta without in-commit timestamps; a plain ``CommitError`` when
+        the time is not later than every instant of the table, e.g. a Hudi rollback a failed
+        run left, later than its last commit), run it again at the clock's time: a refused
+        commit landed nothing (its transaction aborted, its unit map removed)."""
         self.gave_time = False
         try:
             step()
-        except UnsupportedFeatureError as exc:
-            if not self.gave_time:
+        except (UnsupportedFeatureError, CommitError) as exc:
+            # Only the refusals themselves: a conflict, a storage fault or an unknown outcome
+            # (CommitError subclasses) must surface as they are.
+            if not self.gave_time or type(exc) not in (UnsupportedFeatureError, CommitError):
                 raise
             self.times_refused = True
             self.timestamps_kept = False
@@ -318,7 +340,7 @@ class _Run:
                 "carry the time they were made"
             )
 
-    def _follow_schema(self, snapshot: Snapshot) -> None:
+    def _follow_schema(self, snapshot: Snapshot, before: bool = True) -> None:
         assert self.target is not None
         current = data_schema(self.target.snapshot())
         change = schema_change(current, data_schema(snapshot), snapshot.version)
@@ -326,7 +348,7 @@ class _Run:
             return
         require(self.to, self.target.capabilities, Capability.SCHEMA_EVOLUTION, "added columns")
         metadata = self.state.app_metadata() if self.state is not None else {}
-        timestamp = self._timestamp(snapshot, before=True)
+        timestamp = self._timestamp(snapshot, before=before)
         with self.target.transaction(app_metadata=metadata, timestamp_ms=timestamp) as tx:
             builder = self.target._format_writer(tx.snapshot, timestamp).schema_update()
             for f in change.added:
@@ -496,6 +518,21 @@ def _unit_rows(keys: list[bytes], written: list[pa.Table], empty: list[bytes]) -
         },
         schema=st.UNIT_MAP_SCHEMA,
     )
+
+
+def _versions_beyond_one(target: Table, entries: list[HistoryEntry]) -> bool:
+    """Whether history ``entries`` name more than one version of ``target`` (history may list
+    instants that are no version: Hudi rollbacks of commits a failed run left pending)."""
+    found = 0
+    for entry in entries:
+        try:
+            target.snapshot(version=entry.version)
+        except VersionNotFoundError:
+            continue
+        found += 1
+        if found > 1:
+            return True
+    return False
 
 
 def _cardinality(files: pa.Table) -> int:
