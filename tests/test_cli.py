@@ -17,8 +17,8 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 import lakecore
-from lakecore import cli_render
 from lakecore.cli import app
+from lakecore.cli import render as cli_render
 from lakecore.errors import (
     CorruptTableError,
     InvalidArgumentError,
@@ -150,8 +150,18 @@ def test_info_json() -> None:
     assert doc["partition_columns"] == ["part"]
     assert doc["reader_features"] == ["deletionVectors"] and doc["merge_on_read"] is True
     assert [f["name"] for f in doc["schema"]] == ["part", "col1", "col2"]
-    assert doc["records"] == lakecore.open(TABLE).snapshot().to_arrow().num_rows
+    snap = lakecore.open(TABLE).snapshot()
+    assert doc["records"] == snap.to_arrow().num_rows
+    assert doc["properties"] == snap.properties and len(doc["properties"]) == 1
     utc(doc["timestamp"])
+
+
+def test_info_records_unknown_when_a_count_is() -> None:
+    from lakecore.cli.reading import index_live_records
+
+    files = pa.table({"record_count": [3, 4], "deletion": [None, {"cardinality": 1}]})
+    assert index_live_records(files) == 6
+    assert index_live_records(pa.table({"record_count": pa.array([3, None], pa.int64())})) is None
 
 
 def test_time_travel_by_timestamp(tmp_path: Path) -> None:
@@ -264,7 +274,7 @@ def test_head_reads_only_the_files_it_needs(tmp_path: Path) -> None:
 
 
 def test_head_stops_reading_once_it_has_the_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lakecore.cli import _take
+    from lakecore.cli.reading import take_rows
 
     pulled: list[int] = []
 
@@ -273,7 +283,7 @@ def test_head_stops_reading_once_it_has_the_rows(monkeypatch: pytest.MonkeyPatch
             pulled.append(i)
             yield pa.record_batch({"x": [i, i]})
 
-    got = _take(batches(), pa.schema([("x", pa.int64())]), 3)
+    got = take_rows(batches(), pa.schema([("x", pa.int64())]), 3)
     assert got.column("x").to_pylist() == [0, 0, 1]
     assert pulled == [0, 1]
 

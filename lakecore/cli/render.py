@@ -102,10 +102,13 @@ def cell(value: Any) -> Text:
 
 
 def grid(
-    columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    title: str | None = None,
+    show_header: bool = True,
 ) -> RichTable:
     """A rich table of ``rows`` (cells go through ``cell`` unless they are ``Text`` already)."""
-    table = RichTable(title=title)
+    table = RichTable(title=title, show_header=show_header)
     for name in columns:
         table.add_column(name, overflow="fold")  # never cut a path or value short
     for row in rows:
