@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from importlib import metadata
-from typing import Annotated, Any, ParamSpec
+from typing import Annotated, Any, NoReturn, ParamSpec
 
 import click
 import typer
@@ -74,7 +74,7 @@ def stdout() -> Console:
     return Console()
 
 
-def _fail(exc: BaseException) -> None:
+def _fail(exc: BaseException) -> NoReturn:
     typer.secho(f"error: {render.one_line(exc)}", fg="red", err=True)
     raise typer.Exit(1)
 
