@@ -13,12 +13,13 @@ from the spec). Which applies is decided per file from the manifest's ``DataFile
 from __future__ import annotations
 
 import contextlib
-import itertools
+import dataclasses
 import os
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,10 +44,17 @@ from lakecore_lance.state import DataFileInfo, LanceScanState, LanceState
 TOMBSTONE = -2
 """A ``DataFile.fields`` entry of a field whose data moved to another file."""
 BATCH_ROWS = 64 * 1024
-PREFETCH = 4
-"""Fragments decoded ahead of the one being yielded (threads)."""
+THREADS = 8
+"""Threads reading fragment groups (``_in_order``): the round trips into pylance's runtime of
+small files wait more than they compute, more so on a loaded machine."""
+MIN_AHEAD = 4
+AHEAD_ROWS = 40_000
+"""Groups are submitted ahead while fewer than MIN_AHEAD groups or AHEAD_ROWS rows are
+pending (``_in_order``)."""
 THREADED_ROWS = 10_000
-"""Rows one thread task reads at least from local fragments (``_groups``)."""
+"""Rows one thread task reads at least from local fragments (``_groups``)..."""
+GROUP_FRAGMENTS = 16
+"""...or fragments (``_groups``)."""
 
 
 def scan_context(storage: Storage, state: LanceState) -> ScanContext:
@@ -86,21 +94,163 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
     for path in paths:
         if path not in state.fragments:
             raise CorruptTableError(f"{path} is not a fragment of version {state.version}")
+    out = _Output(wanted, ids)
+    plans: dict[tuple[tuple[Any, ...], ...], _Plan | None] = {}
 
-    def read(group: list[str]) -> list[pa.Table]:
-        return [
-            _read_fragment(
-                storage, state, ancestor, state.fragments[p], state.physical_rows[p], wanted, ids
-            )
-            for p in group
-        ]
+    def read(group: list[str]) -> list[list[pa.RecordBatch]]:
+        fragments = []
+        for p in group:
+            infos, rows = state.fragments[p], state.physical_rows[p]
+            plan = _plan_for(plans, infos, ancestor, ids)
+            if plan is None or rows is None:
+                table = _read_fragment(storage, state, ancestor, infos, rows, wanted, ids)
+            else:
+                table = _read_planned(storage, infos, rows, plan, out)
+            fragments.append(table.to_batches(max_chunksize=BATCH_ROWS))
+        return fragments
+
+    def group_rows(group: list[str]) -> int:
+        return sum(state.physical_rows[p] or THREADED_ROWS for p in group)
 
     groups = _groups(state, paths, local=_is_local(storage))
-    for index, table in enumerate(_in_order(read, groups)):
+    for index, batches in enumerate(_in_order(read, groups, group_rows)):
         offset = 0
-        for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+        for batch in batches:
             yield FileRows(index, offset, batch)
             offset += batch.num_rows
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """The requested columns: names, fields and field ids in order, and their schema."""
+
+    wanted: list[tuple[str, pa.Field]]
+    ids: list[int]
+    schema: pa.Schema = dataclasses.field(init=False)
+    types: list[pa.DataType] = dataclasses.field(init=False)
+    targets: dict[int, pa.Field] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "schema", pa.schema([f for _, f in self.wanted]))
+        object.__setattr__(self, "types", [f.type for _, f in self.wanted])
+        object.__setattr__(
+            self, "targets", {fid: f for (_, f), fid in zip(self.wanted, self.ids, strict=True)}
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _FileStep:
+    """One data file of a planned fragment: what to read from it."""
+
+    index: int
+    """The file's position among the fragment's data files."""
+    positions: list[int]
+    """Top-level columns of the file to read (one per field id of ``fids``)."""
+    width: int
+    """Top-level columns the file has."""
+    fids: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Which columns of which data file a fragment's requested fields come from."""
+
+    steps: list[_FileStep]
+    whole: bool
+    """One data file read whole, its columns in the requested order (``_read_planned``)."""
+
+
+def _plan_for(
+    plans: dict[tuple[tuple[Any, ...], ...], _Plan | None],
+    infos: tuple[DataFileInfo, ...],
+    ancestor: dict[int, int],
+    ids: list[int],
+) -> _Plan | None:
+    """``_plan`` of ``infos``, shared by the fragments whose data files list the same fields.
+
+    The plan depends on the manifest's entries only (field ids, column indices, file
+    version), not on the files, so 1,000 fragments appended alike are planned once.
+    """
+    key = tuple((i.fields, i.column_indices, i.major, i.minor) for i in infos)
+    if key not in plans:
+        plans[key] = _plan(infos, ancestor, ids)
+    return plans[key]
+
+
+def _plan(
+    infos: tuple[DataFileInfo, ...], ancestor: dict[int, int], ids: list[int]
+) -> _Plan | None:
+    """The plan of a fragment whose files are all 2.x files with in-order columns and whose
+    layout the manifest alone gives (``_layout_from_ids``); None otherwise (legacy files,
+    shifted columns, dropped or tombstoned ids: ``_read_fragment`` reads those).
+
+    As ``_read_fragment``: each field comes from the last file that holds it.
+    """
+    holder: dict[int, tuple[int, int]] = {}
+    widths: list[int] = []
+    for k, info in enumerate(infos):
+        if info.legacy or not in_order(info.column_indices):
+            return None
+        layout = _layout_from_ids(info, ancestor)
+        if layout is None:
+            return None
+        widths.append(len(layout))
+        for position, owner in enumerate(layout):
+            if owner is not None:
+                holder[owner] = (k, position)
+    by_file: dict[int, list[int]] = {}
+    for fid in ids:
+        if fid in holder:
+            by_file.setdefault(holder[fid][0], []).append(fid)
+    steps = [
+        _FileStep(k, [holder[fid][1] for fid in by_file[k]], widths[k], by_file[k])
+        for k in range(len(infos))
+        if k in by_file
+    ]
+    whole = (
+        len(steps) == 1
+        and steps[0].positions == list(range(steps[0].width))
+        and steps[0].fids == ids
+    )
+    return _Plan(steps, whole)
+
+
+def _read_planned(
+    storage: Storage, infos: tuple[DataFileInfo, ...], rows: int, plan: _Plan, out: _Output
+) -> pa.Table:
+    """A fragment of ``rows`` rows read by its ``plan`` (same result as ``_read_fragment``)."""
+    whole: pa.Table | None = None
+    if plan.whole:
+        # The file holds exactly the requested columns in order (a fragment appended with
+        # the current schema): its table is the fragment's once the types agree.
+        step = plan.steps[0]
+        whole = _read_whole(storage, infos[step.index], step.width)
+        if whole.num_rows == rows and whole.schema.types == out.types:
+            return pa.Table.from_arrays(whole.columns, schema=out.schema)
+    read: dict[int, pa.ChunkedArray] = {}
+    for step in plan.steps:
+        info = infos[step.index]
+        if whole is None:
+            modern = _read_modern(storage, info, step.positions, step.width)
+        else:
+            modern = [whole.column(p) for p in step.positions]
+        file_ids: dict[Path, int] = {}
+        for fid, column in zip(step.fids, modern, strict=True):
+            if len(column) != rows:
+                raise CorruptTableError(
+                    f"{info.path} holds {len(column)} rows but its fragment has {rows}"
+                )
+            read[fid] = _by_id(storage, info, column, out.targets[fid], file_ids)
+    if not out.wanted:
+        return pa.table({"_": pa.nulls(rows)}).drop_columns(["_"])
+    arrays = []
+    for (name, f), fid in zip(out.wanted, out.ids, strict=True):
+        column = read.get(fid)
+        if column is None:  # a field none of the fragment's files holds: all null
+            arrays.append(pa.chunked_array([pa.nulls(rows, f.type)], type=f.type))
+        else:
+            arrays.append(_as_type(column, f.type, name))
+    return pa.Table.from_arrays(arrays, schema=out.schema)
 
 
 def _is_local(storage: Storage) -> bool:
@@ -112,7 +262,9 @@ def _groups(state: LanceScanState, paths: list[str], local: bool) -> list[list[s
 
     Remote: one fragment each, so that the object-store fetches overlap. Local: consecutive
     fragments until they hold THREADED_ROWS rows (fragments whose manifest does not say count
-    as that many): a task per 100-row fragment cost about as much in hand-offs as the read.
+    as that many) or number GROUP_FRAGMENTS: a task per 100-row fragment cost about as much
+    in hand-offs as the read, while tasks of 100 such fragments left too few tasks to keep
+    the threads busy.
     """
     if not local:
         return [[p] for p in paths]
@@ -122,7 +274,7 @@ def _groups(state: LanceScanState, paths: list[str], local: bool) -> list[list[s
     for path in paths:
         current.append(path)
         rows += state.physical_rows[path] or THREADED_ROWS
-        if rows >= THREADED_ROWS:
+        if rows >= THREADED_ROWS or len(current) >= GROUP_FRAGMENTS:
             groups.append(current)
             current, rows = [], 0
     if current:
@@ -131,29 +283,48 @@ def _groups(state: LanceScanState, paths: list[str], local: bool) -> list[list[s
 
 
 def _in_order(
-    read: Callable[[list[str]], list[pa.Table]], groups: list[list[str]]
-) -> Iterator[pa.Table]:
-    """The tables ``read(group)`` returns for each group, in order.
+    read: Callable[[list[str]], list[list[pa.RecordBatch]]],
+    groups: list[list[str]],
+    rows: Callable[[list[str]], int],
+) -> Iterator[list[pa.RecordBatch]]:
+    """The fragments' batches ``read(group)`` returns for each group, in order.
 
-    Groups are read a few at a time in threads (pylance releases the GIL): at most PREFETCH
-    groups are held beyond the one being yielded. A single group is read in the caller's
-    thread.
+    Groups are read in up to THREADS threads (pylance releases the GIL) and submitted ahead
+    of the one being yielded while fewer than MIN_AHEAD groups or AHEAD_ROWS rows (``rows``
+    of each group) are pending: small fragments keep every thread busy (a window of a few
+    groups left threads idle behind a slow one), large ones hold no more than before. A
+    single group is read in the caller's thread.
     """
     if len(groups) <= 1:
         for group in groups:
             yield from read(group)
         return
-    with ThreadPoolExecutor(max_workers=PREFETCH, thread_name_prefix="lakecore-lance") as pool:
-        pending: deque[Future[list[pa.Table]]] = deque()
+    with ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="lakecore-lance") as pool:
+        pending: deque[tuple[Future[list[list[pa.RecordBatch]]], int]] = deque()
         upcoming = iter(groups)
-        for group in itertools.islice(upcoming, PREFETCH):
-            pending.append(pool.submit(read, group))
+        held = 0
+
+        def submit() -> bool:
+            nonlocal held
+            group = next(upcoming, None)
+            if group is None:
+                return False
+            count = rows(group)
+            pending.append((pool.submit(read, group), count))
+            held += count
+            return True
+
+        while len(pending) < MIN_AHEAD or held < AHEAD_ROWS:
+            if not submit():
+                break
         while pending:
-            tables = pending.popleft().result()
-            following = next(upcoming, None)
-            if following is not None:
-                pending.append(pool.submit(read, following))
-            yield from tables
+            future, count = pending.popleft()
+            held -= count
+            result = future.result()
+            while len(pending) < MIN_AHEAD or held < AHEAD_ROWS:
+                if not submit():
+                    break
+            yield from result
 
 
 def _read_fragment(
@@ -310,21 +481,85 @@ def _read_modern(
     ``width`` top-level columns."""
     if not in_order(info.column_indices):
         return [_read_shifted(storage, info, p) for p in positions]
+    if len(set(positions)) == width:
+        table = _read_whole(storage, info, width)
+        return [table.column(p) for p in positions]
     with _reader(storage, info, None) as reader:
-        if len(set(positions)) == width:
-            # Every column: one read_all, no metadata() call (a tenth of a millisecond per
-            # file, most of the reader's cost on small fragments); columns by position.
-            table = reader.read_all(batch_size=BATCH_ROWS).to_table()
-            if table.num_columns != width:
-                raise CorruptTableError(
-                    f"{info.path} holds {table.num_columns} columns; its manifest entry, {width}"
-                )
-            return [table.column(p) for p in positions]
         names = reader.metadata().schema.names
-        selected = [names[p] for p in positions]
-        with _reader(storage, info, selected) as projected:
-            table = projected.read_all(batch_size=BATCH_ROWS).to_table()
+    selected = [names[p] for p in positions]
+    with _reader(storage, info, selected) as projected:
+        table = projected.read_all(batch_size=BATCH_ROWS).to_table()
     return [table.column(names[p]) for p in positions]
+
+
+def _read_whole(storage: Storage, info: DataFileInfo, width: int) -> pa.Table:
+    """Every column of the 2.x file ``info`` (in-order columns), which has ``width`` top-level
+    columns: one reader and one ``read_all``, no ``metadata()`` call (a tenth of a
+    millisecond per file, most of the reader's cost on small fragments).
+
+    Raises ``CorruptTableError`` naming the file when it is missing, does not decode or holds
+    another number of columns.
+    """
+    if _is_local(storage):
+        # The usual case, without ``_reader``'s context managers and existence check (a
+        # missing file is told apart only when opening it failed): per 100-row fragment
+        # they cost a fifth of the read.
+        from lance.file import LanceFileReader
+
+        path = storage.resolve(info.path)
+        try:
+            reader = LanceFileReader(path)
+        except BaseException as exc:
+            raise _read_error(info, path, exc, opening=True) from exc
+        try:
+            table = _read_all(reader)
+        except BaseException as exc:
+            raise _read_error(info, path, exc, opening=False) from exc
+    else:
+        with _reader(storage, info, None) as reader:
+            table = reader.read_all(batch_size=BATCH_ROWS).to_table()
+    if table.num_columns != width:
+        raise CorruptTableError(
+            f"{info.path} holds {table.num_columns} columns; its manifest entry, {width}"
+        )
+    return table
+
+
+def _read_all(reader: Any) -> pa.Table:
+    """Every row of the open ``LanceFileReader`` ``reader``.
+
+    A file of at most BATCH_ROWS rows comes back in one batch: the stream is not asked for
+    its end, one round trip into pylance's runtime fewer (of four per small file). Should
+    the batch hold fewer rows than the file's footer says, the rest is read.
+    """
+    rows = int(reader.num_rows())
+    if not 0 < rows <= BATCH_ROWS:
+        return reader.read_all(batch_size=BATCH_ROWS).to_table()
+    stream = reader.read_all(batch_size=BATCH_ROWS).to_batches()
+    batches = [stream.read_next_batch()]
+    got = batches[0].num_rows
+    while got < rows:
+        try:
+            batches.append(stream.read_next_batch())
+        except StopIteration:
+            break
+        got += batches[-1].num_rows
+    return pa.Table.from_batches(batches)
+
+
+def _read_error(info: DataFileInfo, path: str, exc: BaseException, opening: bool) -> BaseException:
+    """What opening (``opening``) or reading the local file ``path`` of ``info`` raises instead
+    of ``exc``, as ``_reader`` + ``_open`` + ``_decoding`` do: ``CorruptTableError`` for a
+    missing or undecodable file; ``exc`` itself for lakecore's errors and interpreter exits."""
+    if isinstance(exc, LakecoreError):
+        return exc
+    if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+        return exc  # KeyboardInterrupt, SystemExit, GeneratorExit
+    if opening and not os.path.exists(path):
+        return CorruptTableError(f"data file {info.path} is missing")
+    if opening and isinstance(exc, (OSError, ValueError, RuntimeError)):
+        return CorruptTableError(f"cannot read data file {info.path}: {exc}")
+    return CorruptTableError(f"cannot decode data file {info.path}: {exc}")
 
 
 def _read_shifted(storage: Storage, info: DataFileInfo, position: int) -> pa.ChunkedArray:

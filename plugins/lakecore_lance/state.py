@@ -130,8 +130,8 @@ def data_file_info(data_file: table_pb2.DataFile) -> DataFileInfo:
     """The ``DataFileInfo`` of a manifest ``DataFile``."""
     return DataFileInfo(
         path=f"{DATA_DIR}/{data_file.path}",
-        fields=tuple(int(i) for i in data_file.fields),
-        column_indices=tuple(int(i) for i in data_file.column_indices),
+        fields=tuple(data_file.fields),  # protobuf int32s are Python ints already
+        column_indices=tuple(data_file.column_indices),
         major=int(data_file.file_major_version),
         minor=int(data_file.file_minor_version),
         size=int(data_file.file_size_bytes),
