@@ -114,6 +114,25 @@ def create(
         >>> t.append(pa.table({"id": [1, 2]}))  # doctest: +SKIP
         1
     """
+    return _create(
+        uri, schema, format, partition_by, properties, storage_options, storage, timestamp_ms
+    )
+
+
+def _create(
+    uri: str,
+    schema: pa.Schema,
+    format: str,
+    partition_by: Sequence[str],
+    properties: Mapping[str, str] | None,
+    storage_options: Mapping[str, Any] | None = None,
+    storage: Storage | None = None,
+    timestamp_ms: int | None = None,
+    beside: Sequence[str] = (),
+) -> Table:
+    """``create``; ``beside`` names formats whose table may already be at ``uri`` (a migration
+    in place writes the target's metadata next to the source's). Internal: users get
+    ``TableExistsError`` for any table there."""
     registry = load_registry()
     declared = registry.get(format)
     require(declared.name, declared.capabilities, Capability.WRITE, "creating tables")
@@ -121,7 +140,11 @@ def create(
         require(declared.name, declared.capabilities, Capability.PARTITIONING)
     fmt = cast(WritableFormat, declared)  # declaring ``write`` means implementing it
     storage = _storage_for(uri, storage_options, storage)
-    existing = [f.name for f in registry.formats() if f.detect(storage)]
+    existing = [
+        f.name
+        for f in registry.formats()
+        if (f.name == declared.name or f.name not in beside) and f.detect(storage)
+    ]
     if existing:
         raise TableExistsError(f"{storage.root} already holds a {existing[0]} table")
     missing = [c for c in partition_by if schema.get_field_index(c) < 0]

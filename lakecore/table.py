@@ -14,6 +14,7 @@ from lakecore.errors import (
     ConstraintViolationError,
     InvalidArgumentError,
     StorageError,
+    UnsupportedFeatureError,
 )
 from lakecore.faults import storage_faults
 from lakecore.format import (
@@ -325,13 +326,37 @@ class Table:
         ``dry_run`` (the default) only lists them. A retention below 168 hours raises unless
         ``enforce_retention=False``: readers and time travel may still need those files.
         ``InvalidArgumentError`` for a negative or non-finite retention, before any work;
-        ``StorageError`` when the storage fails (some unneeded files may then remain).
+        ``StorageError`` when the storage fails (some unneeded files may then remain);
+        ``UnsupportedFeatureError`` (feature ``shared-table-root``), before deleting anything,
+        when the root also holds another format's table (a migration in place).
         """
         check_number("retention_hours", retention_hours, minimum=0)
         fmt = self._maintainable(Capability.VACUUM)
+        with storage_faults(f"vacuuming {self.uri}", StorageError):
+            self._ensure_sole_format("vacuum")
         snapshot = self.snapshot()
         with storage_faults(f"vacuuming {self.uri}", StorageError):
             return fmt.vacuum(self._storage, snapshot, retention_hours, dry_run, enforce_retention)
+
+    def _ensure_sole_format(self, operation: str) -> None:
+        """Raise ``UnsupportedFeatureError("shared-table-root")`` when the root also holds a
+        table of another format (a migration in place): ``operation`` deletes the files this
+        table does not reference, and the other table's files are among them."""
+        from lakecore.plugins import load_registry
+
+        others = [
+            f.name
+            for f in load_registry().formats()
+            if f.name != self.format and f.detect(self._storage)
+        ]
+        if others:
+            raise UnsupportedFeatureError(
+                "shared-table-root",
+                f"{self.uri} also holds a {' and a '.join(others)} table over the same data "
+                f"files (a migration in place): {operation} would delete the files this "
+                f"{self.format} table does not reference, which that table still uses. Clean "
+                f"up through the {' or '.join(others)} table's own maintenance instead",
+            )
 
     def restore(self, version: int | str) -> int | str:
         """Commit a new version whose rows are those of ``version``; returns it."""

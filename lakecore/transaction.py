@@ -16,12 +16,13 @@ from lakecore.errors import (
     CommitConflictError,
     CommitError,
     CommitStateUnknownError,
+    InvalidArgumentError,
     LakecoreError,
 )
 from lakecore.faults import storage_faults
 from lakecore.format.capabilities import Capability
 from lakecore.format.committer import Committer, Prepared
-from lakecore.model.actions import Action, CommitInfo, Committed, SetTransaction
+from lakecore.model.actions import Action, AddFiles, CommitInfo, Committed, SetTransaction
 from lakecore.model.files import PATH
 from lakecore.snapshot import Snapshot
 
@@ -142,6 +143,32 @@ class Transaction:
             info = replace(info, read_whole_table=True)
         self.stage(actions, info)
         return written
+
+    def adopt_files(self, files: pa.Table) -> None:
+        """Stage publishing existing Parquet files as they are (capability ``adopt_files``):
+        ``files`` are file-index rows (write layout: ``path`` relative to the table root,
+        ``size``, ``record_count``, ``modification_time``, typed ``partition`` and stats) of
+        files that must exist under the table root, e.g. another format's data files in a
+        migration in place. The table never owns them: an abort leaves them where they are.
+
+        Raises ``UnsupportedFeatureError`` for formats without ``adopt_files`` and
+        ``InvalidArgumentError`` (naming the path) for a path that is absolute, leaves the root
+        or is not a ``.parquet`` file, before anything is staged.
+        """
+        self._table._require(Capability.ADOPT_FILES)
+        for path in files.column(PATH).to_pylist() if files.num_rows else []:
+            parts = str(path).split("/")
+            if "://" in path or path.startswith("/") or ".." in parts or "" in parts:
+                raise InvalidArgumentError(
+                    f"cannot adopt {path!r}: adopted files must lie under the table root "
+                    "(a relative path)"
+                )
+            if not path.lower().endswith(".parquet"):
+                raise InvalidArgumentError(f"cannot adopt {path!r}: it is not a .parquet file")
+        self.stage(
+            [AddFiles(files, owned=False)],
+            CommitInfo("ADOPT FILES", {"adoptedFiles": str(files.num_rows)}),
+        )
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
         """Record that ``app_id`` wrote its ``version`` in this commit (``txn`` action).

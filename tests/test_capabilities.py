@@ -77,6 +77,7 @@ TX_VERBS: list[tuple[Capability, str, Callable[[lakecore.Table, Any], object]]] 
         lambda t, tx: tx.set_app_transaction("j", 1),
     ),
     (Capability.REPLACE_FILES, "tx.replace_files", lambda t, tx: tx.replace_files([], ROWS)),
+    (Capability.ADOPT_FILES, "tx.adopt_files", lambda t, tx: tx.adopt_files(ROWS)),
     (
         Capability.COMMIT_METADATA,
         "transaction(app_metadata=)",

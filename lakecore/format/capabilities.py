@@ -80,6 +80,11 @@ class Capability(str, enum.Enum):
     COMMIT_TIMESTAMPS = "commit_timestamps"
     """Commits made with a given timestamp that time travel honours (``CommitInfo.timestamp_ms``;
     a migration replaying its source's history)."""
+    ADOPT_FILES = "adopt_files"
+    """Publish Parquet files that exist under the table root, written by another format, as
+    they are (``Transaction.adopt_files``: ``AddFiles(owned=False)`` of file-index rows with
+    relative paths, typed partition values and stats; columns the table does not have are
+    ignored by readers). An abort never deletes them. Zero-copy migration in place."""
 
 
 def capabilities(*names: Capability | str) -> frozenset[Capability]:

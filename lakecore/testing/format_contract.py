@@ -762,6 +762,40 @@ def _check_commit_timestamps(t: Table) -> None:
     assert read(t) == expect(([1, 2], "a", "a"))
 
 
+def _check_adopt_files(t: Table) -> None:
+    import io
+
+    import pyarrow.parquet as pq
+
+    t.append(rows([1]))
+    # Another writer's Parquet file under the root, with a column the table does not have.
+    foreign = rows([7, 8], name="f").append_column("_other_meta", pa.array(["m", "n"]))
+    sink = io.BytesIO()
+    pq.write_table(foreign, sink)
+    path = "foreign/other-writer-0001.parquet"
+    t.storage.put(path, sink.getvalue())
+    row = pa.table(
+        {
+            "path": [path],
+            "size": [len(sink.getvalue())],
+            "record_count": [2],
+            "modification_time": [int(time.time() * 1000)],
+        }
+    )
+    if PARTITION in t.snapshot().partition_columns:
+        row = row.append_column("partition", pa.array([{PARTITION: "a"}]))
+    with pytest.raises(RuntimeError), t.transaction() as tx:
+        tx.adopt_files(row)
+        raise RuntimeError("abort the transaction")
+    assert t.storage.exists(path), "an aborted adoption deleted the adopted file"
+    with t.transaction() as tx:
+        tx.adopt_files(row)
+    assert read(t) == expect(([1], "a", "a"), ([7, 8], "f", "a"))
+    with pytest.raises(InvalidArgumentError), t.transaction() as tx:
+        tx.adopt_files(row.set_column(0, "path", pa.array(["../outside.parquet"])))
+    assert read(t) == expect(([1], "a", "a"), ([7, 8], "f", "a"))
+
+
 CHECKS: dict[Capability, Callable[[Table], None]] = {
     Capability.WRITE: _check_write,
     Capability.OVERWRITE: _check_overwrite,
@@ -786,6 +820,7 @@ CHECKS: dict[Capability, Callable[[Table], None]] = {
     Capability.REPLACE_FILES: _check_replace_files,
     Capability.COMMIT_METADATA: _check_commit_metadata,
     Capability.COMMIT_TIMESTAMPS: _check_commit_timestamps,
+    Capability.ADOPT_FILES: _check_adopt_files,
 }
 """How the contract shows that a declared capability works (on a new, empty table)."""
 
@@ -837,6 +872,7 @@ REFUSALS: dict[Capability, Refusal] = {
     Capability.REPLACE_FILES: _in_transaction(lambda tx: tx.replace_files([], pa.table({}))),
     Capability.COMMIT_METADATA: lambda t: lambda: t.transaction(app_metadata={"k": "v"}),
     Capability.COMMIT_TIMESTAMPS: lambda t: lambda: t.transaction(timestamp_ms=2_000_000_000_000),
+    Capability.ADOPT_FILES: _in_transaction(lambda tx: tx.adopt_files(pa.table({}))),
 }
 """The verb of each capability, as the contract calls it on a format that does not declare it."""
 

@@ -50,6 +50,7 @@ CAPABILITIES = frozenset(
         Capability.REPLACE_FILES,
         Capability.COMMIT_METADATA,
         Capability.COMMIT_TIMESTAMPS,
+        Capability.ADOPT_FILES,
     }
 )
 """What lakecore does with Delta tables: no ``upsert`` (no record key: ``merge`` instead), no

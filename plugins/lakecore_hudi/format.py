@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -52,6 +53,20 @@ class HudiFormat:
 
     name = "hudi"
     capabilities = CAPABILITIES
+    capability_notes: Mapping[Capability, str] = MappingProxyType(
+        {
+            Capability.ADOPT_FILES: (
+                "a Hudi table lists its files by name: readers without its metadata table "
+                "take the file group and instant from each file name "
+                "(<fileId>_<writeToken>_<instant>.parquet) and fail on or skip other files; "
+                "Hudi adopts foreign files only through the 'files' partition of its metadata "
+                "table (names marked '_hudiext', as Apache XTable writes them), which lakecore "
+                "does not write yet"
+            )
+        }
+    )
+    """Why an undeclared capability is missing, where a caller can tell the user (the
+    migration's refusal of ``adopt_files``)."""
 
     def detect(self, storage: Storage) -> bool:
         try:
