@@ -35,6 +35,7 @@ from lakecore.errors import (
 )
 from lakecore.faults import storage_faults
 from lakecore.format.capabilities import Capability, require
+from lakecore.migrate import adopt
 from lakecore.migrate import state as st
 from lakecore.migrate.report import MigrationReport
 from lakecore.migrate.schema import conform, data_schema, schema_change
@@ -75,8 +76,11 @@ def migrate(
     Row-level deletes are never lost: a source file with deletes (deletion vector, Hudi log
     file, Lance deletion file) is written as its live rows.
 
-    ``mode``: ``"rewrite"`` and ``"auto"`` write new data files. ``"metadata"`` (zero-copy
-    adoption of the source's data files) is not implemented yet and raises ``MigrationError``.
+    ``mode``: ``"rewrite"`` writes new data files. In place (``target_uri == source_uri``,
+    a target format with ``adopt_files``), ``"metadata"`` writes only the target's metadata
+    over the source's own Parquet files and refuses a unit that cannot be adopted as is;
+    ``"auto"`` adopts what it can and rewrites the rest (see ``adopt``). At another
+    location ``"auto"`` rewrites everything.
 
     ``target_storage``: a ready ``Storage`` rooted at ``target_uri`` to reach the target
     through instead of one opened by ``storage_options`` (which then reach the source only),
@@ -86,7 +90,8 @@ def migrate(
         InvalidArgumentError: an unknown ``mode``.
         MigrationError: the target cannot hold the source (types, a schema change it cannot
             replay), holds another table, or was changed since the last migration into it;
-            also for ``mode="metadata"``. Nothing is written then.
+            ``mode="metadata"`` with a file that cannot be adopted (named), or not in place;
+            an in-place target format without ``adopt_files``. Nothing is written then.
         PluginNotInstalledError / UnsupportedFeatureError: the target format is missing or
             cannot be written this way.
         CommitError: a target commit failed; the target keeps every version committed before
@@ -94,28 +99,21 @@ def migrate(
     """
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {list(MODES)}, not {mode!r}")
-    if mode == "metadata":
-        raise MigrationError(
-            "mode='metadata' (zero-copy adoption of the source's data files) is not implemented "
-            "yet: use mode='rewrite' or 'auto', which write the target's own data files"
-        )
     import lakecore
     from lakecore.plugins import load_registry
 
     started = time.monotonic()
-    source = lakecore.open(source_uri, format=source_format, storage_options=storage_options)
+    source = adopt.open_source(source_uri, to, source_format, storage_options)
     target_format = load_registry().get(to)
     for capability in (Capability.WRITE, Capability.REPLACE_FILES, Capability.COMMIT_METADATA):
         require(target_format.name, target_format.capabilities, capability, "migration into it")
     target_root = (target_storage or lakecore._storage_for(target_uri, storage_options, None)).root
-    if target_root.rstrip("/") == source.storage.root.rstrip("/"):
-        raise MigrationError(
-            "the target is the source's location: migrating in place (the target's metadata "
-            "beside the source's, over the same files) is not implemented yet"
-        )
+    in_place = target_root.rstrip("/") == source.storage.root.rstrip("/")
+    adoption = adopt.plan(mode, source, target_format, in_place)
     run = _Run(
         source, target_uri, target_format.name, storage_options, history, progress, target_storage
     )
+    run.adoption = adoption
     # A storage fault the target's format or the unit map's write let through raw is a
     # StorageError; what was committed before it stays, and a re-run continues from there.
     with storage_faults(f"migrating into {target_uri}", StorageError):
@@ -147,6 +145,8 @@ class _Run:
     gave_time: bool = False
     """Whether the last ``_timestamp`` asked for a given commit time."""
     notes: list[str] = field(default_factory=list)
+    adoption: adopt.Adoption | None = None
+    """In place: which source units the target adopts as they are (``adopt``)."""
 
     def count(self, key: str, n: int) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
@@ -226,14 +226,17 @@ class _Run:
         keyed = bool(key) and Capability.UPSERT in fmt.capabilities
         keyed = keyed and "record_key" not in properties
         schema = data_schema(snapshot)
+        # In place, the source's table is at the target's root: creation must not refuse it.
+        beside = (self.source.format,) if self.adoption is not None else ()
 
         def create(props: dict[str, str]) -> Table:
-            return lakecore.create(
+            return lakecore._create(
                 self.target_uri,
                 schema,
-                format=self.to,
-                partition_by=partitions,
-                properties=props,
+                self.to,
+                partitions,
+                props,
+                beside=beside,
                 **self.target_access(),
             )
 
@@ -303,6 +306,10 @@ class _Run:
 
     def _translate(self, snapshot: Snapshot, properties: dict[str, str]) -> None:
         first = self.target is None
+        if self.adoption is not None:
+            # mode="metadata" refuses what it cannot adopt before the target changes at all.
+            pending = diff(snapshot.files(), self.held.column("fingerprint")).added
+            self.adoption.check(pending, data_schema(snapshot), snapshot.partition_columns)
         if self.target is None:
             self.target = self._create_target(snapshot, properties)
             self.count("commits", 1)
@@ -397,6 +404,11 @@ class _Run:
                 f"the target no longer has some files its migration state names ({target.uri}); "
                 "it was changed outside lakecore.migrate: migrate into a new target"
             )
+        adopted, adopted_keys = snapshot.files().slice(0, 0), pa.array([], pa.binary())
+        if self.adoption is not None:
+            units, adopted, adopted_keys = self.adoption.split(
+                units, data_schema(snapshot), snapshot.partition_columns
+            )
         context = snapshot.source.scan_context()
         columns = data_schema(snapshot).names
         written_keys: list[bytes] = []
@@ -431,8 +443,12 @@ class _Run:
             with target.transaction(app_metadata=meta, timestamp_ms=timestamp) as tx:
                 into = data_schema(tx.snapshot)
                 written = tx.replace_files(unit_rows(into), removed, exclusive=True)
+                if adopted.num_rows:
+                    tx.adopt_files(adopt.add_rows(adopted))
                 new_units = _unit_rows(written_keys, written, empty_keys)
-                unit_map = pa.concat_tables([kept, new_units])
+                unit_map = pa.concat_tables(
+                    [kept, new_units, adopt.unit_rows(adopted_keys, adopted)]
+                )
                 st.write_unit_map(target.storage, new_state_path, unit_map)
             committed = True
         except CommitStateUnknownError:
@@ -460,6 +476,7 @@ class _Run:
         self.count("files_rewritten", sum(t.num_rows for t in written))
         self.count("files_removed", removed.num_rows)
         self.count("units_rewritten", units.added.num_rows)
+        self.count("files_adopted", adopted.num_rows)
         self.count("rows", rows)
         self.count("deletes_carried", _cardinality(units.added))
 
@@ -484,6 +501,7 @@ class _Run:
             target_format=self.to,
             mode=mode,
             versions=tuple(self.versions),
+            files_adopted=c.get("files_adopted", 0),
             files_rewritten=c.get("files_rewritten", 0),
             files_removed=c.get("files_removed", 0),
             units_rewritten=c.get("units_rewritten", 0),

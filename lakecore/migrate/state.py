@@ -81,9 +81,16 @@ def find_state(history: list[HistoryEntry]) -> MigrationState | None:
     return None
 
 
+UNIT_MAP_SUFFIX = ".unitmap"
+"""Unit maps are Parquet files, but not named ``.parquet``: readers that take every folder of
+a partitioned table for a partition (hudi-rs 0.5) parse each ``.parquet`` file in it as a base
+file and fail on a unit map, while they skip other files. (Maps named ``.parquet`` by earlier
+runs are still read and removed.)"""
+
+
 def new_unit_map_path() -> str:
     """A fresh unit-map name: never collides with another run's."""
-    return f"{STATE_DIR}/units-{uuid.uuid4().hex}.parquet"
+    return f"{STATE_DIR}/units-{uuid.uuid4().hex}{UNIT_MAP_SUFFIX}"
 
 
 def write_unit_map(storage: Storage, path: str, units: pa.Table) -> None:
@@ -126,7 +133,8 @@ def remove_stale_maps(storage: Storage, keep: set[str]) -> int:
     for info in listed:
         name = info.path.rsplit("/", 1)[-1]
         path = f"{STATE_DIR}/{name}"
-        if name.startswith("units-") and name.endswith(".parquet") and path not in keep:
+        ours = name.endswith((UNIT_MAP_SUFFIX, ".parquet"))
+        if name.startswith("units-") and ours and path not in keep:
             storage.delete(path)
             removed += 1
     return removed

@@ -119,11 +119,6 @@ EXPECTED_REFUSALS: dict[tuple[str, str], tuple[str, str]] = {
     ("lance/v0.27.1__pq_in_schema", "delta"): ("'vec'", "has no Delta equivalent"),
 }
 
-STATE_DIR_AS_PARTITION = (
-    "hudi-rs 0.5.0 takes every top-level folder but .hoodie of a partitioned table for a "
-    "partition and parses each file in it as a base file: the migration's unit map "
-    "(_lakecore_migration/units-*.parquet) fails the read ('Failed to parse file name')"
-)
 NTZ_HUDI_RS = (
     "hudi-rs 0.5.0 panics ('not yet implemented', avro_to_arrow/schema.rs:173) on the "
     "timestamp-without-zone columns (Avro local-timestamp-micros) of the Hudi target"
@@ -134,34 +129,6 @@ VARIANT_NULLS = (
 )
 # (table, target) -> the bug it hits (see the report of issue 12's corpus suite).
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    **{
-        (f"delta/{name}", "hudi"): STATE_DIR_AS_PARTITION
-        for name in (
-            "deltars__cdc_ict_table",
-            "deltars__cdf-table",
-            "deltars__checkpoint-cdf-table",
-            "deltars__delta-0.8.0-null-partition",
-            "deltars__delta-0.8.0-partitioned",
-            "deltars__delta-2.2.0-partitioned-types",
-            "deltars__http_requests",
-            "deltars__partition-type-primitives",
-            "golden__basic-decimal-table",
-            "golden__commit-info-containing-arbitrary-operationParams-types",
-            "golden__data-reader-escaped-chars",
-            "golden__data-reader-partition-values",
-            "golden__dv-partitioned-with-checkpoint",
-            "golden__hive-deltatbl-column-names-case-insensitive",
-            "golden__hive-deltatbl-partition-prune",
-            "golden__hive-deltatbl-partitioned",
-            "golden__hive-deltatbl-schema-match",
-            "golden__hive-deltatbl-touch-files-needed-for-partitioned",
-            "golden__kernel-timestamp-PST",
-            "golden__kernel-timestamp-TIMESTAMP_MICROS",
-            "golden__kernel-timestamp-TIMESTAMP_MILLIS",
-            "golden__kernel-timestamp-partition-col-ISO8601",
-            "golden__time-travel-partition-changes-a",
-        )
-    },
     ("delta/golden__data-reader-timestamp_ntz", "hudi"): NTZ_HUDI_RS,
     ("delta/golden__data-reader-timestamp_ntz-name-mode", "hudi"): NTZ_HUDI_RS,
     ("delta/deltars__spark-variant-checkpoint", "hudi"): VARIANT_NULLS,
@@ -272,7 +239,7 @@ def test_corpus_table_migrates(table: SourceTable, to: str, tmp_path: Path) -> N
 
 # pair -> (cases, passed, refused, skipped, known failures)
 PAIR_COUNTS = {
-    ("delta", "hudi"): (114, 64, 4, 17, 29),
+    ("delta", "hudi"): (114, 87, 4, 17, 6),
     ("delta", "lance"): (114, 88, 7, 17, 2),
     ("hudi", "delta"): (20, 20, 0, 0, 0),
     ("hudi", "lance"): (20, 11, 9, 0, 0),

@@ -1,0 +1,283 @@
+"""Zero-copy migration: a target that publishes the source's own data files as they are.
+
+A migration *in place* (``target_uri == source_uri``) writes the target format's metadata
+beside the source's, over the same data files, as Apache XTable does. A target format that
+declares ``adopt_files`` lists a source unit's file in its own metadata without writing data
+(``Transaction.adopt_files``) when the unit can be read as that file alone:
+
+- it is one Parquet file (``data_files`` is the file alone: no Hudi log files, no Lance
+  column files) under the table root;
+- it has no row-level deletes (a deletion vector or deletion file would be lost);
+- the file stores every target column it holds with the target's type, and a partition
+  column it holds with the unit's partition value (readers of the target take one or the
+  other).
+
+Columns the source format fills itself (Hudi's ``_hoodie_*``) stay in the file; the target's
+schema does not have them, so its readers skip them. ``mode="metadata"`` refuses a unit that
+cannot be adopted (``MigrationError`` naming its file) before the target is created or
+changed; ``mode="auto"`` rewrites it as the target's own files. Only format-neutral facts of
+the file index and the Parquet footer are used here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecore.errors import AmbiguousFormatError, MigrationError
+from lakecore.format import Capability, TableFormat
+from lakecore.migrate import state as st
+from lakecore.migrate.units import UnitDiff
+from lakecore.model import files as fi
+from lakecore.storage import Storage
+from lakecore.table import Table
+
+ADD_COLUMNS = (
+    fi.PATH,
+    fi.SIZE,
+    fi.RECORD_COUNT,
+    fi.MODIFICATION_TIME,
+    fi.PARTITION,
+    fi.MIN,
+    fi.MAX,
+    fi.NULL_COUNT,
+)
+"""The file-index columns an adopted file is published with (the write layout)."""
+MAX_NAMED = 3
+"""Files a refusal names (the count of the others follows)."""
+
+
+def open_source(
+    uri: str, to: str, source_format: str | None, storage_options: Mapping[str, Any] | None
+) -> Table:
+    """Open the migration source; at a root that holds the source and an earlier in-place
+    target of format ``to`` (``AmbiguousFormatError``), the source is the other format.
+
+    Raises ``MigrationError`` when that leaves more than one candidate (pass
+    ``source_format``).
+    """
+    import lakecore
+
+    try:
+        return lakecore.open(uri, format=source_format, storage_options=storage_options)
+    except AmbiguousFormatError as exc:
+        others = [c for c in exc.candidates if c != to]
+        if len(others) != 1:
+            raise MigrationError(
+                f"{uri} holds tables of {', '.join(exc.candidates)}: pass source_format"
+            ) from exc
+        return lakecore.open(uri, format=others[0], storage_options=storage_options)
+
+
+def plan(mode: str, source: Table, target: TableFormat, in_place: bool) -> Adoption | None:
+    """How a run treats source units: ``None`` rewrites every unit (another location,
+    ``mode`` "auto" or "rewrite"); an ``Adoption`` adopts what it can.
+
+    Raises ``MigrationError``, before anything is read or written, for ``mode="metadata"``
+    to another location (zero-copy keeps the files where they are), ``mode="rewrite"`` in
+    place (it would copy every row into the source's own root), a target of the source's own
+    format, and a target format without ``adopt_files`` (with the format's reason, when it
+    gives one in ``capability_notes``).
+    """
+    if not in_place:
+        if mode == "metadata":
+            raise MigrationError(
+                "mode='metadata' adopts the source's data files where they are: migrate in "
+                "place (target_uri == source_uri), or use mode='rewrite'/'auto' to write the "
+                "target's own files at another location"
+            )
+        return None
+    if mode == "rewrite":
+        raise MigrationError(
+            "a migration in place writes only the target's metadata beside the source's; "
+            "mode='rewrite' would copy every row into the source's own location: use "
+            "mode='metadata' or 'auto', or migrate to another location"
+        )
+    if target.name == source.format:
+        raise MigrationError(f"{source.uri} already is a {target.name} table")
+    if Capability.ADOPT_FILES not in target.capabilities:
+        notes: Mapping[Capability, str] = getattr(target, "capability_notes", {})
+        reason = notes.get(Capability.ADOPT_FILES)
+        raise MigrationError(
+            f"{target.name} tables cannot adopt another format's data files (capability "
+            f"'adopt_files' is not declared by the {target.name} format"
+            + (f": {reason}" if reason else "")
+            + "), so a migration in place into one is not possible: migrate to another "
+            "location (mode='rewrite')"
+        )
+    return Adoption(mode, source.storage)
+
+
+@dataclass(frozen=True, slots=True)
+class Adoption:
+    """Which source units a run in place adopts, and the refusals of ``mode="metadata"``."""
+
+    mode: str
+    storage: Storage
+    """The source's storage (the target's root too)."""
+    _reasons: dict[str, str | None] = field(default_factory=dict)
+    """Why the unit of each path examined cannot be adopted (None: it can); footers are
+    read once per run."""
+
+    def check(self, units: pa.Table, schema: pa.Schema, partitions: Sequence[str]) -> None:
+        """In ``mode="metadata"``, raise ``MigrationError`` naming the files of ``units``
+        (file-index rows) that cannot be adopted under the target ``schema``."""
+        if self.mode != "metadata":
+            return
+        refused = [
+            (path, reason)
+            for path, reason in zip(
+                units.column(fi.PATH).to_pylist(),
+                self._examine(units, schema, partitions),
+                strict=True,
+            )
+            if reason is not None
+        ]
+        if refused:
+            named = "; ".join(f"{path}: {reason}" for path, reason in refused[:MAX_NAMED])
+            more = f" (and {len(refused) - MAX_NAMED} more)" if len(refused) > MAX_NAMED else ""
+            raise MigrationError(
+                f"{len(refused)} source file(s) cannot be adopted as they are: {named}{more}. "
+                "Use mode='auto' to rewrite them as the target's own files"
+            )
+
+    def split(
+        self, units: UnitDiff, schema: pa.Schema, partitions: Sequence[str]
+    ) -> tuple[UnitDiff, pa.Table, pa.Array]:
+        """``units`` as (the units to rewrite, the index rows to adopt, their fingerprints);
+        ``MigrationError`` in ``mode="metadata"`` when some unit cannot be adopted."""
+        self.check(units.added, schema, partitions)
+        reasons = self._examine(units.added, schema, partitions)
+        take = pa.array([r is None for r in reasons], pa.bool_())
+        keep = pc.invert(take)
+        rest = UnitDiff(units.added.filter(keep), units.added_keys.filter(keep), units.gone)
+        return rest, units.added.filter(take), units.added_keys.filter(take)
+
+    def _examine(
+        self, units: pa.Table, schema: pa.Schema, partitions: Sequence[str]
+    ) -> list[str | None]:
+        columns = units.column_names
+        paths = units.column(fi.PATH).to_pylist()
+        lists = units.column(fi.DATA_FILES).to_pylist() if fi.DATA_FILES in columns else None
+        deletes = units.column(fi.DELETION).to_pylist() if fi.DELETION in columns else None
+        values = units.column(fi.PARTITION).to_pylist() if fi.PARTITION in columns else None
+        out: list[str | None] = []
+        for i, path in enumerate(paths):
+            if path not in self._reasons:
+                self._reasons[path] = self._reason(
+                    path,
+                    lists[i] if lists is not None else None,
+                    deletes[i] if deletes is not None else None,
+                    (values[i] or {}) if values is not None else {},
+                    schema,
+                    partitions,
+                )
+            out.append(self._reasons[path])
+        return out
+
+    def _reason(
+        self,
+        path: str,
+        data_files: list[str] | None,
+        deletion: Mapping[str, Any] | None,
+        partition: Mapping[str, Any],
+        schema: pa.Schema,
+        partitions: Sequence[str],
+    ) -> str | None:
+        parts = path.split("/")
+        if "://" in path or path.startswith("/") or ".." in parts:
+            return "it lies outside the table root"
+        if data_files and list(data_files) != [path]:
+            return (
+                f"its rows are read from {len(data_files)} files ({', '.join(data_files[1:3])}"
+                f"{'...' if len(data_files) > 3 else ''} besides it: log or column files)"
+            )
+        if deletion is not None:
+            return (
+                f"it has row-level deletes ({deletion.get(fi.CARDINALITY)} rows) that the "
+                "target would not see"
+            )
+        if not path.lower().endswith(".parquet"):
+            return "it is not a Parquet file"
+        return self._footer_reason(path, partition, schema, partitions)
+
+    def _footer_reason(
+        self,
+        path: str,
+        partition: Mapping[str, Any],
+        schema: pa.Schema,
+        partitions: Sequence[str],
+    ) -> str | None:
+        try:
+            with self.storage.open_input(path) as handle:
+                parquet = pq.ParquetFile(handle)
+                stored = parquet.schema_arrow
+                if any(c in stored.names for c in partitions):
+                    held = _partition_values(parquet, partitions)
+                else:
+                    held = {}
+        except (OSError, pa.ArrowInvalid) as exc:
+            return f"its Parquet footer cannot be read ({exc})"
+        for f in schema:
+            if f.name not in stored.names:
+                continue  # a column added later: readers of the target read it as null
+            kind = stored.field(f.name).type
+            if not same_type(kind, f.type):
+                return f"it stores column {f.name!r} as {kind}, not the target's {f.type}"
+        for name, values in held.items():
+            want = partition.get(name)
+            if values != {want}:
+                return (
+                    f"it stores partition column {name!r} with values {sorted(map(str, values))}"
+                    f" other than its partition value {want!r}"
+                )
+        return None
+
+
+def same_type(stored: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether a file column of type ``stored`` reads as ``wanted`` with no cast: equal types,
+    where list element names and nullability do not count (Parquet writers name list items
+    ``element``, ``item`` or ``array``) but struct field names do (readers match them)."""
+    if pa.types.is_struct(stored) and pa.types.is_struct(wanted):
+        inner = [stored.field(i) for i in range(stored.num_fields)]
+        outer = [wanted.field(i) for i in range(wanted.num_fields)]
+        return [f.name for f in inner] == [f.name for f in outer] and all(
+            same_type(a.type, b.type) for a, b in zip(inner, outer, strict=True)
+        )
+    if pa.types.is_map(stored) and pa.types.is_map(wanted):
+        return same_type(stored.key_type, wanted.key_type) and same_type(
+            stored.item_type, wanted.item_type
+        )
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    if any(t(stored) for t in lists) and any(t(wanted) for t in lists):
+        same_kind = pa.types.is_list(stored) == pa.types.is_list(wanted)
+        return same_kind and same_type(stored.value_type, wanted.value_type)
+    return bool(stored.equals(wanted))
+
+
+def _partition_values(parquet: pq.ParquetFile, partitions: Sequence[str]) -> dict[str, set[Any]]:
+    """The distinct values the file stores in each partition column it holds."""
+    names = [c for c in partitions if c in parquet.schema_arrow.names]
+    table = parquet.read(columns=names)
+    return {n: set(pc.unique(table.column(n)).to_pylist()) for n in names}
+
+
+def add_rows(units: pa.Table) -> pa.Table:
+    """The adopted units as the rows ``Transaction.adopt_files`` publishes."""
+    return units.select([c for c in ADD_COLUMNS if c in units.column_names])
+
+
+def unit_rows(keys: pa.Array, units: pa.Table) -> pa.Table:
+    """Unit-map rows of adopted units: the target file of each is the source's own."""
+    return pa.table(
+        {
+            "fingerprint": keys.cast(pa.binary()),
+            "target_path": units.column(fi.PATH).cast(pa.string()),
+        },
+        schema=st.UNIT_MAP_SCHEMA,
+    )
