@@ -226,6 +226,12 @@ class _Run:
         keyed = bool(key) and Capability.UPSERT in fmt.capabilities
         keyed = keyed and "record_key" not in properties
         schema = data_schema(snapshot)
+        created_at = None
+        dated = self.history and Capability.COMMIT_TIMESTAMPS in fmt.capabilities
+        if dated and snapshot.timestamp is not None:
+            # Dated just before the first source version, so that its time can follow.
+            created_at = snapshot.timestamp - 1
+
         # In place, the source's table is at the target's root: creation must not refuse it.
         beside = (self.source.format,) if self.adoption is not None else ()
 
@@ -236,6 +242,7 @@ class _Run:
                 self.to,
                 partitions,
                 props,
+                timestamp_ms=created_at,
                 beside=beside,
                 **self.target_access(),
             )
