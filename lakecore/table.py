@@ -36,6 +36,10 @@ from lakecore.storage import Storage
 from lakecore.transaction import Transaction
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import pandas as pd
+
     from lakecore.expr.assign import SetValue
     from lakecore.expr.binding import Where
     from lakecore.planning.scan import Scan
@@ -140,12 +144,70 @@ class Table:
         with storage_faults(f"reading the rows of {self.uri}", StorageError):
             return snapshot.to_arrow(columns)
 
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        *,
+        version: int | str | None = None,
+        batch_size: int = 131_072,
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream the rows at ``version`` (latest by default), at most ``batch_size`` per batch.
+
+        Memory stays bounded: files are read one after another, large files a row group at
+        a time (see ``Scan.to_batches``).
+        """
+        return self.scan(columns=columns, version=version).to_batches(batch_size)
+
+    def to_pandas(
+        self, columns: Sequence[str] | None = None, *, version: int | str | None = None
+    ) -> pd.DataFrame:
+        """Return the rows at ``version`` (latest by default) as a pandas DataFrame.
+
+        Raises ``UnsupportedFeatureError`` when pandas is not installed.
+        """
+        return self.scan(columns=columns, version=version).to_pandas()
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """Export the latest snapshot's rows as an Arrow C stream (Arrow PyCapsule interface).
+
+        ``pyarrow.table(table)``, ``polars.DataFrame(table)`` and
+        ``duckdb.sql("select count(*) from table")`` read it, batch by batch.
+        """
+        return self.scan().__arrow_c_stream__(requested_schema)
+
+    def head(
+        self,
+        n: int = 5,
+        columns: Sequence[str] | None = None,
+        *,
+        version: int | str | None = None,
+    ) -> pa.Table:
+        """Return the first ``n`` rows, reading only the files needed for them."""
+        return self.scan(columns=columns, version=version, limit=n).to_arrow()
+
+    def count(self, where: Where | None = None, *, version: int | str | None = None) -> int:
+        """Return how many rows match ``where`` (all by default) at ``version`` (latest).
+
+        From the file index (record counts minus deleted rows) when no row filter remains;
+        otherwise only the predicate's columns are read (see ``Scan.count``).
+
+        Example:
+            >>> import tempfile, lakecore, pyarrow as pa
+            >>> table = lakecore.create(tempfile.mkdtemp(), pa.schema([("x", pa.int64())]))
+            >>> _ = table.append(pa.table({"x": [1, 2, 3]}))
+            >>> table.count(), table.count("x > 1")
+            (3, 2)
+        """
+        return self.scan(where, version=version).count()
+
     def scan(
         self,
         where: Where | None = None,
         columns: Sequence[str] | None = None,
         version: int | str | None = None,
         timestamp: TimestampLike | None = None,
+        *,
+        limit: int | None = None,
     ) -> Scan:
         """Plan a read of the rows matching ``where`` (at ``version``/``timestamp``, or latest).
 
@@ -158,6 +220,7 @@ class Table:
 
         Raises ``PredicateError`` on unsupported syntax (before anything is read) and
         ``SchemaError`` on unknown columns (before the file index or any data is read).
+        ``limit`` stops the scan after that many rows (``Scan.with_limit``).
 
         Example:
             >>> import tempfile, lakecore, pyarrow as pa
@@ -178,7 +241,7 @@ class Table:
 
         predicate = None if where is None else parse_predicate(where)
         snapshot = self.snapshot(version, timestamp)
-        return Scan(snapshot, predicate, columns, table_format=self._format)
+        return Scan(snapshot, predicate, columns, table_format=self._format, limit=limit)
 
     def changes(self, start: int | str, end: int | str | None = None) -> pa.Table:
         """Return the row changes of versions ``start`` through ``end`` (default: latest).

@@ -6,10 +6,17 @@ hands the surviving rows to the one read path (``lakecore.planning.read.read_fil
 format's reader, its deleted positions, the residual filter, the projection), so only live
 rows for which the whole predicate is TRUE come back. ``ScanTask``s describe the same rows
 for users; nothing reads through them.
+
+Data out: ``to_batches(batch_size=)`` streams (batches of at most ``batch_size`` rows, files
+read one after another), ``__arrow_c_stream__`` hands that stream to any Arrow consumer
+(``pyarrow.table(scan)``, polars, DuckDB), ``limit``/``head`` stop reading after n rows and
+plan only the leading files the index says hold them, and ``count`` answers from the file
+index where it is exact (``lakecore.planning.counting``).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,19 +25,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import StorageError
+from lakecore.arguments import check_number
+from lakecore.errors import StorageError, UnsupportedFeatureError
 from lakecore.expr import tree as ex
 from lakecore.expr.binding import Where, bind, parse_predicate
 from lakecore.faults import storage_faults, typed_iteration
 from lakecore.model import files as fi
 from lakecore.model.schema import checked_columns
 from lakecore.planning.bounds import FileBounds, Mask
+from lakecore.planning.counting import limited, matching, needed_prefix, rechunked
 from lakecore.planning.explain import ScanExplain
 from lakecore.planning.pruning import may_be
 from lakecore.planning.read import read_files, reading_columns
 from lakecore.planning.tasks import ScanContext, ScanTask
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from lakecore.format import TableFormat
     from lakecore.snapshot import Snapshot
 
@@ -43,6 +54,10 @@ class PrunedFiles:
     files_total: int
     after_partitions: int
     bytes_total: int
+
+
+DEFAULT_BATCH_SIZE = 131_072
+"""Rows per batch of ``to_batches`` unless told (pyarrow datasets' default)."""
 
 
 class Scan:
@@ -58,6 +73,8 @@ class Scan:
         where: Where | None = None,
         columns: Sequence[str] | None = None,
         table_format: TableFormat | None = None,
+        *,
+        limit: int | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.predicate: ex.Predicate | None = (
@@ -65,11 +82,13 @@ class Scan:
         )
         self.columns: tuple[str, ...] | None = _checked_columns(columns, snapshot.schema)
         self._format = table_format
+        self.limit_rows: int | None = None if limit is None else _checked_limit(limit)
         self._context: ScanContext | None = None
         self._pruned: PrunedFiles | None = None
 
     def __repr__(self) -> str:
-        return f"Scan(version={self.snapshot.version!r}, where={self.where_sql!r})"
+        limit = "" if self.limit_rows is None else f", limit={self.limit_rows}"
+        return f"Scan(version={self.snapshot.version!r}, where={self.where_sql!r}{limit})"
 
     @property
     def where_sql(self) -> str | None:
@@ -92,26 +111,107 @@ class Scan:
         of ``files()`` for users; reading goes through ``to_batches``)."""
         return build_tasks(self.files(), self.context, self.predicate)
 
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
+    def to_batches(self, batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[pa.RecordBatch]:
         """Yield the matching rows (row-level deletes applied) in the output schema.
 
-        Raises ``StorageError`` (while iterating) when the storage fails.
+        Streams: files are read one after another (large files a row group at a time), and
+        no batch has more than ``batch_size`` rows, so memory stays bounded whatever the
+        table's size. With a ``limit``, reading stops once that many rows came back.
+
+        Raises ``InvalidArgumentError`` for a ``batch_size`` that is not a positive integer
+        (at the call), ``StorageError`` (while iterating) when the storage fails.
         """
+        check_number("batch_size", batch_size, minimum=1, integral=True)
         what = f"reading the rows of version {self.snapshot.version}"
         with storage_faults(what, StorageError):
+            files = self.files()
+            if self.limit_rows is not None:
+                found = matching(files, self.predicate, self.context.partition_columns)
+                files = files.slice(0, needed_prefix(found, self.limit_rows))
             batches = read_files(
                 self.context,
-                reading_columns(self.files()),
+                reading_columns(files),
                 self.columns,
                 self.predicate,
                 table_format=self._format,
             )
-        return typed_iteration(what, batches)
+        return limited(rechunked(typed_iteration(what, batches), batch_size), self.limit_rows)
 
     def to_arrow(self) -> pa.Table:
         """Return the matching rows (row-level deletes applied) as one Arrow table."""
         schema = self.snapshot.output_schema(self.columns)
         return pa.Table.from_batches(list(self.to_batches()), schema=schema)
+
+    def to_reader(self, batch_size: int = DEFAULT_BATCH_SIZE) -> pa.RecordBatchReader:
+        """The rows of ``to_batches(batch_size)`` as a ``pyarrow.RecordBatchReader`` (lazy)."""
+        schema = self.snapshot.output_schema(self.columns)
+        return pa.RecordBatchReader.from_batches(schema, self.to_batches(batch_size))
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """Export the rows as an Arrow C stream (the Arrow PyCapsule interface).
+
+        ``pyarrow.table(scan)``, ``pyarrow.RecordBatchReader.from_stream(scan)``,
+        ``polars.DataFrame(scan)`` and DuckDB read the scan through it, streaming batches of
+        at most ``DEFAULT_BATCH_SIZE`` rows. ``requested_schema`` is passed to pyarrow,
+        which casts to it when it can.
+        """
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """Return the matching rows as a pandas DataFrame.
+
+        Raises ``UnsupportedFeatureError`` when pandas is not installed.
+        """
+        return _to_pandas(self.to_arrow())
+
+    def with_limit(self, n: int) -> Scan:
+        """This scan stopped after its first ``n`` rows (in file-index order).
+
+        Only the leading files the file index says hold ``n`` matching rows are planned
+        (all when it cannot tell, e.g. a predicate over data columns), and reading stops
+        as soon as ``n`` rows came back. Raises ``InvalidArgumentError`` unless ``n`` is an
+        integer >= 0.
+        """
+        limited_scan = copy.copy(self)
+        limited_scan.limit_rows = _checked_limit(n)
+        return limited_scan
+
+    def head(self, n: int = 5) -> pa.Table:
+        """Return the first ``n`` matching rows (reads only the files needed for them)."""
+        return self.with_limit(n).to_arrow()
+
+    def count(self) -> int:
+        """Return the number of matching rows (row-level deletes applied; ``limit`` too).
+
+        Answered from the file index (record counts minus deletion cardinalities) for the
+        files the predicate matches whole: no predicate, or one over partition columns only,
+        evaluated exactly on each file's partition values. Files whose counts are unknown
+        (no stats, a Hudi slice with log files) and predicates over data columns are read,
+        only the columns the predicate needs.
+
+        Raises ``StorageError`` when the storage fails.
+        """
+        what = f"counting the rows of version {self.snapshot.version}"
+        with storage_faults(what, StorageError):
+            files = self.files()
+            found = matching(files, self.predicate, self.context.partition_columns)
+            total = int(found.live[found.counted].sum())
+            if found.decided:
+                # Files matching whole whose counts are unknown: read them, no filter needed.
+                unknown = files.filter(pa.array(found.whole & ~found.counted))
+                total += self._read_count(unknown, None)
+            else:
+                total += self._read_count(files, self.predicate)
+        return total if self.limit_rows is None else min(total, self.limit_rows)
+
+    def _read_count(self, files: pa.Table, residual: ex.Predicate | None) -> int:
+        if files.num_rows == 0:
+            return 0
+        what = f"counting the rows of version {self.snapshot.version}"
+        batches = read_files(
+            self.context, reading_columns(files), [], residual, table_format=self._format
+        )
+        return sum(batch.num_rows for batch in typed_iteration(what, batches))
 
     def explain(self) -> ScanExplain:
         """Return how many files and bytes the scan reads, after each pruning stage."""
@@ -212,6 +312,22 @@ def resolve_paths(paths: pa.ChunkedArray, root: str) -> pa.ChunkedArray:
     )
     joined = pc.binary_join_element_wise(root.rstrip("/"), paths, "/")
     return pc.if_else(absolute, paths, joined)
+
+
+def _checked_limit(n: int) -> int:
+    check_number("n", n, minimum=0, integral=True)
+    return int(n)
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    """``table.to_pandas()``; ``UnsupportedFeatureError`` with a hint when pandas is missing."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError as exc:
+        raise UnsupportedFeatureError(
+            "pandas", "to_pandas needs pandas, which is not installed: pip install pandas"
+        ) from exc
+    return table.to_pandas()
 
 
 def _checked_columns(columns: Sequence[str] | None, schema: pa.Schema) -> tuple[str, ...] | None:

@@ -1,10 +1,19 @@
-"""Reading Delta data files into the logical schema: partition values, column mapping."""
+"""Reading Delta data files into the logical schema: partition values, column mapping.
+
+Scans stream: a file larger than ``SMALL_FILE_BYTES`` is read batch by batch
+(``ParquetFile.iter_batches``, at most ``READ_BATCH_ROWS`` rows each, a row group at a time),
+so a full read holds about one batch per column, not whole files. Small files are read whole
+on a few threads, at most ``_WINDOW`` files ahead of the consumer (many small files on object
+storage are latency-bound). Positions stay file positions: a batch's ``FileRows.offset`` is
+its first row's index in the file, as deletion vectors number rows.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, BinaryIO, TypeVar
 
 import pyarrow as pa
 
@@ -20,6 +29,12 @@ from lakecore_delta.file_index import deletion_descriptor
 T = TypeVar("T")
 R = TypeVar("R")
 _WORKERS = 8
+_WINDOW = 2 * _WORKERS
+READ_BATCH_ROWS = 131_072
+"""Rows per batch when a file is streamed (pyarrow datasets' default batch size)."""
+SMALL_FILE_BYTES = 1 << 20
+"""Files up to this size (compressed bytes, the index's ``size``) are read whole, ahead of
+the consumer on threads; larger ones (or of unknown size) are streamed batch by batch."""
 
 
 def ordered_parallel_map(fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[R]:
@@ -58,17 +73,59 @@ class FileReader:
     def read_files(self, files: pa.Table, columns: Sequence[str] | None) -> Iterator[FileRows]:
         """Yield every row (deleted ones too) of each file of ``files``, in index order.
 
-        ``files`` is a file index (``path`` and ``partition`` are read); one ``FileRows`` per
-        file, batch row ``i`` being the file's row ``i`` (as deletion vectors count them).
+        ``files`` is a file index (``path``, ``partition`` and ``size`` are read). A file
+        comes as one ``FileRows`` (small files) or several of at most ``READ_BATCH_ROWS``
+        rows; ``FileRows.offset`` is the batch's first row in the file (as deletion vectors
+        count rows). At most ``_WINDOW`` small files are read ahead; closing the iterator
+        cancels reads not yet started.
         """
         out_schema = self.output_schema(columns)
         rows = files.select([c for c in (fi.PATH, fi.PARTITION) if c in files.column_names])
-        indexed = enumerate(rows.to_pylist())
-        yield from ordered_parallel_map(
-            lambda item: FileRows(item[0], 0, self.read_batch(item[1], out_schema)),
-            indexed,
-            window=2 * _WORKERS,
+        entries = rows.to_pylist()
+        sizes = (
+            files.column(fi.SIZE).to_pylist()
+            if fi.SIZE in files.column_names
+            else [None] * len(entries)
         )
+        small = [size is not None and size <= SMALL_FILE_BYTES for size in sizes]
+        pool = ThreadPoolExecutor(_WORKERS)
+        ahead: dict[int, Future[pa.RecordBatch]] = {}
+        submitted = 0
+        try:
+            for index, row in enumerate(entries):
+                while submitted < len(entries) and submitted < index + _WINDOW:
+                    if small[submitted]:
+                        ahead[submitted] = pool.submit(
+                            self.read_batch, entries[submitted], out_schema
+                        )
+                    submitted += 1
+                if index in ahead:
+                    yield FileRows(index, 0, ahead.pop(index).result())
+                else:
+                    yield from self._stream(index, row, out_schema)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _stream(
+        self, index: int, row: Mapping[str, Any], out_schema: pa.Schema
+    ) -> Iterator[FileRows]:
+        """The rows of one file as ``FileRows`` of at most ``READ_BATCH_ROWS`` rows."""
+        path = row[fi.PATH]
+        data_fields = [f for f in out_schema if f.name not in self._partition_columns]
+        with self._open(path) as source, _unreadable(path):
+            pf = open_parquet(source)
+            names = self._file_columns(pf, data_fields)
+            offset = 0
+            if not names:  # only partition values (or a count): row counts from the footer
+                for group in range(pf.metadata.num_row_groups):
+                    n = pf.metadata.row_group(group).num_rows
+                    data = _empty_with_rows(n)
+                    yield FileRows(index, offset, self._assemble(data, row, out_schema))
+                    offset += n
+                return
+            for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=names):
+                yield FileRows(index, offset, self._assemble(batch, row, out_schema))
+                offset += batch.num_rows
 
     def read_physical(
         self, row: dict[str, Any], out_schema: pa.Schema
@@ -88,11 +145,21 @@ class FileReader:
         """Every row of the file of index row ``row`` in ``out_schema`` (deletes not applied)."""
         path = row[fi.PATH]
         data_fields = [f for f in out_schema if f.name not in self._partition_columns]
-        table = self._read_parquet(path, data_fields)
-        n = table.num_rows
+        with self._open(path) as source, _unreadable(path):
+            pf = open_parquet(source)
+            names = self._file_columns(pf, data_fields)
+            table = pf.read(columns=names) if names else _empty_with_rows(pf.metadata.num_rows)
+        return self._assemble(table, row, out_schema)
+
+    def _assemble(
+        self, data: pa.Table | pa.RecordBatch, row: Mapping[str, Any], out_schema: pa.Schema
+    ) -> pa.RecordBatch:
+        """``data`` (file columns) as a batch of ``out_schema``: partition values filled in,
+        physical columns mapped to logical fields, missing columns null."""
+        n = data.num_rows
         columns = []
         partition = row.get(fi.PARTITION) or {}
-        file_fields = list(table.schema)
+        file_fields = list(data.schema)
         for f in out_schema:
             if f.name in self._partition_columns:
                 columns.append(pa.array([partition.get(f.name)] * n, f.type))
@@ -100,39 +167,43 @@ class FileReader:
             i = find_source(file_fields, f, self._by_id)
             if i < 0:
                 columns.append(pa.nulls(n, f.type))
-            else:
-                columns.append(
-                    conform(table.column(i).combine_chunks(), file_fields[i], f, self._by_id)
-                )
+                continue
+            values = data.column(i)
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            columns.append(conform(values, file_fields[i], f, self._by_id))
         if not columns:
             return _no_columns(n)
         return pa.RecordBatch.from_arrays(columns, schema=out_schema)
 
-    def _read_parquet(self, path: str, fields: Sequence[pa.Field]) -> pa.Table:
+    def _file_columns(self, pf: Any, fields: Sequence[pa.Field]) -> list[str]:
+        """Names of the file's columns that hold ``fields`` (file order, each once)."""
+        file_fields = list(pf.schema_arrow)
+        wanted = sorted({i for f in fields if (i := find_source(file_fields, f, self._by_id)) >= 0})
+        return [file_fields[i].name for i in wanted]
+
+    def _open(self, path: str) -> BinaryIO:
         try:
-            source = self._storage.open_input(path)
+            return self._storage.open_input(path)
         except FileNotFoundError as exc:
             raise CorruptTableError(
                 f"data file {path} is in the table's log but missing from storage"
             ) from exc
         except OSError as exc:  # the store failed (timeout, access denied): not corruption
             raise StorageError(f"cannot open data file {path}: {exc}") from exc
-        try:
-            with source as f:
-                pf = open_parquet(f)
-                file_fields = list(pf.schema_arrow)
-                wanted = sorted(
-                    {i for f in fields if (i := find_source(file_fields, f, self._by_id)) >= 0}
-                )
-                if not wanted:
-                    return _empty_with_rows(pf.metadata.num_rows)
-                return pf.read(columns=[file_fields[i].name for i in wanted])
-        except FileNotFoundError as exc:
-            raise CorruptTableError(
-                f"data file {path} is in the table's log but missing from storage"
-            ) from exc
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptTableError(f"data file {path} is not readable Parquet: {exc}") from exc
+
+
+@contextlib.contextmanager
+def _unreadable(path: str) -> Iterator[None]:
+    """Raise ``CorruptTableError`` naming ``path`` for a file that fails to decode."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise CorruptTableError(
+            f"data file {path} is in the table's log but missing from storage"
+        ) from exc
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorruptTableError(f"data file {path} is not readable Parquet: {exc}") from exc
 
 
 def _empty_with_rows(n: int) -> pa.Table:

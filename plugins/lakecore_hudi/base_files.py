@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -14,6 +14,8 @@ from lakecore.model.parquet_read import open_parquet
 from lakecore.storage import Storage
 
 BASE_FORMATS = {"parquet": "PARQUET", "lance": "LANCE"}
+READ_BATCH_ROWS = 131_072
+"""Rows per piece when a Parquet base file is streamed (``iter_base_file``)."""
 
 
 def base_file_format(path: str) -> str:
@@ -43,6 +45,31 @@ def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None) -
             names = pf.schema_arrow.names
             wanted = None if columns is None else [c for c in columns if c in names]
             return pf.read(columns=wanted)
+    except (FileNotFoundError, UnsupportedFeatureError, StorageError):
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"cannot read base file {path}: {exc}") from exc
+
+
+def iter_base_file(
+    storage: Storage, path: str, columns: Sequence[str], batch_rows: int | None = None
+) -> Iterator[pa.Table]:
+    """Yield ``columns`` (names missing from the file skipped) of a Parquet base file in
+    pieces of at most ``batch_rows`` rows (``READ_BATCH_ROWS`` by default), in file order,
+    a row group at a time.
+
+    A file whose listed columns are all missing yields no piece. Raises as
+    ``read_base_file`` does, while iterating.
+    """
+    try:
+        with open_input(storage, path, "base file") as f:
+            pf = open_parquet(f)
+            names = pf.schema_arrow.names
+            wanted = [c for c in columns if c in names]
+            if not wanted:
+                return
+            for batch in pf.iter_batches(batch_size=batch_rows or READ_BATCH_ROWS, columns=wanted):
+                yield pa.Table.from_batches([batch])
     except (FileNotFoundError, UnsupportedFeatureError, StorageError):
         raise
     except (OSError, pa.ArrowException) as exc:

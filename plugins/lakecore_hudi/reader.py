@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from lakecore.storage import Storage
-from lakecore_hudi.base_files import read_base_file
+from lakecore_hudi.base_files import base_file_format, iter_base_file, read_base_file
 from lakecore_hudi.conform import conform
 from lakecore_hudi.merge import MergeSpec, merge_slice
 from lakecore_hudi.names import is_log_file
@@ -45,6 +45,29 @@ class SliceReader:
         )
         merged = merge_slice(base, records.data, records.deletes, self.spec)
         return merged.select(list(columns))
+
+    def read_pieces(
+        self, base_path: str | None, log_paths: Sequence[str], columns: Sequence[str]
+    ) -> Iterator[pa.Table]:
+        """The rows of ``read`` in order, in pieces: a slice read without merging from a
+        Parquet base file streams (bounded memory); a merged slice (log files) or a Lance
+        base file comes as one piece, since merging by key needs the whole slice."""
+        merging = bool(log_paths) and not self.read_optimized
+        if (
+            merging
+            or base_path is None
+            or is_log_file(base_path)
+            or base_file_format(base_path) != "PARQUET"
+        ):
+            yield self.read(base_path, log_paths, columns)
+            return
+        schema = pa.schema([self.table_schema.field(c) for c in columns])
+        pieces = 0
+        for raw in iter_base_file(self.storage, base_path, columns):
+            pieces += 1
+            yield conform(raw, schema)
+        if not pieces:  # none of the columns is in the file: read() gives its rows (nulls)
+            yield self.read(base_path, log_paths, columns)
 
     def _base(self, path: str | None, columns: Sequence[str]) -> pa.Table:
         schema = pa.schema([self.table_schema.field(c) for c in columns])

@@ -94,16 +94,18 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
         base = unit[0] if unit and not is_log_file(unit[0]) else None
         logs = unit[1:] if base is not None else unit
         # No columns (a count): read one anyway, since a file read with none has no rows.
-        rows = reader.read(base, logs, list(columns) or names[:1]).combine_chunks()
-        if not columns:
-            yield FileRows(index, 0, _no_columns(rows.num_rows))
-            continue
         offset = 0
-        for batch in rows.to_batches():
-            yield FileRows(
-                index, offset, pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
-            )
-            offset += batch.num_rows
+        for piece in reader.read_pieces(base, logs, list(columns) or names[:1]):
+            rows = piece.combine_chunks()
+            if not columns:
+                yield FileRows(index, offset, _no_columns(rows.num_rows))
+                offset += rows.num_rows
+                continue
+            for batch in rows.to_batches():
+                yield FileRows(
+                    index, offset, pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
+                )
+                offset += batch.num_rows
 
 
 def _no_columns(n: int) -> pa.RecordBatch:
