@@ -273,10 +273,8 @@ class _Run:
         if self.history:
             versions = [e.version for e in reversed(self.source.history())]
         else:
-            try:
-                versions = [self.source.version]
-            except TableNotFoundError:
-                versions = []  # no commit yet (a Hudi table before its first instant)
+            # "" is the version of a table without commits (Hudi before its first instant).
+            versions = [v for v in [self.source.version] if v != ""]
         if self.state is None:
             return versions
         last = self.state.source_version
@@ -392,7 +390,11 @@ class _Run:
             self.timestamps_kept = False
             return None
         wanted = snapshot.timestamp - (1 if before else 0)
-        latest = self.target.snapshot().timestamp
+        # The newest history entry, not only the latest snapshot: a Hudi rollback or clean
+        # (an aborted earlier run) is dated too, and a dated commit must come after it.
+        stamps = [self.target.snapshot().timestamp]
+        stamps += [e.timestamp for e in self.target.history(limit=1)]
+        latest = max((t for t in stamps if t is not None), default=None)
         if latest is not None and wanted <= latest:
             self.timestamps_kept = False
             return None
