@@ -7,9 +7,12 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from lakecore.detect import check_format, detect_format
+from lakecore.arguments import check_location, check_mapping
+from lakecore.boundary import public_function
+from lakecore.detect import check_format, detect_format, reachable
 from lakecore.errors import (
     AmbiguousFormatError,
+    ArgumentTypeError,
     CommitConflictError,
     CommitError,
     CommitStateUnknownError,
@@ -40,6 +43,7 @@ from lakecore.table import Table
 __version__ = "0.1.0"
 
 
+@public_function("lakecore.open")
 def open(
     uri: str,
     format: str | None = None,
@@ -78,6 +82,7 @@ def open(
     """
     registry = load_registry()
     storage = _storage_for(uri, storage_options, storage)
+    options = check_mapping("options", options)
     if format is not None:
         fmt = registry.get(format)
         check_format(storage, fmt)
@@ -86,6 +91,42 @@ def open(
     return Table(uri, storage, fmt, options)
 
 
+@public_function("lakecore.is_table")
+def is_table(
+    uri: str,
+    format: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    storage: Storage | None = None,
+) -> bool:
+    """Whether ``uri`` holds a table an installed format recognises (of ``format`` if given).
+
+    True also when several formats recognise it (a migration in place: ``open`` then needs
+    ``format=``). False for an empty or missing location, a file, a folder of tables, and a
+    table whose plugin is missing or disabled (``open`` says which). Like deltalake's
+    ``DeltaTable.is_deltatable``, it only looks: no metadata is validated.
+
+    Raises:
+        StorageError: the storage cannot be read (an unreachable endpoint, access denied),
+            so whether a table is there cannot be told.
+        PluginNotInstalledError: ``format`` names a format that is not installed.
+
+    Example:
+        >>> import tempfile, lakecore, pyarrow as pa
+        >>> root = tempfile.mkdtemp()
+        >>> lakecore.is_table(root)
+        False
+        >>> _ = lakecore.create(root, pa.schema([("id", pa.int64())]))
+        >>> lakecore.is_table(root), lakecore.is_table(root, format="hudi")
+        (True, False)
+    """
+    registry = load_registry()
+    formats = registry.formats() if format is None else [registry.get(format)]
+    storage = _storage_for(uri, storage_options, storage)
+    with reachable(storage):
+        return any(fmt.detect(storage) for fmt in formats)
+
+
+@public_function("lakecore.create")
 def create(
     uri: str,
     schema: pa.Schema,
@@ -161,9 +202,14 @@ def _create(
 def _storage_for(
     uri: str, storage_options: Mapping[str, Any] | None, storage: Storage | None
 ) -> Storage:
-    """The Storage a table at ``uri`` is accessed through: ``storage`` when given, else opened."""
+    """The Storage a table at ``uri`` is accessed through: ``storage`` when given, else opened.
+
+    Raises ``ArgumentTypeError`` for a ``uri`` that is no path or URI and ``storage_options``
+    that are no mapping.
+    """
+    check_location(uri)
     if storage is None:
-        return open_storage(uri, storage_options)
+        return open_storage(uri, check_mapping("storage_options", storage_options))
     if storage_options is not None:
         raise InvalidArgumentError("pass storage_options or storage, not both")
     if not isinstance(storage, Storage):
@@ -173,10 +219,14 @@ def _storage_for(
 
 # Imported last: the engine uses ``open``/``create`` above. The function shadows the package
 # name on purpose (``lakecore.migrate(...)``; the package stays importable by its full name).
-from lakecore.migrate import MigrationReport, migrate  # noqa: E402
+from lakecore.migrate import MigrationReport  # noqa: E402
+from lakecore.migrate import migrate as _migrate  # noqa: E402
+
+migrate = public_function("lakecore.migrate")(_migrate)
 
 __all__ = [
     "AmbiguousFormatError",
+    "ArgumentTypeError",
     "CommitConflictError",
     "CommitError",
     "CommitStateUnknownError",
@@ -202,6 +252,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "VersionNotFoundError",
     "create",
+    "is_table",
     "migrate",
     "open",
 ]

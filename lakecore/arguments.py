@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
+from collections.abc import Mapping
+from typing import Any, cast
 
-from lakecore.errors import InvalidArgumentError, VersionNotFoundError
+from lakecore.errors import ArgumentTypeError, InvalidArgumentError, VersionNotFoundError
 
 TimestampLike = int | float | str | dt.datetime | dt.date
 
@@ -43,3 +46,25 @@ def check_number(name: str, value: object, minimum: float, integral: bool = Fals
         raise InvalidArgumentError(f"{name} must be {kind}, not {value!r}")
     if not math.isfinite(value) or value < minimum:
         raise InvalidArgumentError(f"{name} must be at least {minimum:g}, not {value!r}")
+
+
+def check_mapping(name: str, value: object) -> dict[Any, Any]:
+    """Return ``value`` (None, or a mapping such as ``storage_options``) as a new dict.
+
+    Raises ``ArgumentTypeError`` for anything else (a list of pairs, a string).
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ArgumentTypeError(f"{name} must be a dict (a mapping), not {value!r}")
+    return dict(value)
+
+
+def check_location(uri: object) -> str | os.PathLike[str]:
+    """Return ``uri`` once it is a path or URI (``str`` or ``os.PathLike``).
+
+    Raises ``ArgumentTypeError`` for anything else (None, bytes, a number).
+    """
+    if isinstance(uri, str | os.PathLike) and not isinstance(os.fspath(uri), bytes):
+        return cast("str | os.PathLike[str]", uri)
+    raise ArgumentTypeError(f"a table location must be a path or URI string, not {uri!r}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from lakecore.errors import (
@@ -14,7 +14,7 @@ from lakecore.errors import (
     UnknownFormatError,
 )
 from lakecore.format import TableFormat
-from lakecore.plugins import INSTALL_HINTS, FormatRegistry
+from lakecore.plugins import DISABLE_ENV, INSTALL_HINTS, FormatRegistry
 from lakecore.storage import Storage
 
 # Marker directories of formats whose plugin may be missing: they turn "unknown format" into an
@@ -31,7 +31,7 @@ def detect_format(storage: Storage, registry: FormatRegistry) -> TableFormat:
     the location) when the storage cannot be read (an unreachable endpoint, access denied),
     and ``UnknownFormatError`` otherwise.
     """
-    with _reachable(storage):
+    with reachable(storage):
         return _detect(storage, registry)
 
 
@@ -42,16 +42,16 @@ def check_format(storage: Storage, fmt: TableFormat) -> None:
         TableNotFoundError: the location is empty, or holds no table of ``fmt``.
         StorageError: the storage cannot be read; names the location.
     """
-    with _reachable(storage):
+    with reachable(storage):
         if fmt.detect(storage):
             return
         if not storage.list_dir(""):
-            raise TableNotFoundError(f"no table at {storage.root}")
+            raise no_table_at(storage)
         raise TableNotFoundError(f"{storage.root} does not hold a {fmt.name} table")
 
 
 @contextmanager
-def _reachable(storage: Storage) -> Iterator[None]:
+def reachable(storage: Storage) -> Iterator[None]:
     """Turn a storage fault while looking at the location into ``StorageError``."""
     try:
         yield
@@ -71,15 +71,67 @@ def _detect(storage: Storage, registry: FormatRegistry) -> TableFormat:
         raise AmbiguousFormatError(storage.root, [m.name for m in matches])
     for marker, name in KNOWN_MARKERS.items():
         if name not in registry.names() and storage.list_dir(marker):
-            state = "disabled" if name in registry.disabled else "not installed"
+            if registry.is_disabled(name):
+                fix = f"remove {name!r} from {DISABLE_ENV} to open it"
+                state = "disabled"
+            else:
+                fix, state = INSTALL_HINTS[name], "not installed"
             raise PluginNotInstalledError(
                 name,
                 f"{storage.root} looks like a {name} table, but the {name} plugin is "
-                f"{state}: {INSTALL_HINTS[name]}",
+                f"{state}: {fix}",
             )
     if not storage.list_dir(""):
-        raise TableNotFoundError(f"no table at {storage.root}: the location is empty or missing")
+        raise no_table_at(storage)
     raise UnknownFormatError(
         f"no installed format recognises the table at {storage.root} "
         f"(asked: {', '.join(registry.names()) or 'none'})"
     )
+
+
+SHOWN_TABLES = 3
+"""How many of the tables found below a location the error names."""
+
+
+def no_table_at(storage: Storage) -> TableNotFoundError:
+    """The error for a location without files directly in it, saying what is there instead.
+
+    A file (the user passed a data file or a commit file: the table is its folder), folders
+    only (a warehouse or database folder: names the tables found below it, which the user
+    likely meant), or nothing at all (empty or missing). Lists recursively: call it only on
+    the way to raising.
+    """
+    root = storage.root
+    # The root as an absolute path/URI: paths relative to the root would look below it.
+    if storage.exists(root):
+        return TableNotFoundError(
+            f"{root} is a file, not a table: pass the table's folder, the one that holds "
+            f"{', '.join(KNOWN_MARKERS)} or the data files"
+        )
+    below = storage.list_all("")
+    if not below:
+        return TableNotFoundError(f"no table at {root}: the location is empty or missing")
+    tables = _tables_below(f.path for f in below)
+    where = (
+        f"; tables below it: {', '.join(tables[:SHOWN_TABLES])}"
+        + (f" and {len(tables) - SHOWN_TABLES} more" if len(tables) > SHOWN_TABLES else "")
+        if tables
+        else ""
+    )
+    return TableNotFoundError(
+        f"no table at {root}: it holds only folders ({len(below)} files below it){where}; "
+        "pass the table's own folder"
+    )
+
+
+def _tables_below(paths: Iterable[str]) -> list[str]:
+    """The table roots among ``paths`` (relative file paths): the folders that hold a format's
+    marker folder, sorted."""
+    roots = set()
+    for path in paths:
+        parts = path.split("/")
+        for i, part in enumerate(parts[:-1]):
+            if part in KNOWN_MARKERS and i > 0:
+                roots.add("/".join(parts[:i]))
+                break
+    return sorted(roots)

@@ -92,6 +92,10 @@ class InvalidArgumentError(LakecoreError, ValueError):
     """Raised, before any work, for an argument outside what an operation accepts."""
 
 
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """Raised, before any work, for an argument of a type an operation does not take."""
+
+
 class PluginNotInstalledError(LakecoreError):
     """Raised when a format is asked for whose plugin is not installed or is disabled."""
 
@@ -99,9 +103,8 @@ class PluginNotInstalledError(LakecoreError):
         self.format_name = format_name
         super().__init__(
             hint
-            or f"no installed lakecore plugin provides format {format_name!r}; "
-            f"install it (pip install 'lakecore[{format_name}]') or check "
-            "LAKECORE_DISABLED_PLUGINS"
+            or f"no installed lakecore plugin provides format {format_name!r}; install the "
+            "package of the plugin that provides it, or check LAKECORE_DISABLED_PLUGINS"
         )
 
 
@@ -111,6 +114,7 @@ class MigrationError(LakecoreError):
 
 __all__ = [
     "AmbiguousFormatError",
+    "ArgumentTypeError",
     "CommitConflictError",
     "CommitError",
     "CommitStateUnknownError",

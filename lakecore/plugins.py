@@ -17,7 +17,7 @@ from typing import Any
 import pluggy
 
 from lakecore import hookspecs
-from lakecore.errors import PluginNotInstalledError
+from lakecore.errors import ArgumentTypeError, PluginNotInstalledError
 from lakecore.format import TableFormat
 
 DISABLE_ENV = "LAKECORE_DISABLED_PLUGINS"
@@ -28,10 +28,22 @@ BUILTIN_PLUGINS = {
 }
 """Plugins shipped in this distribution: loaded even when running from a source checkout."""
 INSTALL_HINTS = {
-    "delta": "the delta plugin ships with lakecore; check LAKECORE_DISABLED_PLUGINS",
-    "hudi": "pip install 'lakecore[hudi]'",
+    "delta": "the delta plugin ships with lakecore; reinstall lakecore",
+    "hudi": "the hudi plugin ships with lakecore; reinstall lakecore",
     "lance": "pip install 'lakecore[lance]'",
 }
+"""What to do when a built-in format is not registered although nobody disabled it (the
+extras that exist: see pyproject.toml; delta and hudi need none)."""
+NOT_PROVIDED = frozenset({"iceberg", "paimon", "hive", "parquet", "orc", "csv", "json"})
+"""Table and file formats users ask for that no lakecore plugin provides (no extra to install)."""
+
+
+def format_key(name: object) -> str:
+    """The registry key of a format name: case and surrounding spaces do not matter
+    (``"Delta"`` is ``"delta"``). Raises ``ArgumentTypeError`` for a name that is no string."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"format must be a format name such as 'delta', not {name!r}")
+    return name.strip().lower()
 
 
 class FormatRegistry:
@@ -40,27 +52,56 @@ class FormatRegistry:
     def __init__(self, disabled: Iterable[str] = ()) -> None:
         self._formats: dict[str, TableFormat] = {}
         self.disabled = frozenset(disabled)
+        self._disabled_keys = frozenset(d.lower() for d in self.disabled)
+
+    def is_disabled(self, name: str) -> bool:
+        """Whether ``LAKECORE_DISABLED_PLUGINS`` (or ``disabled``) names format ``name``."""
+        return format_key(name) in self._disabled_keys
 
     def add(self, fmt: TableFormat) -> None:
-        """Register ``fmt``; raises ``ValueError`` if its name is already taken."""
-        if fmt.name in self.disabled:
+        """Register ``fmt`` (under its name in lower case); raises ``ValueError`` if that name
+        is already taken."""
+        if self.is_disabled(fmt.name):
             return
-        if fmt.name in self._formats:
+        key = format_key(fmt.name)
+        if key in self._formats:
             raise ValueError(f"format {fmt.name!r} is registered twice")
-        self._formats[fmt.name] = fmt
+        self._formats[key] = fmt
 
     def get(self, name: str) -> TableFormat:
-        """Return the format called ``name``; raises ``PluginNotInstalledError`` if absent."""
-        try:
-            return self._formats[name]
-        except KeyError:
-            hint = INSTALL_HINTS.get(name)
-            msg = None
-            if name in self.disabled:
-                msg = f"format {name!r} is disabled ({DISABLE_ENV})" + (f": {hint}" if hint else "")
-            elif hint:
-                msg = f"format {name!r} is not installed: {hint}"
-            raise PluginNotInstalledError(name, msg) from None
+        """Return the format called ``name`` (any case: ``"Delta"`` is ``"delta"``).
+
+        Raises ``PluginNotInstalledError`` if absent, saying why: disabled by
+        ``LAKECORE_DISABLED_PLUGINS`` (the fix is there, not in an install), a built-in whose
+        extra is missing (``pip install 'lakecore[lance]'``), a format lakecore has no plugin
+        for (no extra is suggested), or an unknown name (the installed formats are listed);
+        ``ArgumentTypeError`` when ``name`` is no string.
+        """
+        key = format_key(name)
+        found = self._formats.get(key)
+        if found is not None:
+            return found
+        raise PluginNotInstalledError(key, self._missing(key))
+
+    def _missing(self, key: str) -> str:
+        """Why format ``key`` is not registered, and what the user can do about it."""
+        available = ", ".join(self.names()) or "none"
+        if self.is_disabled(key):
+            return (
+                f"format {key!r} is disabled: {DISABLE_ENV} names it; remove it from that "
+                "list to use it"
+            )
+        if key in INSTALL_HINTS:
+            return f"format {key!r} is not installed: {INSTALL_HINTS[key]}"
+        if key in NOT_PROVIDED:
+            return (
+                f"lakecore has no {key} support (no plugin or extra provides it); "
+                f"the formats it reads here: {available}"
+            )
+        return (
+            f"no installed lakecore plugin provides format {key!r}; the formats installed: "
+            f"{available} (a third-party format needs its plugin package installed)"
+        )
 
     def names(self) -> list[str]:
         """Return the registered format names, sorted."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lakecore.boundary import public_api
 from lakecore.errors import StorageError
 from lakecore.faults import storage_faults
 from lakecore.format import SnapshotSource, TableFeatures
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from lakecore.planning.scan import Scan
 
 
+@public_api
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """A table at one version.

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.arguments import TimestampLike, check_number, to_epoch_ms
+from lakecore.boundary import public_api
 from lakecore.errors import (
     ConstraintViolationError,
     InvalidArgumentError,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from lakecore.planning.scan import Scan
 
 
+@public_api
 class Table:
     """A table of any format, opened by ``lakecore.open``.
 
@@ -95,9 +97,15 @@ class Table:
 
     @property
     def version(self) -> int | str:
-        """The newest version of the table (read now, not cached)."""
+        """The newest version of the table (read now, not cached): the version
+        ``snapshot()`` returns, ``""`` for a Hudi table before its first commit."""
         with storage_faults(f"reading the version of {self.uri}", StorageError):
             return self._format.latest_version(self._storage)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The latest snapshot's logical schema (read now, as ``snapshot().schema``)."""
+        return self.snapshot().schema
 
     def snapshot(
         self, version: int | str | None = None, timestamp: TimestampLike | None = None
@@ -137,9 +145,14 @@ class Table:
             return self._format.history(self._storage, limit=limit)
 
     def to_arrow(
-        self, version: int | str | None = None, columns: Sequence[str] | None = None
+        self, columns: Sequence[str] | None = None, *, version: int | str | None = None
     ) -> pa.Table:
-        """Return the rows of the table at ``version`` (latest by default) as an Arrow table."""
+        """Return the rows of the table at ``version`` (latest by default) as an Arrow table.
+
+        The arguments are those of ``Snapshot.to_arrow``, ``to_batches`` and ``to_pandas``:
+        ``columns`` first, ``version`` by keyword only (``to_arrow(3)`` is refused with
+        ``ArgumentTypeError`` rather than read as a column list or a version by guess).
+        """
         snapshot = self.snapshot(version)
         with storage_faults(f"reading the rows of {self.uri}", StorageError):
             return snapshot.to_arrow(columns)
@@ -564,6 +577,7 @@ class Table:
         return SchemaUpdateContext(self)
 
 
+@public_api
 class MergeBuilder:
     """Collects MERGE clauses; ``execute()`` plans and commits them as one version."""
 
@@ -613,6 +627,7 @@ class MergeBuilder:
         )
 
 
+@public_api
 class SchemaUpdateContext:
     """Context manager around a format's SchemaUpdate builder; commits on clean exit."""
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from lakecore.boundary import public_api
 from lakecore.errors import (
     CommitConflictError,
     CommitError,
@@ -38,6 +39,7 @@ OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
 UNKNOWN = "ended with an unknown outcome"
 
 
+@public_api
 class Transaction:
     """Stages changes against one snapshot and commits them as one version.
 

@@ -170,9 +170,9 @@ class _Run:
 
         try:
             target = lakecore.open(self.target_uri, format=self.to, **self.target_access())
-            # Detection alone does not prove a readable table. The snapshot, not ``version``:
-            # a Hudi table created by a run stopped before its first commit has an (empty)
-            # snapshot but no latest version (TableNotFoundError), and must be taken over.
+            # Detection alone does not prove a readable table. A Hudi table created by a run
+            # stopped before its first commit has an empty snapshot (version ""), and is taken
+            # over below like any target without migration state.
             target.snapshot()
         except (TableNotFoundError, UnknownFormatError):
             return

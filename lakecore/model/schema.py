@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
-from lakecore.errors import SchemaError
+from lakecore.errors import ArgumentTypeError, SchemaError
 
 FIELD_ID = b"lakecore.field_id"
 """Field metadata key: the stable field id (Delta column-mapping id, Iceberg-style ids)."""
@@ -79,13 +79,25 @@ def is_ordered_scalar(t: pa.DataType) -> bool:
 def checked_columns(columns: Sequence[str], schema: pa.Schema) -> list[str]:
     """``columns`` as a list, once every name is a column of ``schema``.
 
-    Raises ``TypeError`` for one string (a common slip for ``[name]``) and ``SchemaError``
-    naming the unknown columns. The one check behind ``Snapshot.scan``/``to_arrow`` and
-    the shared reader.
+    Raises ``ArgumentTypeError`` (a ``TypeError``) for one string (a common slip for
+    ``[name]``), for something that is not a list of names (a version passed where columns
+    go) and for names that are not strings, and ``SchemaError`` naming the unknown columns.
+    The one check behind ``Snapshot.scan``/``to_arrow`` and the shared reader.
     """
-    if isinstance(columns, str):
-        raise TypeError("columns must be a sequence of names, not one string")
-    missing = [c for c in columns if schema.get_field_index(c) < 0]
+    if isinstance(columns, str | bytes):
+        raise ArgumentTypeError(
+            f"columns must be a sequence of names, not one string ({columns!r}); pass [name]"
+        )
+    if not isinstance(columns, Iterable):
+        version = f"; a version goes in version={columns!r}" if isinstance(columns, int) else ""
+        raise ArgumentTypeError(
+            f"columns must be a sequence of column names, not {columns!r}{version}"
+        )
+    names = list(columns)
+    wrong = [c for c in names if not isinstance(c, str)]
+    if wrong:
+        raise ArgumentTypeError(f"column names must be strings, not {wrong!r}")
+    missing = [c for c in names if schema.get_field_index(c) < 0]
     if missing:
         raise SchemaError(f"unknown column(s) {missing}; the table has {schema.names}")
-    return list(columns)
+    return names

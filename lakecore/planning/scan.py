@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.arguments import check_number
+from lakecore.boundary import public_api
 from lakecore.errors import StorageError, UnsupportedFeatureError
 from lakecore.expr import tree as ex
 from lakecore.expr.binding import Where, bind, parse_predicate
@@ -60,6 +61,7 @@ DEFAULT_BATCH_SIZE = 131_072
 """Rows per batch of ``to_batches`` unless told (pyarrow datasets' default)."""
 
 
+@public_api
 class Scan:
     """A read of one snapshot restricted by a predicate and a column list.
 

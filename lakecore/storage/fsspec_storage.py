@@ -20,11 +20,15 @@ from fsspec.asyn import sync
 from fsspec.core import url_to_fs
 
 from lakecore.errors import LakecoreError, StorageError, UnsupportedFeatureError
+from lakecore.storage.aws_options import translate_aws_options
 from lakecore.storage.base import FileInfo
 
 # fsspec's memory filesystem is one process-wide store, so its conditional put needs one lock
 # for the whole process, not one per Storage instance.
 _MEMORY_LOCK = threading.Lock()
+
+EXTRAS = {"s3": "'lakecore[s3]'", "s3a": "'lakecore[s3]'"}
+"""The lakecore extra that installs a scheme's filesystem package (the others: fsspec's hint)."""
 
 S3_CONFLICT_RETRIES = 5
 """Retries of a conditional PUT that S3 answered with 409 (a concurrent conditional write)."""
@@ -58,12 +62,19 @@ def filesystem_for(uri: str, options: Mapping[str, Any]) -> tuple[Any, str]:
             is not installed (the message gives fsspec's install hint); names the URI.
         StorageError: the filesystem cannot be set up (bad options, a missing native
             library); names the URI.
+        InvalidArgumentError: an ``AWS_*`` option lakecore does not know or cannot honour
+            (see ``lakecore.storage.aws_options``).
     """
     scheme = uri.split("://", 1)[0]
+    options = _options_for(uri, options)  # InvalidArgumentError for AWS_* keys it refuses
     try:
-        return cast(tuple[Any, str], url_to_fs(uri, **_options_for(uri, options)))
+        return cast(tuple[Any, str], url_to_fs(uri, **options))
     except ImportError as exc:
-        raise UnsupportedFeatureError(f"{scheme}:// storage", f"cannot open {uri}: {exc}") from exc
+        # fsspec's hint names the package ("Install s3fs to access S3"); S3 has an extra.
+        hint = f"; pip install {EXTRAS[scheme]}" if scheme in EXTRAS else ""
+        raise UnsupportedFeatureError(
+            f"{scheme}:// storage", f"cannot open {uri}: {exc}{hint}"
+        ) from exc
     except ValueError as exc:
         if "protocol not known" in str(exc).lower():
             raise UnsupportedFeatureError(
@@ -335,7 +346,11 @@ class FsspecStorage:
     def head(self, path: str) -> FileInfo:
         fs, fs_path = self._locate(path)
         if self._is_os(fs):
-            st = os.stat(fs_path)
+            try:
+                st = os.stat(fs_path)
+            except NotADirectoryError as exc:
+                # A path below a file (the root is a file): absent, as the contract says.
+                raise FileNotFoundError(f"not a file: {fs_path}") from exc
             if not stat.S_ISREG(st.st_mode):
                 raise FileNotFoundError(f"not a file: {fs_path}")
             return FileInfo(self._relative(fs_path), st.st_size, st.st_mtime_ns // 1_000_000)
@@ -404,6 +419,8 @@ def _options_for(uri: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """
     out = dict(options)
     if uri.split("://", 1)[0] in ("s3", "s3a"):
+        # deltalake-style AWS_* keys: translated (or refused by name), not handed to s3fs.
+        out = translate_aws_options(out)
         out.setdefault("use_listings_cache", False)
     return out
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakecore.errors import TableNotFoundError
 from lakecore.format import Capability, TableFeatures
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
@@ -75,13 +74,11 @@ class HudiFormat:
             return False
 
     def latest_version(self, storage: Storage) -> str:
+        """The latest completed write instant; ``""`` before the first commit, as the empty
+        snapshot's version (``load_snapshot(version="")`` loads it back)."""
         config = read_table_config(storage)
         latest = load_timeline(storage, config).latest_completed_write()
-        if latest is None:
-            raise TableNotFoundError(
-                f"the Hudi table at {storage.root} has no completed commit yet"
-            )
-        return latest.timestamp
+        return "" if latest is None else latest.timestamp
 
     def load_snapshot(
         self,

@@ -127,6 +127,8 @@ def _pick(
 ) -> Instant | None:
     if version is not None:
         wanted = str(version)
+        if not wanted and not writes:
+            return None  # "" is the version of the table before its first commit
         for i in writes:
             if i.timestamp == wanted:
                 return i

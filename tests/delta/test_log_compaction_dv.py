@@ -170,7 +170,7 @@ def _write_compaction(builder: DeltaTableBuilder, start: int, end: int, actions:
 
 def _rows_at_every_version(uri: str) -> list[list[int]]:
     table = lakecore.open(uri)
-    return [sorted(table.to_arrow(v).column("id").to_pylist()) for v in range(VERSIONS)]
+    return [sorted(table.to_arrow(version=v).column("id").to_pylist()) for v in range(VERSIONS)]
 
 
 def _ranges(seed: int) -> list[tuple[int, int]]:
@@ -231,7 +231,7 @@ def test_dropped_tombstone_of_the_old_dv_does_not_bring_deleted_rows_back(
 
 def _rows_at_every_version_of(uri: str, versions: int) -> list[list[int]]:
     table = lakecore.open(uri)
-    return [sorted(table.to_arrow(v).column("id").to_pylist()) for v in range(versions)]
+    return [sorted(table.to_arrow(version=v).column("id").to_pylist()) for v in range(versions)]
 
 
 @pytest.mark.parametrize("seed", SEEDS[:3])

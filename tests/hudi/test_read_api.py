@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 import lakecore
 from lakecore.cli import app
-from lakecore.errors import TableNotFoundError, UnsupportedFeatureError, VersionNotFoundError
+from lakecore.errors import UnsupportedFeatureError, VersionNotFoundError
 from lakecore.planning import read_files
 from tests.corpus import CORPUS
 
@@ -88,11 +88,11 @@ def test_open_detects_hudi_and_reports_the_latest_instant() -> None:
         table = open_table(name)
         assert table.format == "hudi", name
         if expected["latest_version"] is None:
-            # no completed commit: the latest version is unknown, the snapshot is empty
-            with pytest.raises(TableNotFoundError, match="no completed commit"):
-                _ = table.version
+            # no completed commit: the version is "", as the empty snapshot's (issue 14)
+            assert table.version == ""
             snapshot = table.snapshot()
             assert (snapshot.version, snapshot.to_arrow().num_rows) == ("", 0)
+            assert table.snapshot(version="").to_arrow().num_rows == 0
             want = [f["name"] for f in expected["empty_snapshot"]["schema"]]
             assert snapshot.schema.names == want, name
         else:

@@ -176,7 +176,7 @@ def test_malformed_commit_action_is_corrupt(
     with pytest.raises(CorruptTableError):
         lakecore.open(builder.uri).scan().to_arrow()
     # The versions before the malformed commit still read.
-    assert table.to_arrow(1).num_rows == ROWS[0]
+    assert table.to_arrow(version=1).num_rows == ROWS[0]
 
 
 def _checkpoint_cases() -> list[tuple[str, Any, str]]:
