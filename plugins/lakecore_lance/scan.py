@@ -39,6 +39,7 @@ from lakecore_lance.columns import in_order, shift_columns
 from lakecore_lance.deletions import read_deleted
 from lakecore_lance.nested import Path, conform, file_field_ids
 from lakecore_lance.schema import FieldNode
+from lakecore_lance.small_files import SmallFile, collect, read_error, read_small_files
 from lakecore_lance.state import DataFileInfo, LanceScanState, LanceState
 
 TOMBSTONE = -2
@@ -53,7 +54,7 @@ AHEAD_ROWS = 40_000
 pending (``_in_order``)."""
 THREADED_ROWS = 10_000
 """Rows one thread task reads at least from local fragments (``_groups``)..."""
-GROUP_FRAGMENTS = 16
+GROUP_FRAGMENTS = 32
 """...or fragments (``_groups``)."""
 
 
@@ -97,22 +98,30 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
     out = _Output(wanted, ids)
     plans: dict[tuple[tuple[Any, ...], ...], _Plan | None] = {}
 
+    local = _is_local(storage)
+
     def read(group: list[str]) -> list[list[pa.RecordBatch]]:
-        fragments = []
+        todo = []
         for p in group:
             infos, rows = state.fragments[p], state.physical_rows[p]
-            plan = _plan_for(plans, infos, ancestor, ids)
+            todo.append((infos, rows, _plan_for(plans, infos, ancestor, ids)))
+        early = _read_small(storage, todo) if local else {}
+        fragments = []
+        for k, (infos, rows, plan) in enumerate(todo):
             if plan is None or rows is None:
                 table = _read_fragment(storage, state, ancestor, infos, rows, wanted, ids)
             else:
-                table = _read_planned(storage, infos, rows, plan, out)
+                whole = early.get(k)
+                if isinstance(whole, BaseException):
+                    raise whole
+                table = _read_planned(storage, infos, rows, plan, out, whole)
             fragments.append(table.to_batches(max_chunksize=BATCH_ROWS))
         return fragments
 
     def group_rows(group: list[str]) -> int:
         return sum(state.physical_rows[p] or THREADED_ROWS for p in group)
 
-    groups = _groups(state, paths, local=_is_local(storage))
+    groups = _groups(state, paths, local=local)
     for index, batches in enumerate(_in_order(read, groups, group_rows)):
         offset = 0
         for batch in batches:
@@ -215,16 +224,41 @@ def _plan(
     return _Plan(steps, whole)
 
 
+def _read_small(
+    storage: Storage, todo: list[tuple[tuple[DataFileInfo, ...], int | None, _Plan | None]]
+) -> dict[int, pa.Table | BaseException]:
+    """The fragments of ``todo`` (local) read whole from one small file, read together
+    (``small_files``): position in ``todo`` -> the file's table or the error to raise when
+    its turn comes. Fragments left out are read one by one."""
+    positions: list[int] = []
+    files: list[SmallFile] = []
+    for k, (infos, rows, plan) in enumerate(todo):
+        if plan is not None and plan.whole and rows is not None and 0 < rows <= BATCH_ROWS:
+            step = plan.steps[0]
+            positions.append(k)
+            files.append((infos[step.index], rows, step.width))
+    if len(files) < 2:
+        return {}
+    results = read_small_files(storage, files, BATCH_ROWS)
+    return {k: r for k, r in zip(positions, results, strict=True) if not isinstance(r, str)}
+
+
 def _read_planned(
-    storage: Storage, infos: tuple[DataFileInfo, ...], rows: int, plan: _Plan, out: _Output
+    storage: Storage,
+    infos: tuple[DataFileInfo, ...],
+    rows: int,
+    plan: _Plan,
+    out: _Output,
+    whole: pa.Table | None = None,
 ) -> pa.Table:
-    """A fragment of ``rows`` rows read by its ``plan`` (same result as ``_read_fragment``)."""
-    whole: pa.Table | None = None
+    """A fragment of ``rows`` rows read by its ``plan`` (same result as ``_read_fragment``);
+    ``whole``: its one file, already read (``plan.whole``)."""
     if plan.whole:
         # The file holds exactly the requested columns in order (a fragment appended with
         # the current schema): its table is the fragment's once the types agree.
         step = plan.steps[0]
-        whole = _read_whole(storage, infos[step.index], step.width)
+        if whole is None:
+            whole = _read_whole(storage, infos[step.index], step.width)
         if whole.num_rows == rows and whole.schema.types == out.types:
             return pa.Table.from_arrays(whole.columns, schema=out.schema)
     read: dict[int, pa.ChunkedArray] = {}
@@ -510,11 +544,11 @@ def _read_whole(storage: Storage, info: DataFileInfo, width: int) -> pa.Table:
         try:
             reader = LanceFileReader(path)
         except BaseException as exc:
-            raise _read_error(info, path, exc, opening=True) from exc
+            raise read_error(info, path, exc, opening=True) from exc
         try:
             table = _read_all(reader)
         except BaseException as exc:
-            raise _read_error(info, path, exc, opening=False) from exc
+            raise read_error(info, path, exc, opening=False) from exc
     else:
         with _reader(storage, info, None) as reader:
             table = reader.read_all(batch_size=BATCH_ROWS).to_table()
@@ -526,40 +560,12 @@ def _read_whole(storage: Storage, info: DataFileInfo, width: int) -> pa.Table:
 
 
 def _read_all(reader: Any) -> pa.Table:
-    """Every row of the open ``LanceFileReader`` ``reader``.
-
-    A file of at most BATCH_ROWS rows comes back in one batch: the stream is not asked for
-    its end, one round trip into pylance's runtime fewer (of four per small file). Should
-    the batch hold fewer rows than the file's footer says, the rest is read.
-    """
+    """Every row of the open ``LanceFileReader`` ``reader``: a file of at most BATCH_ROWS rows
+    in one batch, without asking the stream for its end (``small_files.collect``)."""
     rows = int(reader.num_rows())
     if not 0 < rows <= BATCH_ROWS:
         return reader.read_all(batch_size=BATCH_ROWS).to_table()
-    stream = reader.read_all(batch_size=BATCH_ROWS).to_batches()
-    batches = [stream.read_next_batch()]
-    got = batches[0].num_rows
-    while got < rows:
-        try:
-            batches.append(stream.read_next_batch())
-        except StopIteration:
-            break
-        got += batches[-1].num_rows
-    return pa.Table.from_batches(batches)
-
-
-def _read_error(info: DataFileInfo, path: str, exc: BaseException, opening: bool) -> BaseException:
-    """What opening (``opening``) or reading the local file ``path`` of ``info`` raises instead
-    of ``exc``, as ``_reader`` + ``_open`` + ``_decoding`` do: ``CorruptTableError`` for a
-    missing or undecodable file; ``exc`` itself for lakecore's errors and interpreter exits."""
-    if isinstance(exc, LakecoreError):
-        return exc
-    if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
-        return exc  # KeyboardInterrupt, SystemExit, GeneratorExit
-    if opening and not os.path.exists(path):
-        return CorruptTableError(f"data file {info.path} is missing")
-    if opening and isinstance(exc, (OSError, ValueError, RuntimeError)):
-        return CorruptTableError(f"cannot read data file {info.path}: {exc}")
-    return CorruptTableError(f"cannot decode data file {info.path}: {exc}")
+    return collect(reader.read_all(batch_size=BATCH_ROWS).to_batches(), rows)
 
 
 def _read_shifted(storage: Storage, info: DataFileInfo, position: int) -> pa.ChunkedArray:

@@ -188,3 +188,77 @@ def test_a_snapshot_builds_its_scan_context_once(tmp_path: Path) -> None:
     assert snapshot.source.scan_context() is first  # the fragment map is built once
     assert snapshot.to_arrow().num_rows == 5
     assert snapshot.source.scan_context() is first
+
+
+def _recording_reader(monkeypatch: pytest.MonkeyPatch, fail: dict[str, BaseException]) -> list[str]:
+    """Replace pylance's ``LanceFileReader`` by one recording each call as ``step:file``;
+    opening a file named in ``fail`` raises the exception given for it."""
+    import lance.file
+
+    events: list[str] = []
+    real_class = lance.file.LanceFileReader
+
+    class Stream:
+        def __init__(self, real: pa.RecordBatchReader, name: str) -> None:
+            self._real, self._name = real, name
+
+        def read_next_batch(self) -> pa.RecordBatch:
+            events.append(f"next:{self._name}")
+            return self._real.read_next_batch()
+
+    class Results:
+        def __init__(self, real: Any, name: str) -> None:
+            self._real, self._name = real, name
+
+        def to_batches(self) -> Stream:
+            return Stream(self._real.to_batches(), self._name)
+
+    class Reader:
+        def __init__(self, path: str, **kwargs: Any) -> None:
+            self._name = Path(path).name
+            events.append(f"open:{self._name}")
+            if self._name in fail:
+                raise fail[self._name]
+            self._real = real_class(path, **kwargs)
+
+        def num_rows(self) -> int:
+            return int(self._real.num_rows())
+
+        def read_all(self, **kwargs: Any) -> Results:
+            events.append(f"read:{self._name}")
+            return Results(self._real.read_all(**kwargs), self._name)
+
+    monkeypatch.setattr(lance.file, "LanceFileReader", Reader)
+    return events
+
+
+def test_small_files_of_a_group_are_opened_then_started_then_collected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ds"
+    for f in range(3):
+        _append(path, f * 10, 10, mode="create" if f == 0 else "append")
+    names = [p.name for p in _data_files(path)]
+    events = _recording_reader(monkeypatch, {})
+    got = lakecore.open(str(path)).to_arrow()
+    assert sort_rows(got).equals(sort_rows(reference(path)))
+    assert events == [f"{step}:{n}" for step in ("open", "read", "next") for n in names]
+
+
+def test_small_file_errors_are_raised_in_fragment_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ds"
+    for f in range(4):
+        _append(path, f * 10, 10, mode="create" if f == 0 else "append")
+    files = _data_files(path)
+    files[1].write_bytes(b"x" * 64)  # does not decode
+    files[3].unlink()  # missing: found first (while opening), raised second
+    with pytest.raises(CorruptTableError, match=f"cannot read data file data/{files[1].name}"):
+        lakecore.open(str(path)).to_arrow()
+    # An interrupt while opening is raised at once, not kept for its fragment's turn.
+    shutil.copyfile(files[0], files[1])
+    events = _recording_reader(monkeypatch, {files[2].name: KeyboardInterrupt()})
+    with pytest.raises(KeyboardInterrupt):
+        lakecore.open(str(path)).to_arrow()
+    assert events == [f"open:{files[0].name}", f"open:{files[1].name}", f"open:{files[2].name}"]
