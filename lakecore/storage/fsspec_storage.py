@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from operator import attrgetter
 from typing import Any, BinaryIO, cast
 from urllib.parse import unquote
 
@@ -134,6 +135,10 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
         if isinstance(value, str):
             return int(dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
     return 0
+
+
+_entry_name = attrgetter("name")
+"""An ``os.DirEntry``'s name (the sort key of local listings)."""
 
 
 class FsspecStorage:
@@ -299,13 +304,16 @@ class FsspecStorage:
         entries before ``start`` are never stat-ed and a caller that stops early pays little."""
         try:
             with os.scandir(directory) as it:
-                entries = sorted(
-                    (e for e in it if e.name >= start and e.is_file()), key=lambda e: e.name
-                )
+                entries = [e for e in it if e.name >= start]
         except (FileNotFoundError, NotADirectoryError):
             return
+        # Sorted by name alone; whether an entry is a file is asked only when it is reached
+        # (a Lance open lists 1,000 manifests twice to read the first name).
+        entries.sort(key=_entry_name)
         for entry in entries:
             try:
+                if not entry.is_file():
+                    continue
                 st = entry.stat()
             except FileNotFoundError:
                 continue  # removed while listing (another writer's temp file)
