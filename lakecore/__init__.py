@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from lakecore.arguments import check_location, check_mapping
+from lakecore.arguments import check_location, check_mapping, check_number
 from lakecore.boundary import public_function
 from lakecore.detect import check_format, detect_format, reachable
 from lakecore.errors import (
@@ -193,6 +193,7 @@ def _create(
         raise SchemaError(f"partition column(s) {missing} are not in the schema")
     if timestamp_ms is not None:
         require(declared.name, declared.capabilities, Capability.COMMIT_TIMESTAMPS)
+        check_number("timestamp_ms", timestamp_ms, minimum=0, integral=True)
         fmt.create(storage, schema, list(partition_by), dict(properties or {}), timestamp_ms)
     else:
         fmt.create(storage, schema, list(partition_by), dict(properties or {}))

@@ -68,3 +68,10 @@ def check_location(uri: object) -> str | os.PathLike[str]:
     if isinstance(uri, str | os.PathLike) and not isinstance(os.fspath(uri), bytes):
         return cast("str | os.PathLike[str]", uri)
     raise ArgumentTypeError(f"a table location must be a path or URI string, not {uri!r}")
+
+
+def check_version(name: str, value: object) -> None:
+    """Raise ``ArgumentTypeError`` unless ``value`` is a version: an integer (Delta, Lance) or
+    text (a Hudi instant, a Lance tag); ``bool`` is no version."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ArgumentTypeError(f"{name} must be a version (an integer or text), not {value!r}")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.arguments import TimestampLike, check_number, to_epoch_ms
+from lakecore.arguments import TimestampLike, check_number, check_version, to_epoch_ms
 from lakecore.boundary import public_api
 from lakecore.errors import (
     ConstraintViolationError,
@@ -264,6 +264,9 @@ class Table:
         ``UnsupportedFeatureError`` (before any IO) for formats without ``change_feed``.
         """
         self._require(Capability.CHANGE_FEED)
+        check_version("start", start)
+        if end is not None:
+            check_version("end", end)
         with storage_faults(f"reading the changes of {self.uri}", StorageError):
             return self._format.changes(self._storage, start, end)
 
@@ -298,6 +301,7 @@ class Table:
             self._require(Capability.COMMIT_METADATA)
         if timestamp_ms is not None:
             self._require(Capability.COMMIT_TIMESTAMPS)
+            check_number("timestamp_ms", timestamp_ms, minimum=0, integral=True)
         with storage_faults(f"starting a transaction on {self.uri}"):
             snapshot = self._format.load_snapshot(
                 self._storage, previous=self._latest, options=self._options
