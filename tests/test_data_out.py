@@ -15,7 +15,7 @@ from lakecore_delta import reader as delta_reader
 from lakecore_hudi import base_files as hudi_base_files
 
 import lakecore
-from lakecore.errors import InvalidArgumentError, UnsupportedFeatureError
+from lakecore.errors import CorruptTableError, InvalidArgumentError, UnsupportedFeatureError
 from lakecore.expr import tree as ex
 from lakecore.model import files as fi
 from lakecore.planning import scan as scan_module
@@ -75,6 +75,19 @@ def test_arrow_c_stream_requested_schema(delta_table: lakecore.Table) -> None:
 def test_arrow_c_stream_sees_new_commits(delta_table: lakecore.Table) -> None:
     delta_table.append(rows(100, 3))
     assert pa.table(delta_table).num_rows == 53
+
+
+def test_errors_while_streaming(delta_table: lakecore.Table) -> None:
+    """A lakecore reader raises CorruptTableError; across the C stream (which carries only a
+    message) a consumer gets pyarrow's ArrowInvalid with lakecore's message."""
+    path = delta_table.snapshot().files().column(fi.PATH)[2].as_py()
+    os.remove(Path(delta_table.uri) / path)
+    with pytest.raises(CorruptTableError, match="missing from storage"):
+        delta_table.scan().to_reader().read_all()
+    with pytest.raises(CorruptTableError, match="missing from storage"):
+        list(delta_table.to_batches())
+    with pytest.raises(pa.ArrowInvalid, match="missing from storage"):
+        pa.table(delta_table)
 
 
 def test_polars_and_duckdb_read_the_stream(delta_table: lakecore.Table) -> None:
