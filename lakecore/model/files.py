@@ -4,7 +4,10 @@ Columns every format fills (absent information is null):
 
 - ``path`` (string): where the file is, relative to the table root or an absolute URI; decoded
   (no URL escapes).
-- ``size`` (int64): bytes. ``record_count`` (int64): rows in the file, before row-level deletes.
+- ``size`` (int64): bytes. ``record_count`` (int64): rows in the file, before row-level deletes;
+  exact or null: ``count()``/``head`` add it up (minus ``deletion.cardinality``) without
+  reading, so a row whose live rows only reading decides (a Hudi slice with log files)
+  must leave it null.
 - ``modification_time`` (int64): epoch milliseconds.
 - ``partition`` (struct): one typed child per partition column, by logical name.
 - ``min``, ``max``, ``null_count`` (struct): per-column statistics by logical name; nested
