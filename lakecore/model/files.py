@@ -22,7 +22,7 @@ Columns every format fills (absent information is null):
   unit of reading: a Hudi file slice lists its base file then its log files in merge order (a
   log-only slice: its log files, ``path`` the first), a Lance fragment its data files (each
   holding some of the fields). ``size`` and ``record_count`` are those of ``path`` (for a Hudi
-  slice, of its base file).
+  slice, of its base file; ``record_count`` null when it has log files).
 
 The write layout (``AddFiles`` rows, what ``DataFileWriter.write`` returns) is the same with
 the stats typed by ``lakecore.model.stats`` (``stats_types``: exact bounds of the data columns,
