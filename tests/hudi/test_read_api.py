@@ -485,14 +485,15 @@ def test_pickled_tasks_with_columns_predicates_and_options() -> None:
 def test_cli_info_and_history() -> None:
     name = "mor_avro_v8_trips_8i3u1d"
     runner = CliRunner()
-    info = runner.invoke(app, ["info", str(HUDI / name)])
+    info = runner.invoke(app, ["info", str(HUDI / name), "--json"])
     assert info.exit_code == 0, info.output
-    assert "format=hudi" in info.output
-    assert f"version={EXPECTED[name]['latest_version']}" in info.output
-    assert "files: 3" in info.output and "partition columns: ['city']" in info.output
+    described = json.loads(info.output)
+    assert described["format"] == "hudi"
+    assert described["version"] == EXPECTED[name]["latest_version"]
+    assert described["files"] == 3 and described["partition_columns"] == ["city"]
     first = sorted(EXPECTED[name]["versions"])[0]
-    old = runner.invoke(app, ["info", str(HUDI / name), "--version", first])
-    assert old.exit_code == 0 and f"version={first}" in old.output, old.output
+    old = runner.invoke(app, ["info", str(HUDI / name), "--as-of-version", first, "--json"])
+    assert old.exit_code == 0 and json.loads(old.output)["version"] == first, old.output
     history = runner.invoke(app, ["history", str(HUDI / name), "--limit", "3"])
     assert history.exit_code == 0, history.output
     assert "compact" in history.output and "delete_prepped" in history.output
@@ -511,6 +512,6 @@ def test_cli_info_on_a_table_with_a_log_only_file_slice(tmp_path: Path) -> None:
     row = files.filter(pc.equal(files.column("path"), f"city=sao_paulo/{log_only.name}"))
     assert row.column("size").to_pylist() == [log_only.stat().st_size]
     assert row.column("data_files").to_pylist() == [[f"city=sao_paulo/{log_only.name}"]]
-    info = CliRunner().invoke(app, ["info", str(root)])
+    info = CliRunner().invoke(app, ["info", str(root), "--json"])
     assert info.exit_code == 0, info.output
-    assert "files: 4" in info.output
+    assert json.loads(info.output)["files"] == 4
