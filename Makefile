@@ -9,7 +9,7 @@ CORPUS ?= ../shared/corpus
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,s3,spark,hudi,lance]'
+	$(PY) -m pip install --quiet -e '.[test,s3,spark,lance,pandas]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -444,6 +444,7 @@ AWS_CASES: list[tuple[dict[str, Any], dict[str, Any]]] = [
         {"client_kwargs": {"verify": False, "region_name": "r"}},
     ),
     ({"AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}, {}),
+    ({"AWS_CONDITIONAL_PUT": "etag"}, {}),
     ({"AWS_SKIP_SIGNATURE": "true"}, {"anon": True}),
     ({"AWS_PROFILE": "dev"}, {"profile": "dev"}),
     ({"key": "k", "AWS_ACCESS_KEY_ID": "k"}, {"key": "k"}),  # the same value twice is fine
@@ -462,6 +463,7 @@ def test_deltalake_style_aws_options_are_translated(
     ("given", "match"),
     [
         ({"AWS_S3_LOCKING_PROVIDER": "dynamodb"}, "conditional writes"),
+        ({"AWS_CONDITIONAL_PUT": "dynamo:locks"}, "conditional writes"),
         ({"AWS_NO_SUCH_OPTION": "1"}, "unknown S3 storage option AWS_NO_SUCH_OPTION"),
         ({"key": "a", "AWS_ACCESS_KEY_ID": "b"}, "both set"),
     ],

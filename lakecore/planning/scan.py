@@ -327,7 +327,9 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
         import pandas  # noqa: F401
     except ImportError as exc:
         raise UnsupportedFeatureError(
-            "pandas", "to_pandas needs pandas, which is not installed: pip install pandas"
+            "pandas",
+            "to_pandas needs pandas, which is not installed: pip install pandas, or "
+            "pip install 'lakecore[pandas]'",
         ) from exc
     return table.to_pandas()
 

@@ -65,8 +65,9 @@ def translate_aws_options(options: Mapping[str, Any]) -> dict[str, Any]:
         if not is_aws_key(key):
             continue
         name = key.lower()[len("aws_") :]
-        if name in REFUSED:
-            raise InvalidArgumentError(f"storage option {key}: {REFUSED[name]}")
+        if name in REFUSED or (name == "conditional_put" and _is_dynamo(value)):
+            reason = REFUSED.get(name, REFUSED["s3_locking_provider"])
+            raise InvalidArgumentError(f"storage option {key}={value!r}: {reason}")
         if name in NO_EFFECT:
             continue
         if name in TOP_LEVEL:
@@ -86,6 +87,12 @@ def translate_aws_options(options: Mapping[str, Any]) -> dict[str, Any]:
     if client_kwargs:
         out["client_kwargs"] = client_kwargs
     return out
+
+
+def _is_dynamo(value: object) -> bool:
+    """Whether an ``AWS_CONDITIONAL_PUT`` value asks for a DynamoDB lock (``dynamo:<table>``),
+    which the writers using it hold and lakecore would not take part in (``etag`` is fine)."""
+    return str(value).strip().lower().startswith("dynamo")
 
 
 def _set(target: dict[str, Any], name: str, value: Any, key: str) -> None:
