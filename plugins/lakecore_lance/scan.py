@@ -13,13 +13,9 @@ from the spec). Which applies is decided per file from the manifest's ``DataFile
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import tempfile
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,27 +31,17 @@ from lakecore.model import files as fi
 from lakecore.model.schema import field_id
 from lakecore.planning.tasks import FileRows, RowPositions, ScanContext
 from lakecore.storage import Storage
+from lakecore_lance import fragment_tasks as tasks
 from lakecore_lance.columns import in_order, shift_columns
 from lakecore_lance.deletions import read_deleted
 from lakecore_lance.nested import Path, conform, file_field_ids
-from lakecore_lance.schema import FieldNode
+from lakecore_lance.read_plan import Output, Plan, ancestors, layout_from_ids, plan_for
 from lakecore_lance.small_files import SmallFile, collect, read_error, read_small_files
 from lakecore_lance.state import DataFileInfo, LanceScanState, LanceState
 
 TOMBSTONE = -2
 """A ``DataFile.fields`` entry of a field whose data moved to another file."""
 BATCH_ROWS = 64 * 1024
-THREADS = 8
-"""Threads reading fragment groups (``_in_order``): the round trips into pylance's runtime of
-small files wait more than they compute, more so on a loaded machine."""
-MIN_AHEAD = 4
-AHEAD_ROWS = 40_000
-"""Groups are submitted ahead while fewer than MIN_AHEAD groups or AHEAD_ROWS rows are
-pending (``_in_order``)."""
-THREADED_ROWS = 10_000
-"""Rows one thread task reads at least from local fragments (``_groups``)..."""
-GROUP_FRAGMENTS = 32
-"""...or fragments (``_groups``)."""
 
 
 def scan_context(storage: Storage, state: LanceState) -> ScanContext:
@@ -90,13 +76,13 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
             raise CorruptTableError(f"column {name!r} of the Lance schema has no field id")
         ids.append(fid)
     tops = {node.id: node for node in state.tree()}
-    ancestor = _ancestors(tops)
+    ancestor = ancestors(tops)
     paths = files.column(fi.PATH).to_pylist()
     for path in paths:
         if path not in state.fragments:
             raise CorruptTableError(f"{path} is not a fragment of version {state.version}")
-    out = _Output(wanted, ids)
-    plans: dict[tuple[tuple[Any, ...], ...], _Plan | None] = {}
+    out = Output(wanted, ids)
+    plans: dict[tuple[tuple[Any, ...], ...], Plan | None] = {}
 
     local = _is_local(storage)
 
@@ -104,7 +90,7 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
         todo = []
         for p in group:
             infos, rows = state.fragments[p], state.physical_rows[p]
-            todo.append((infos, rows, _plan_for(plans, infos, ancestor, ids)))
+            todo.append((infos, rows, plan_for(plans, infos, ancestor, ids)))
         early = _read_small(storage, todo) if local else {}
         fragments = []
         for k, (infos, rows, plan) in enumerate(todo):
@@ -119,113 +105,18 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
         return fragments
 
     def group_rows(group: list[str]) -> int:
-        return sum(state.physical_rows[p] or THREADED_ROWS for p in group)
+        return sum(state.physical_rows[p] or tasks.THREADED_ROWS for p in group)
 
-    groups = _groups(state, paths, local=local)
-    for index, batches in enumerate(_in_order(read, groups, group_rows)):
+    groups = tasks.groups(state, paths, local=local)
+    for index, batches in enumerate(tasks.in_order(read, groups, group_rows)):
         offset = 0
         for batch in batches:
             yield FileRows(index, offset, batch)
             offset += batch.num_rows
 
 
-@dataclass(frozen=True, slots=True)
-class _Output:
-    """The requested columns: names, fields and field ids in order, and their schema."""
-
-    wanted: list[tuple[str, pa.Field]]
-    ids: list[int]
-    schema: pa.Schema = dataclasses.field(init=False)
-    types: list[pa.DataType] = dataclasses.field(init=False)
-    targets: dict[int, pa.Field] = dataclasses.field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "schema", pa.schema([f for _, f in self.wanted]))
-        object.__setattr__(self, "types", [f.type for _, f in self.wanted])
-        object.__setattr__(
-            self, "targets", {fid: f for (_, f), fid in zip(self.wanted, self.ids, strict=True)}
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _FileStep:
-    """One data file of a planned fragment: what to read from it."""
-
-    index: int
-    """The file's position among the fragment's data files."""
-    positions: list[int]
-    """Top-level columns of the file to read (one per field id of ``fids``)."""
-    width: int
-    """Top-level columns the file has."""
-    fids: list[int]
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """Which columns of which data file a fragment's requested fields come from."""
-
-    steps: list[_FileStep]
-    whole: bool
-    """One data file read whole, its columns in the requested order (``_read_planned``)."""
-
-
-def _plan_for(
-    plans: dict[tuple[tuple[Any, ...], ...], _Plan | None],
-    infos: tuple[DataFileInfo, ...],
-    ancestor: dict[int, int],
-    ids: list[int],
-) -> _Plan | None:
-    """``_plan`` of ``infos``, shared by the fragments whose data files list the same fields.
-
-    The plan depends on the manifest's entries only (field ids, column indices, file
-    version), not on the files, so 1,000 fragments appended alike are planned once.
-    """
-    key = tuple((i.fields, i.column_indices, i.major, i.minor) for i in infos)
-    if key not in plans:
-        plans[key] = _plan(infos, ancestor, ids)
-    return plans[key]
-
-
-def _plan(
-    infos: tuple[DataFileInfo, ...], ancestor: dict[int, int], ids: list[int]
-) -> _Plan | None:
-    """The plan of a fragment whose files are all 2.x files with in-order columns and whose
-    layout the manifest alone gives (``_layout_from_ids``); None otherwise (legacy files,
-    shifted columns, dropped or tombstoned ids: ``_read_fragment`` reads those).
-
-    As ``_read_fragment``: each field comes from the last file that holds it.
-    """
-    holder: dict[int, tuple[int, int]] = {}
-    widths: list[int] = []
-    for k, info in enumerate(infos):
-        if info.legacy or not in_order(info.column_indices):
-            return None
-        layout = _layout_from_ids(info, ancestor)
-        if layout is None:
-            return None
-        widths.append(len(layout))
-        for position, owner in enumerate(layout):
-            if owner is not None:
-                holder[owner] = (k, position)
-    by_file: dict[int, list[int]] = {}
-    for fid in ids:
-        if fid in holder:
-            by_file.setdefault(holder[fid][0], []).append(fid)
-    steps = [
-        _FileStep(k, [holder[fid][1] for fid in by_file[k]], widths[k], by_file[k])
-        for k in range(len(infos))
-        if k in by_file
-    ]
-    whole = (
-        len(steps) == 1
-        and steps[0].positions == list(range(steps[0].width))
-        and steps[0].fids == ids
-    )
-    return _Plan(steps, whole)
-
-
 def _read_small(
-    storage: Storage, todo: list[tuple[tuple[DataFileInfo, ...], int | None, _Plan | None]]
+    storage: Storage, todo: list[tuple[tuple[DataFileInfo, ...], int | None, Plan | None]]
 ) -> dict[int, pa.Table | BaseException]:
     """The fragments of ``todo`` (local) read whole from one small file, read together
     (``small_files``): position in ``todo`` -> the file's table or the error to raise when
@@ -247,8 +138,8 @@ def _read_planned(
     storage: Storage,
     infos: tuple[DataFileInfo, ...],
     rows: int,
-    plan: _Plan,
-    out: _Output,
+    plan: Plan,
+    out: Output,
     whole: pa.Table | None = None,
 ) -> pa.Table:
     """A fragment of ``rows`` rows read by its ``plan`` (same result as ``_read_fragment``);
@@ -291,76 +182,6 @@ def _is_local(storage: Storage) -> bool:
     return bool(getattr(storage, "is_local", False))
 
 
-def _groups(state: LanceScanState, paths: list[str], local: bool) -> list[list[str]]:
-    """The fragments ``paths`` in order, cut into the units one thread task reads.
-
-    Remote: one fragment each, so that the object-store fetches overlap. Local: consecutive
-    fragments until they hold THREADED_ROWS rows (fragments whose manifest does not say count
-    as that many) or number GROUP_FRAGMENTS: a task per 100-row fragment cost about as much
-    in hand-offs as the read, while tasks of 100 such fragments left too few tasks to keep
-    the threads busy.
-    """
-    if not local:
-        return [[p] for p in paths]
-    groups: list[list[str]] = []
-    current: list[str] = []
-    rows = 0
-    for path in paths:
-        current.append(path)
-        rows += state.physical_rows[path] or THREADED_ROWS
-        if rows >= THREADED_ROWS or len(current) >= GROUP_FRAGMENTS:
-            groups.append(current)
-            current, rows = [], 0
-    if current:
-        groups.append(current)
-    return groups
-
-
-def _in_order(
-    read: Callable[[list[str]], list[list[pa.RecordBatch]]],
-    groups: list[list[str]],
-    rows: Callable[[list[str]], int],
-) -> Iterator[list[pa.RecordBatch]]:
-    """The fragments' batches ``read(group)`` returns for each group, in order.
-
-    Groups are read in up to THREADS threads (pylance releases the GIL) and submitted ahead
-    of the one being yielded while fewer than MIN_AHEAD groups or AHEAD_ROWS rows (``rows``
-    of each group) are pending: small fragments keep every thread busy (a window of a few
-    groups left threads idle behind a slow one), large ones hold no more than before. A
-    single group is read in the caller's thread.
-    """
-    if len(groups) <= 1:
-        for group in groups:
-            yield from read(group)
-        return
-    with ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="lakecore-lance") as pool:
-        pending: deque[tuple[Future[list[list[pa.RecordBatch]]], int]] = deque()
-        upcoming = iter(groups)
-        held = 0
-
-        def submit() -> bool:
-            nonlocal held
-            group = next(upcoming, None)
-            if group is None:
-                return False
-            count = rows(group)
-            pending.append((pool.submit(read, group), count))
-            held += count
-            return True
-
-        while len(pending) < MIN_AHEAD or held < AHEAD_ROWS:
-            if not submit():
-                break
-        while pending:
-            future, count = pending.popleft()
-            held -= count
-            result = future.result()
-            while len(pending) < MIN_AHEAD or held < AHEAD_ROWS:
-                if not submit():
-                    break
-            yield from result
-
-
 def _read_fragment(
     storage: Storage,
     state: LanceScanState,
@@ -373,7 +194,7 @@ def _read_fragment(
     holder: dict[int, tuple[DataFileInfo, int]] = {}
     widths: dict[str, int] = {}
     for info in infos:
-        layout = None if info.legacy else _layout_from_ids(info, ancestor)
+        layout = None if info.legacy else layout_from_ids(info, ancestor)
         if layout is None and not info.legacy:
             layout = _layout_from_file(storage, info, ancestor)
         if info.legacy:
@@ -434,39 +255,18 @@ def _read_fragment(
 def _row_count(storage: Storage, state: LanceScanState, info: DataFileInfo) -> int:
     """Rows of a data file (fragments whose manifest does not say)."""
     if info.legacy:
-        tops = _legacy_tops(info, _ancestors({n.id: n for n in state.tree()}))
+        tops = _legacy_tops(info, ancestors({n.id: n for n in state.tree()}))
         return int(_read_legacy(storage, state, info, tops[:1]).num_rows)
     with _reader(storage, info, None) as reader:
         return int(reader.num_rows())
 
 
-def _ancestors(tops: dict[int, FieldNode]) -> dict[int, int]:
-    return {fid: top for top, node in tops.items() for fid in node.ids()}
-
-
-def _layout_from_ids(info: DataFileInfo, ancestor: dict[int, int]) -> list[int | None] | None:
-    """The top-level field id of each of the file's top-level columns, from the manifest alone.
-
-    Works when every id the file lists is a field of the current schema: consecutive ids of one
-    top-level field form one column (whether the writer listed every node or only leaves).
-    None when the file lists ids the schema no longer has (dropped or tombstoned fields).
-    ``ancestor`` maps every field id of the schema to its top-level field (``_ancestors``).
-    """
-    layout: list[int | None] = []
-    for fid in info.fields:
-        top = ancestor.get(fid)
-        if top is None:
-            return None
-        if not layout or layout[-1] != top:
-            layout.append(top)
-    return layout if len(set(layout)) == len(layout) else None
-
-
 def _layout_from_file(
     storage: Storage, info: DataFileInfo, ancestor: dict[int, int]
 ) -> list[int | None]:
-    """As ``_layout_from_ids``, walking the file's own schema to see how many ids each column
-    takes (every node, or leaves only); columns of unknown or tombstoned ids map to None."""
+    """As ``read_plan.layout_from_ids``, walking the file's own schema to see how many ids each
+    column takes (every node, or leaves only); columns of unknown or tombstoned ids map to
+    None."""
     with _reader(storage, info, None) as reader:
         schema = reader.metadata().schema
     nodes = [_count(f.type, leaves=False) for f in schema]

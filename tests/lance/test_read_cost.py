@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import lakecore_lance.scan as lance_scan
+import lakecore_lance.fragment_tasks as fragment_tasks
 import pyarrow as pa
 import pytest
 
@@ -76,7 +76,7 @@ def test_local_fragments_share_thread_tasks_up_to_threaded_rows(
     path = tmp_path / "ds"
     _dataset(path, fragments=6, rows=10)
     assert "lakecore-lance" not in _threads_while_reading(path)
-    monkeypatch.setattr(lance_scan, "THREADED_ROWS", 10)
+    monkeypatch.setattr(fragment_tasks, "THREADED_ROWS", 10)
     assert "lakecore-lance" in _threads_while_reading(path)
 
 

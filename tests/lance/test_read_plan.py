@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import lakecore_lance.fragment_tasks as fragment_tasks
+import lakecore_lance.read_plan as read_plan
 import lakecore_lance.scan as lance_scan
 import pyarrow as pa
 import pytest
@@ -37,13 +39,13 @@ def test_fragments_listing_the_same_fields_are_planned_once(
     for f in range(3, 5):
         _append(path, f * 10, 10, x=lambda i: i * 2)  # one file holding all three fields
     planned: list[int] = []
-    real = lance_scan._plan
+    real = read_plan.plan
 
     def plan(infos: Any, ancestor: Any, ids: Any) -> Any:
         planned.append(len(infos))
         return real(infos, ancestor, ids)
 
-    monkeypatch.setattr(lance_scan, "_plan", plan)
+    monkeypatch.setattr(read_plan, "plan", plan)
     table = lakecore.open(str(path))
     assert sort_rows(table.to_arrow()).equals(sort_rows(reference(path)))
     assert sorted(planned) == [1, 2]  # two layouts among five fragments
@@ -171,7 +173,7 @@ def test_read_ahead_is_bounded_in_rows(rows: int, submitted: int) -> None:
     def read(group: list[str]) -> list[list[pa.RecordBatch]]:
         return [[pa.record_batch({"g": [group[0]]})]]
 
-    stream = lance_scan._in_order(read, groups, group_rows)
+    stream = fragment_tasks.in_order(read, groups, group_rows)
     first = next(stream)
     assert first[0].column(0).to_pylist() == ["g0"]
     # Large groups: MIN_AHEAD pending after the first is taken (4 + 1 submitted); small
