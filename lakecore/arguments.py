@@ -18,11 +18,18 @@ def to_epoch_ms(value: TimestampLike) -> int:
 
     Naive datetimes and texts without an offset are taken as UTC. Raises
     ``VersionNotFoundError`` (a ``ValueError``) for text that is not ISO-8601, a number that is
-    not finite, or a value of another type: no version can be found for it.
+    not finite, a value of another type (no version can be found for it), and - as deltalake
+    does - a float that looks like epoch seconds (``time.time()``: a fraction, or a value in the
+    range of seconds since 1973), which read as milliseconds would name a day in 1970.
     """
     if isinstance(value, bool) or not isinstance(value, int | float | str | dt.date):
         raise VersionNotFoundError(
             f"a timestamp must be epoch ms, ISO-8601 text, a datetime or a date, not {value!r}"
+        )
+    if isinstance(value, float) and math.isfinite(value) and _seconds_like(value):
+        raise VersionNotFoundError(
+            f"timestamp {value!r} looks like epoch seconds (time.time()); timestamps given as "
+            f"numbers are epoch milliseconds: pass {int(value * 1000)} or a datetime"
         )
     try:
         if isinstance(value, int | float):
@@ -36,6 +43,17 @@ def to_epoch_ms(value: TimestampLike) -> int:
         return int(value.timestamp() * 1000)
     except (ValueError, OverflowError) as exc:
         raise VersionNotFoundError(f"not a usable timestamp {value!r}: {exc}") from None
+
+
+SECONDS_LIKE = (1e8, 1e11)
+"""Magnitudes of epoch seconds from 1973 to 5138: as milliseconds, days of 1970."""
+
+
+def _seconds_like(value: float) -> bool:
+    # A fraction of a millisecond is as odd as whole seconds: both suggest time.time().
+    return abs(value) < SECONDS_LIKE[1] and (
+        not value.is_integer() or abs(value) >= SECONDS_LIKE[0]
+    )
 
 
 def check_number(name: str, value: object, minimum: float, integral: bool = False) -> None:

@@ -552,3 +552,24 @@ def test_timestamps_given_as_dates_are_no_argument_errors(tables: dict[str, Tabl
     # errors (VersionNotFoundError only where the table has no version then).
     with pytest.raises(lakecore.VersionNotFoundError):
         tables["delta"].snapshot(timestamp=dt.datetime(2000, 1, 1))
+
+
+SECONDS = [1_700_000_000.5, 1_700_000_000.0, 1e9, 86_400.25]
+
+
+@pytest.mark.parametrize("value", SECONDS)
+def test_float_epoch_seconds_are_refused_not_read_as_milliseconds(
+    tables: dict[str, Table], value: float
+) -> None:
+    """deltalake refuses them; read as milliseconds they would name a day of 1970."""
+    with pytest.raises(lakecore.VersionNotFoundError, match="looks like epoch seconds") as info:
+        tables["delta"].snapshot(timestamp=value)
+    assert str(int(value * 1000)) in str(info.value)  # the value meant
+
+
+def test_float_epoch_milliseconds_are_taken(tables: dict[str, Table]) -> None:
+    table = tables["delta"]
+    latest = table.snapshot()
+    assert latest.timestamp is not None
+    assert table.snapshot(timestamp=float(latest.timestamp)).version == latest.version
+    assert table.snapshot(timestamp=latest.timestamp + 0.5).version == latest.version
