@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import inspect
+import json
 import socket
 import sys
 import tempfile
@@ -573,3 +574,87 @@ def test_float_epoch_milliseconds_are_taken(tables: dict[str, Table]) -> None:
     assert latest.timestamp is not None
     assert table.snapshot(timestamp=float(latest.timestamp)).version == latest.version
     assert table.snapshot(timestamp=latest.timestamp + 0.5).version == latest.version
+
+
+# ------------------------------------------------------------------ what deltalake rejects
+
+UNKNOWN_DELTA_KEYS = ["delta.enableChangDataFeed", "delta.appendonly", "delta.noSuchProperty"]
+
+
+@pytest.mark.parametrize("key", UNKNOWN_DELTA_KEYS)
+def test_unknown_delta_properties_are_refused(tmp_path: Path, key: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=f"unknown Delta table property {key}"):
+        lakecore.create(str(tmp_path / "t"), SCHEMA, properties={key: "true"})
+    assert not lakecore.is_table(str(tmp_path / "t"))
+    table = make_table(tmp_path / "u", "delta")
+    version = table.version
+    with pytest.raises(InvalidArgumentError, match=key):
+        table.set_properties({key: "true"})
+    assert table.version == version
+
+
+def test_delta_property_families_and_other_namespaces_pass(tmp_path: Path) -> None:
+    properties = {
+        "delta.constraints.positive": "id > 0",
+        "delta.feature.deletionVectors": "supported",
+        "delta.universalFormat.enabledFormats": "iceberg",
+        "delta.dataSkippingStatsColumns": "id",
+        "delta.dataSkippingStringPrefixLength": "16",  # lakecore's own stats writer reads it
+        "myapp.owner": "team",
+    }
+    table = lakecore.create(str(tmp_path / "t"), SCHEMA, properties=properties)
+    assert table.snapshot().properties == properties
+
+
+def corpus_delta_properties() -> dict[str, set[str]]:
+    """Every ``delta.*`` table property set by a commit of a corpus Delta table (written by
+    Spark and delta-rs), with the tables that set it."""
+    from tests.corpus import CORPUS
+
+    found: dict[str, set[str]] = {}
+    for log in sorted((CORPUS / "delta").glob("*/_delta_log")):
+        for commit in log.glob("*.json"):
+            for line in commit.read_text(errors="replace").splitlines():
+                if '"metaData"' not in line:
+                    continue
+                try:
+                    configuration = json.loads(line)["metaData"].get("configuration") or {}
+                except (ValueError, KeyError, AttributeError):
+                    continue  # the corpus has malformed logs on purpose
+                for key in configuration:
+                    if key.startswith("delta."):
+                        found.setdefault(key, set()).add(log.parent.name)
+    return found
+
+
+def test_every_delta_property_of_the_corpus_is_known() -> None:
+    """The refusal of unknown keys must not refuse a key real writers set."""
+    from lakecore_delta.write.properties import validate_properties
+
+    found = corpus_delta_properties()
+    if not found:
+        pytest.skip("the corpus is not there (LAKECORE_CORPUS)")
+    for key, tables in sorted(found.items()):
+        value = {"delta.feature.catalogOwned": "supported"}.get(key)
+        try:
+            validate_properties({key: value or _valid_value(key)})
+        except InvalidArgumentError as exc:
+            if "unknown Delta table property" in str(exc):
+                pytest.fail(f"{key} (set in {sorted(tables)[:3]}) is refused as unknown")
+    assert len(found) >= 15
+
+
+def _valid_value(key: str) -> str:
+    from lakecore_delta.write import properties as p
+
+    if key in p.BOOLEAN_KEYS:
+        return "true"
+    if key in p.INTEGER_KEYS:
+        return str(p.INTEGER_KEYS[key][0])
+    if key in p.INTERVAL_KEYS:
+        return "interval 7 days"
+    if key in p.SIZE_KEYS:
+        return "128mb"
+    if key in p.CHOICES:
+        return sorted(p.CHOICES[key])[0]
+    return "supported" if key.startswith(p.FEATURE_PREFIX) else "x"

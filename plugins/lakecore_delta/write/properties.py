@@ -5,7 +5,10 @@ in any case, integers are plain decimal digits within their bounds, durations ar
 intervals such as ``interval 7 days`` or ``168 hours`` without months or years (which have no
 fixed length) and never negative. A value Delta would refuse is refused here, before anything
 is written, so a table never carries a setting that readers and lakecore read differently.
-Keys lakecore does not know (and ``delta.constraints.*``, checked when they are added) pass.
+Unknown ``delta.*`` keys are refused, as deltalake and Delta Spark refuse them (a misspelt
+``delta.enableChangDataFeed`` would otherwise be stored and silently do nothing); keys of
+Delta's families (``delta.constraints.*``, checked when they are added, ``delta.feature.*`` ...)
+and keys outside ``delta.`` pass.
 """
 
 from __future__ import annotations
@@ -60,6 +63,36 @@ CHOICES: Mapping[str, frozenset[str]] = {
 }
 """Properties with a fixed set of values (compared in lower case, as Delta does)."""
 FEATURE_PREFIX = "delta.feature."
+OTHER_KEYS = frozenset(
+    {
+        "delta.autoOptimize.autoCompact",
+        "delta.checkpoint.useRunLengthEncoding",
+        "delta.dataSkippingStatsColumns",
+        "delta.dataSkippingStringPrefixLength",
+        "delta.enableFullRetentionRollback",
+        "delta.enableVariantShredding",
+        "delta.inCommitTimestampEnablementTimestamp",
+        "delta.inCommitTimestampEnablementVersion",
+        "delta.lastCommitTimestamp",
+        "delta.lastUpdateVersion",
+        "delta.parquet.compression.codec",
+        "delta.sampleRetentionDuration",
+        "delta.timeUntilArchived",
+    }
+)
+"""Delta (Spark, delta-rs, Databricks) properties whose values lakecore takes as given."""
+FAMILIES = (
+    "delta.constraints.",
+    FEATURE_PREFIX,
+    "delta.columnMapping.",
+    "delta.coordinatedCommits.",
+    "delta.identity.",
+    "delta.liquid.",
+    "delta.clustering.",
+    "delta.rowTracking.",
+    "delta.universalFormat.",
+)
+"""Key prefixes whose members Delta defines per table (constraint and feature names ...)."""
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _MICROS = {
@@ -102,7 +135,17 @@ def _checker(key: str) -> Callable[[str, str], None] | None:
         return _check_choice
     if key.startswith(FEATURE_PREFIX):
         return _check_feature
+    if key.startswith("delta.") and key not in OTHER_KEYS and not key.startswith(FAMILIES):
+        return _refuse_unknown
     return None
+
+
+def _refuse_unknown(key: str, value: str) -> None:
+    raise InvalidArgumentError(
+        f"unknown Delta table property {key} (={value!r}): Delta readers and writers would "
+        "ignore it; check its spelling (keys are case-sensitive), or use a key outside the "
+        "delta. namespace for your own settings"
+    )
 
 
 def _ignore(_: int) -> None:
