@@ -256,19 +256,29 @@ class Table:
         snapshot = self.snapshot(version, timestamp)
         return Scan(snapshot, predicate, columns, table_format=self._format, limit=limit)
 
-    def changes(self, start: int | str, end: int | str | None = None) -> pa.Table:
+    def changes(
+        self, start: int | str, end: int | str | None = None, *, include_meta: bool = False
+    ) -> pa.Table:
         """Return the row changes of versions ``start`` through ``end`` (default: latest).
 
-        Delta: the change data feed, with ``_change_type`` (insert, delete, update_preimage,
-        update_postimage), ``_commit_version`` and ``_commit_timestamp`` columns.
-        ``UnsupportedFeatureError`` (before any IO) for formats without ``change_feed``.
+        Every format: the change data feed, with ``_change_type`` (insert, delete,
+        update_preimage, update_postimage), ``_commit_version`` and ``_commit_timestamp``
+        columns. System columns the format marks in the result's schema metadata
+        (``lakecore.system_columns``: Hudi's ``_hoodie_*``) are dropped unless
+        ``include_meta``. ``UnsupportedFeatureError`` (before any IO) for formats without
+        ``change_feed``.
         """
         self._require(Capability.CHANGE_FEED)
         check_version("start", start)
         if end is not None:
             check_version("end", end)
         with storage_faults(f"reading the changes of {self.uri}", StorageError):
-            return self._format.changes(self._storage, start, end)
+            changes = self._format.changes(self._storage, start, end)
+        marked = (changes.schema.metadata or {}).get(b"lakecore.system_columns", b"")
+        system = [c for c in marked.decode().split(",") if c in changes.column_names]
+        if include_meta or not system:
+            return changes
+        return changes.drop_columns(system)
 
     # ------------------------------------------------------------------ writing
 

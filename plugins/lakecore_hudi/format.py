@@ -15,7 +15,7 @@ from lakecore.storage import Storage
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.source import HudiSnapshotSource
-from lakecore_hudi.state import instant_epoch_ms, load_state
+from lakecore_hudi.state import HudiState, instant_epoch_ms, load_state
 from lakecore_hudi.table_config import PROPERTIES_PATH, read_table_config
 from lakecore_hudi.timeline.active import load_timeline
 
@@ -92,24 +92,7 @@ class HudiFormat:
         state = load_state(
             storage, None if version is None else str(version), timestamp, read_options
         )
-        config = state.config
-        properties = dict(config.raw)
-        properties.pop("hoodie.table.create.schema", None)
-        return Snapshot(
-            format=self.name,
-            version=state.version,
-            timestamp=None if state.instant is None else instant_epoch_ms(state.version),
-            schema=state.schema,
-            partition_columns=config.partition_fields,
-            properties=properties,
-            features=TableFeatures(
-                format_version=str(config.table_version),
-                merge_on_read=config.table_type == "MERGE_ON_READ",
-                system_columns=tuple(n for n in state.schema.names if n in META_FIELDS),
-                record_key=config.record_key_fields,
-            ),
-            source=HudiSnapshotSource(storage, state),
-        )
+        return snapshot_of(storage, state)
 
     def history(self, storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
         from lakecore_hudi.history import history
@@ -117,6 +100,8 @@ class HudiFormat:
         return history(storage, limit)
 
     def changes(self, storage: Storage, start: int | str, end: int | str | None) -> pa.Table:
+        """The change feed (``lakecore_hudi.incremental``); its ``_hoodie_*`` columns are
+        marked as system columns, which ``Table.changes`` drops unless ``include_meta``."""
         from lakecore_hudi.incremental import read_changes
 
         return read_changes(storage, str(start), None if end is None else str(end))
@@ -186,3 +171,25 @@ class HudiFormat:
         from lakecore_hudi.write.writer import state_of
 
         return clean(storage, state_of(snapshot), retain_commits)
+
+
+def snapshot_of(storage: Storage, state: HudiState) -> Snapshot:
+    """The Snapshot of a loaded state (what ``load_snapshot`` returns for it)."""
+    config = state.config
+    properties = dict(config.raw)
+    properties.pop("hoodie.table.create.schema", None)
+    return Snapshot(
+        format=HudiFormat.name,
+        version=state.version,
+        timestamp=None if state.instant is None else instant_epoch_ms(state.version),
+        schema=state.schema,
+        partition_columns=config.partition_fields,
+        properties=properties,
+        features=TableFeatures(
+            format_version=str(config.table_version),
+            merge_on_read=config.table_type == "MERGE_ON_READ",
+            system_columns=tuple(n for n in state.schema.names if n in META_FIELDS),
+            record_key=config.record_key_fields,
+        ),
+        source=HudiSnapshotSource(storage, state),
+    )

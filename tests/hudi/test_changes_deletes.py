@@ -1,0 +1,226 @@
+"""Hudi's change feed with deletes and updates (issue 14): derived from the timeline per
+instant, in Delta's ``_change_type`` shape, ``_hoodie_*`` columns only on request.
+
+The central check: the changes of version N+1 replayed over version N's rows give version
+N+1's rows exactly, for every consecutive pair of completed writes; the insert + update
+counts match hudi-rs's incremental query of the same instant."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import lakecore
+from lakecore.errors import VersionNotFoundError
+from lakecore.table import Table
+from tests.corpus import CORPUS
+from tests.hudi.write.helpers import create, hudi_rs, rows, upsert
+
+HUDI = CORPUS / "hudi"
+WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
+CHANGE_COLUMNS = ["_change_type", "_commit_version", "_commit_timestamp"]
+Key = tuple[str, str]
+
+
+def _key(row: dict[str, Any]) -> Key:
+    return (row["_hoodie_partition_path"], row["_hoodie_record_key"])
+
+
+def _data(row: dict[str, Any]) -> str:
+    kept = {k: v for k, v in row.items() if not k.startswith("_")}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+def _state(table: Table, version: str) -> Counter[tuple[Key, str]]:
+    """The rows of ``version`` as a multiset of (key, data): Hudi's ``insert`` operation may
+    write a key twice (mor_avro_v9_nonpartitioned_rollback does)."""
+    return Counter(
+        (_key(r), _data(r)) for r in table.snapshot(version=version).to_arrow().to_pylist()
+    )
+
+
+def _writes(table: Table) -> list[str]:
+    """Completed write instants of the active timeline, oldest first."""
+    return [
+        str(e.version)
+        for e in reversed(table.history())
+        if e.info["action"] in WRITE_ACTIONS and not e.info.get("archived")
+    ]
+
+
+def _replay(table: Table) -> list[Counter[str]]:
+    """Replay every write's changes over the previous version's rows; returns the change
+    counts per write. Asserts each replay gives the next version's rows exactly."""
+    state: Counter[tuple[Key, str]] = Counter()
+    counts = []
+    for version in _writes(table):
+        changes = table.changes(version, version, include_meta=True)
+        assert set(changes.column("_commit_version").to_pylist()) <= {version}
+        pre: set[Key] = set()
+        post: set[Key] = set()
+        for row in changes.to_pylist():
+            entry, change = (_key(row), _data(row)), row["_change_type"]
+            if change in ("insert", "update_postimage"):
+                state[entry] += 1
+            else:
+                assert change in ("delete", "update_preimage"), change
+                assert state[entry] > 0, (version, change, entry)
+                state[entry] -= 1
+            if change.startswith("update_"):
+                (pre if change == "update_preimage" else post).add(entry[0])
+        assert pre == post, version  # each update has both images
+        state = +state  # drop zero counts
+        assert state == _state(table, version), version
+        counts.append(Counter(changes.column("_change_type").to_pylist()))
+    return counts
+
+
+def _hudi_rs_incremental(root: Path, start: str | None, end: str) -> int:
+    """Rows hudi-rs's incremental query returns for ``(start, end]``."""
+    module = hudi_rs()
+    table = module.HudiTableBuilder.from_base_uri(str(root)).build()
+    options = (
+        module.HudiReadOptions()
+        .with_query_type(module.HudiQueryType.Incremental)
+        .with_start_timestamp(start or "0")
+        .with_end_timestamp(end)
+    )
+    return sum(b.num_rows for b in table.read(options))
+
+
+def _check_hudi_rs(root: Path, table: Table, counts: list[Counter[str]]) -> int:
+    """Inserts + updates of each write == hudi-rs's incremental rows of that write (hudi-rs
+    ranges over completion times on tables of version 8 and later, over instants before)."""
+    by_completion = int(table.snapshot().features.format_version) >= 8
+    ends = [
+        str(e.info["completion_time"] if by_completion else e.version)
+        for e in reversed(table.history())
+        if e.info["action"] in WRITE_ACTIONS and not e.info.get("archived")
+    ]
+    checked = 0
+    for i, end in enumerate(ends):
+        ours = counts[i]["insert"] + counts[i]["update_postimage"]
+        theirs = _hudi_rs_incremental(root, ends[i - 1] if i else None, end)
+        assert ours == theirs, (end, counts[i], theirs)
+        checked += 1
+    return checked
+
+
+# ------------------------------------------------------------------------------ corpus
+
+CORPUS_EXPECTED = {
+    # name: change counts per completed write, oldest first
+    "mor_avro_v8_trips_8i3u1d": [
+        {"insert": 8},
+        {"update_preimage": 1, "update_postimage": 1},
+        {"delete": 1},
+        {"update_preimage": 1, "update_postimage": 1},
+        {"delete": 1},
+        {},  # compaction
+        {"update_preimage": 1, "update_postimage": 1},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mor_avro_v8_trips_8i3u1d",
+        "mor_avro_v6_trips_8i1u",
+        "mor_avro_v9_txns_nonpart_meta",
+        "mor_avro_v9_nonpartitioned_rollback",
+        "mor_parquet_v6_nonpartitioned",
+        "mor_parquet_v6_simplekeygen_nonhivestyle",
+        "mor_parquet_v6_simplekeygen_nonhivestyle_overwritetable",
+        "cow_v6_nonpartitioned",
+        "cow_v9_txns_simple_overwrite",
+    ],
+)
+def test_corpus_changes_replay_every_version(name: str) -> None:
+    table = lakecore.open(str(HUDI / name))
+    counts = _replay(table)
+    assert len(counts) == len(_writes(table)) >= 2
+    if name in CORPUS_EXPECTED:
+        assert [dict(c) for c in counts] == CORPUS_EXPECTED[name]
+    assert _check_hudi_rs(HUDI / name, table, counts) == len(counts)
+
+
+def test_corpus_range_is_inclusive_and_the_sum_of_its_instants() -> None:
+    table = lakecore.open(str(HUDI / "mor_avro_v8_trips_8i3u1d"))
+    versions = _writes(table)
+    whole = table.changes(versions[1], versions[4])
+    singles = [table.changes(v, v) for v in versions[1:5]]
+    assert whole.num_rows == sum(s.num_rows for s in singles) == 6
+    assert set(whole.column("_commit_version").to_pylist()) == set(versions[1:5])
+    assert table.changes(versions[0]).num_rows == 8 + 2 + 1 + 2 + 1 + 2  # end: the latest
+
+
+def test_meta_columns_only_on_request() -> None:
+    table = lakecore.open(str(HUDI / "mor_avro_v8_trips_8i3u1d"))
+    versions = _writes(table)
+    data = [n for n in table.schema.names if not n.startswith("_hoodie_")]
+    plain = table.changes(versions[2], versions[2])
+    assert plain.column_names == [*data, *CHANGE_COLUMNS]
+    full = table.changes(versions[2], versions[2], include_meta=True)
+    assert full.column_names == [*table.schema.names, *CHANGE_COLUMNS]
+    no_meta = full.drop_columns([n for n in full.column_names if n.startswith("_hoodie_")])
+    assert no_meta.to_pylist() == plain.to_pylist()
+    assert plain.schema.field("_commit_version").type == pa.string()
+    assert plain.schema.field("_commit_timestamp").type == pa.timestamp("us", tz="UTC")
+    stamp = plain.column("_commit_timestamp")[0].as_py()
+    assert int(stamp.timestamp() * 1000) == table.snapshot(version=versions[2]).timestamp
+
+
+def test_start_after_end_raises() -> None:
+    table = lakecore.open(str(HUDI / "mor_avro_v8_trips_8i3u1d"))
+    versions = _writes(table)
+    with pytest.raises(VersionNotFoundError):
+        table.changes(versions[3], versions[1])
+    with pytest.raises(VersionNotFoundError):
+        table.changes(versions[-1] + "1")  # after the latest instant
+
+
+# ------------------------------------------------------------------------ lakecore-built
+
+
+@pytest.mark.parametrize(
+    ("table_type", "version"),
+    [("COPY_ON_WRITE", "8"), ("MERGE_ON_READ", "8"), ("MERGE_ON_READ", "6")],
+)
+def test_built_table_changes_replay(tmp_path: Path, table_type: str, version: str) -> None:
+    root = tmp_path / "t"
+    table = create(root, table_type, version)
+    table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"), (3, "c", 1, "y"), (4, "d", 1, "y")))
+    upsert(table, rows((1, "A", 2, "x"), (5, "e", 2, "y")))  # one update, one insert
+    table.delete("id = 2")  # MoR: a delete block; CoW: file x rewritten without id 2
+    table.delete("city = 'y' and id >= 4")
+    upsert(table, rows((3, "C", 3, "y"), (1, "AA", 3, "x")))
+    if table_type == "MERGE_ON_READ":
+        assert table.compact() is not None
+        upsert(table, rows((6, "f", 4, "x")))
+    counts = _replay(table)
+    expected = [
+        {"insert": 4},
+        {"insert": 1, "update_preimage": 1, "update_postimage": 1},
+        {"delete": 1},
+        {"delete": 2},
+        {"update_preimage": 2, "update_postimage": 2},
+    ]
+    if table_type == "MERGE_ON_READ":
+        expected += [{}, {"insert": 1}]
+    assert [dict(c) for c in counts] == expected
+    assert _check_hudi_rs(root, table, counts) == len(expected)
+    final = table.to_arrow()
+    assert sorted(final.column("id").to_pylist()) == [1, 3] + ([6] if len(expected) > 5 else [])
+    everything = table.changes(_writes(table)[0])
+    assert everything.num_rows == sum(sum(c.values()) for c in counts)
+
+
+def test_empty_table_has_no_changes(tmp_path: Path) -> None:
+    table = create(tmp_path / "t")
+    assert table.changes("", "").num_rows == 0
