@@ -38,7 +38,7 @@ from lakecore_hudi.keys import COMMIT_TIME, META_FIELDS, PARTITION_PATH, record_
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import HudiState, commit_metadata, instant_epoch_ms, load_state
 from lakecore_hudi.timeline.instants import Instant
-from lakecore_hudi.view import FileSlice
+from lakecore_hudi.view import FileSlice, data_files
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -57,7 +57,8 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
     latest), as Delta's ``changes(start, end)``: instants ``t`` with ``start <= t <= end``.
 
     Raises ``VersionNotFoundError`` for an ``end`` that is not a completed write, a ``start``
-    after ``end``, or a range whose previous file slices were cleaned;
+    after ``end``, a range whose previous file slices were cleaned, or one whose previous
+    version is archived (files older than the active timeline remain);
     ``UnsupportedFeatureError`` for tables written without meta fields (no commit times).
     """
     target = load_state(storage, end, None, _FULL)
@@ -75,6 +76,8 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
     earlier = [i for i in writes if i.timestamp < start]
     before: HudiState | None = None
     before_version = earlier[-1].timestamp if earlier else None
+    if before_version is None:
+        _refuse_archived_start(storage, target, start)
     parts: list[pa.Table] = []
     for instant in [i for i in writes if start <= i.timestamp <= upto]:
         if not _changes_no_rows(storage, target, instant):
@@ -88,6 +91,22 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
             before = None
         before_version = instant.timestamp
     return pa.concat_tables(parts) if parts else out.empty_table()
+
+
+def _refuse_archived_start(storage: Storage, target: HudiState, start: str) -> None:
+    """Raise ``VersionNotFoundError`` when writes older than the active timeline left files:
+    the range's first instant then has a previous version that cannot be loaded (archived),
+    and taking it as empty would turn its updates into inserts."""
+    instants = target.timeline.instants
+    first_active = instants[0].timestamp if instants else ""
+    older = [f for f in data_files(storage.list_all("")) if f.name.instant < first_active]
+    if older:
+        later = [i.timestamp for i in target.timeline.completed_write_instants()]
+        raise VersionNotFoundError(
+            f"the changes of {start!r} need the version before the active timeline "
+            f"(archived; files such as {older[0].info.path} were written then): "
+            f"changes can start at {later[1] if len(later) > 1 else 'no instant'}"
+        )
 
 
 def _output_schema(table_schema: pa.Schema) -> pa.Schema:

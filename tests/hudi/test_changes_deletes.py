@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import lakecore
-from lakecore.errors import VersionNotFoundError
+from lakecore.errors import UnsupportedFeatureError, VersionNotFoundError
 from lakecore.table import Table
 from tests.corpus import CORPUS
 from tests.hudi.write.helpers import create, hudi_rs, rows, upsert
@@ -127,20 +127,27 @@ CORPUS_EXPECTED = {
 }
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "mor_avro_v8_trips_8i3u1d",
-        "mor_avro_v6_trips_8i1u",
-        "mor_avro_v9_txns_nonpart_meta",
-        "mor_avro_v9_nonpartitioned_rollback",
-        "mor_parquet_v6_nonpartitioned",
-        "mor_parquet_v6_simplekeygen_nonhivestyle",
-        "mor_parquet_v6_simplekeygen_nonhivestyle_overwritetable",
-        "cow_v6_nonpartitioned",
-        "cow_v9_txns_simple_overwrite",
-    ],
+NOT_REPLAYED = {
+    "cow_v6_empty": "no writes",
+    "cow_v8_empty": "no writes",
+    "cow_v6_simplekeygen_hivestyle_no_metafields": "no meta fields (refused)",
+    "cow_v8_simplekeygen_hivestyle_no_metafields": "no meta fields (refused)",
+}
+CORPUS_TABLES = sorted(
+    p.name
+    for p in HUDI.iterdir()
+    if (p / ".hoodie" / "hoodie.properties").exists() and p.name not in NOT_REPLAYED
 )
+
+
+def test_every_corpus_table_is_replayed_or_excused() -> None:
+    assert len(CORPUS_TABLES) == 16
+    assert len(CORPUS_TABLES) + len(NOT_REPLAYED) == len(
+        [p for p in HUDI.iterdir() if (p / ".hoodie").is_dir()]
+    )
+
+
+@pytest.mark.parametrize("name", CORPUS_TABLES)
 def test_corpus_changes_replay_every_version(name: str) -> None:
     table = lakecore.open(str(HUDI / name))
     counts = _replay(table)
@@ -224,3 +231,29 @@ def test_built_table_changes_replay(tmp_path: Path, table_type: str, version: st
 def test_empty_table_has_no_changes(tmp_path: Path) -> None:
     table = create(tmp_path / "t")
     assert table.changes("", "").num_rows == 0
+
+
+def test_start_whose_previous_version_is_archived_raises(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    table = create(root)
+    first = table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x")))
+    second = upsert(table, rows((1, "A", 2, "x")))
+    third = upsert(table, rows((2, "B", 3, "x")))
+    # Archive the first instant as far as readers can tell: its timeline files leave the
+    # active timeline while its base file stays (it counts as committed).
+    for path in (root / ".hoodie" / "timeline").iterdir():
+        if path.name.startswith(str(first)):
+            path.unlink()
+    assert sorted(table.to_arrow().column("name").to_pylist()) == ["A", "B"]
+    with pytest.raises(VersionNotFoundError, match="archived"):
+        table.changes(second)  # its preimage lives in the archived version
+    changes = table.changes(third)
+    assert changes.column("_change_type").to_pylist() == ["update_preimage", "update_postimage"]
+    assert changes.column("name").to_pylist() == ["b", "B"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, why in NOT_REPLAYED.items() if "meta" in why))
+def test_tables_without_meta_fields_are_refused(name: str) -> None:
+    table = lakecore.open(str(HUDI / name))
+    with pytest.raises(UnsupportedFeatureError, match="_hoodie_commit_time"):
+        table.changes(_writes(table)[0])
