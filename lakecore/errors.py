@@ -64,6 +64,12 @@ class ConstraintViolationError(LakecoreError, ValueError):
     """Raised when written rows violate NOT NULL, CHECK, invariants or append-only rules."""
 
 
+class MergeConflictError(ConstraintViolationError):
+    """Raised, before anything is written, when a MERGE's ``on`` matches one target row with
+    several source rows (deltalake and Spark refuse such a merge: which update wins is
+    undefined)."""
+
+
 class CommitError(LakecoreError):
     """Raised when a commit fails."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
@@ -31,7 +30,7 @@ from lakecore.format import (
 )
 from lakecore.model.actions import CommitInfo, SetProperties
 from lakecore.model.history import HistoryEntry
-from lakecore.model.merge import MergeClauses
+from lakecore.model.merge import MergeClause, MergeClauses, check_clause_order
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore.transaction import Transaction
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
 
     from lakecore.expr.assign import SetValue
     from lakecore.expr.binding import Where
+    from lakecore.planning.merge_eval import MergeOn
     from lakecore.planning.scan import Scan
 
 
@@ -378,8 +378,21 @@ class Table:
         self._require(Capability.UPSERT)
         return self._run(lambda tx: tx.stage(*self._format_writer(tx.snapshot).upsert(data)))
 
-    def merge(self, source: Any, on: str | Sequence[str]) -> MergeBuilder:
-        """Start a MERGE of ``source`` (Arrow-like) on key column(s) ``on``.
+    def merge(
+        self,
+        source: Any,
+        on: str | Sequence[str],
+        *,
+        source_alias: str = "source",
+        target_alias: str = "target",
+    ) -> MergeBuilder:
+        """Start a MERGE of ``source`` (Arrow-like) into this table.
+
+        ``on``: key column name(s) (a list, or a string that is one bare column name: no
+        operator), or an SQL predicate over ``<source_alias>.x`` / ``<target_alias>.x``
+        (``"source.id = target.id AND target.live"``): its ``source.a = target.b``
+        conjuncts are the keys the planner prunes with, the rest is evaluated per pair.
+        Raises ``PredicateError`` for ``on`` that does not parse (before any IO).
 
         Example:
             >>> (table.merge(updates, on="id")  # doctest: +SKIP
@@ -387,8 +400,11 @@ class Table:
             ...     .when_not_matched_insert_all()
             ...     .execute())
         """
+        from lakecore.planning.merge_eval import parse_on
+
         self._require(Capability.MERGE)
-        return MergeBuilder(self, source, [on] if isinstance(on, str) else list(on))
+        parsed = parse_on(on, source_alias, target_alias)
+        return MergeBuilder(self, source, parsed, source_alias, target_alias)
 
     def _maintainable(self, capability: Capability) -> MaintainableFormat:
         # A format declaring a maintenance capability implements MaintainableFormat.
@@ -593,50 +609,90 @@ class Table:
 
 @public_api
 class MergeBuilder:
-    """Collects MERGE clauses; ``execute()`` plans and commits them as one version."""
+    """Collects MERGE clauses; ``execute()`` plans and commits them as one version.
 
-    def __init__(self, table: Table, source: Any, on: list[str]) -> None:
+    Clauses of one kind run in the order added; a row takes the first whose condition is
+    TRUE (``lakecore.planning.merge_eval``). Conditions and values are SQL over the aliased
+    columns (``source.x``, ``target.x``; a bare name is the target's column).
+    """
+
+    def __init__(
+        self, table: Table, source: Any, on: MergeOn, source_alias: str, target_alias: str
+    ) -> None:
         self._table = table
         self._source = source
         self._on = on
-        self._clauses = MergeClauses()
+        self._clauses: list[MergeClause] = []
+        self._aliases = (source_alias, target_alias)
 
-    def _with(self, **changes: Any) -> MergeBuilder:
-        self._clauses = replace(self._clauses, **changes)
+    def _add(self, kind: str, action: str, values: Any, condition: str | None) -> MergeBuilder:
+        if values is not None:
+            values = dict(values)
+        self._clauses.append(MergeClause(kind, action, values, condition))
         return self
 
     def when_matched_update_all(self, condition: str | None = None) -> MergeBuilder:
-        """Matched target rows take the source row's values."""
-        return self._with(matched_update_all=True, matched_condition=condition)
+        """Matched target rows take the source row's values (every column it has)."""
+        return self._add("matched", "update", None, condition)
 
     def when_matched_update(
         self, set: Mapping[str, SetValue], condition: str | None = None
     ) -> MergeBuilder:
         """Matched target rows get ``set``: column -> SQL over ``source.x``/``target.x``, a
         tree, or a Python literal (as ``Table.update`` takes them)."""
-        return self._with(matched_update=dict(set), matched_condition=condition)
+        return self._add("matched", "update", set, condition)
 
     def when_matched_delete(self, condition: str | None = None) -> MergeBuilder:
         """Matched target rows are deleted."""
-        return self._with(matched_delete=True, matched_condition=condition)
+        return self._add("matched", "delete", None, condition)
 
     def when_not_matched_insert_all(self, condition: str | None = None) -> MergeBuilder:
-        """Source rows without a match are inserted."""
-        return self._with(insert_all=True, not_matched_condition=condition)
+        """Source rows without a match are inserted (columns by name; others NULL)."""
+        return self._add("not_matched", "insert", None, condition)
+
+    def when_not_matched_insert(
+        self, values: Mapping[str, SetValue], condition: str | None = None
+    ) -> MergeBuilder:
+        """Source rows without a match insert a row of ``values`` (column -> SQL over the
+        source's columns, a tree or a literal; columns not given are NULL)."""
+        return self._add("not_matched", "insert", values, condition)
+
+    def when_not_matched_by_source_update(
+        self, set: Mapping[str, SetValue], condition: str | None = None
+    ) -> MergeBuilder:
+        """Target rows no source row matches get ``set`` (SQL over the target's columns).
+        The merge then reads the whole table."""
+        return self._add("not_matched_by_source", "update", set, condition)
+
+    def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeBuilder:
+        """Target rows no source row matches are deleted. The merge then reads the whole
+        table."""
+        return self._add("not_matched_by_source", "delete", None, condition)
 
     def execute(self) -> int | str:
-        """Run the merge and commit it; returns the new version."""
-        c = self._clauses
-        chosen = sum([c.matched_update_all, c.matched_update is not None, c.matched_delete])
-        if chosen > 1:
+        """Run the merge and commit it; returns the new version.
+
+        Raises ``InvalidArgumentError`` for a merge without clauses (as deltalake),
+        ``MergeConflictError`` when a target row matches several source rows, and the
+        format's ``UnsupportedFeatureError`` for what it cannot do; all before any commit.
+        """
+        from lakecore.planning.merge_eval import with_on
+
+        if not self._clauses:
             raise InvalidArgumentError(
-                "choose one WHEN MATCHED action (update_all, update or delete)"
+                "a merge needs at least one when_matched / when_not_matched clause"
             )
+        check_clause_order(self._clauses)
+        clauses = MergeClauses(
+            clauses=tuple(self._clauses),
+            source_alias=self._aliases[0],
+            target_alias=self._aliases[1],
+        )
+        clauses = with_on(clauses, self._on)
+        keys = list(self._on.target_keys)
         return self._table._run(
             lambda tx: tx.stage(
-                *self._table._format_writer(tx.snapshot).merge(
-                    self._source, self._on, self._clauses
-                )
+                *self._table._format_writer(tx.snapshot).merge(self._source, keys, clauses)
             )
         )
 

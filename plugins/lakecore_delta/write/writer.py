@@ -20,17 +20,22 @@ from lakecore.errors import (
 from lakecore.expr import tree as ex
 from lakecore.expr.assign import SetValue, assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
-from lakecore.expr.sql import parse_sql
 from lakecore.format.writing import DataFileWriter
 from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles, SetProperties
 from lakecore.model.data_input import cast_lossless, to_arrow_table
 from lakecore.model.files import PATH
-from lakecore.model.merge import MergeClauses, check_keys, qualified_columns
+from lakecore.model.merge import MergeClauses, changes_target
 from lakecore.planning.candidates import (
     candidate_files,
     dml_predicate,
-    merge_candidates,
     merge_read_predicate,
+)
+from lakecore.planning.merge_eval import (
+    check_merge,
+    keyed_source,
+    merge_files,
+    merge_on,
+    whole_table,
 )
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -276,35 +281,36 @@ class DeltaWriter:
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:
-        if clauses.matched_update_all or clauses.matched_update or clauses.matched_delete:
+        if changes_target(clauses):
             self._ensure_not_append_only()
         src = _typed_source(to_arrow_table(source), self._state.schema)
-        for sql in (clauses.matched_condition, clauses.not_matched_condition):
-            if sql:
-                parse_sql(sql)
-        both = qualified_columns(self._state.schema.empty_table(), src.slice(0, 0))
-        for name, sql in (clauses.matched_update or {}).items():
-            _check_assignment(both, self._state.schema, name, sql)
-        check_keys(src, self._state.schema, on)
-        # Only files whose key range covers some source key can hold a matching row.
-        files = merge_candidates(
+        keys = merge_on(on, clauses)
+        check_merge(src, self._state.schema, keys, clauses)
+        # Only files whose key range covers some source key can hold a matching row (every
+        # file with a not-matched-by-source clause or no key equality in on=).
+        files = merge_files(
             self._snapshot.files(),
             src,
-            on,
+            keys,
+            clauses,
             self._state.schema,
             self._snapshot.source.scan_context(),
         )
-        changes, inserts = merge_rows(self._dml(), files, src, on, clauses)
-        if clauses.insert_all and inserts.num_rows:
+        changes, inserts = merge_rows(self._dml(), files, src, keys, clauses)
+        if inserts.num_rows:
             table = self._conformed(inserts)
             changes.new_rows.append(table)
             if self._dml().cdf:
                 changes.changes.append(tagged(table, "insert"))
         # The conflict check prunes a winner's files with the range that picked ``files``.
+        whole = whole_table(keys, clauses)
         info = CommitInfo(
             "MERGE",
             {"predicate": json.dumps([f"merge on {list(on)}"])},
-            read_predicate=merge_read_predicate(src, on, self._state.schema),
+            read_predicate=None
+            if whole
+            else merge_read_predicate(keyed_source(src, keys), on, self._state.schema),
+            read_whole_table=whole,
         )
         return to_actions(self._dml(), changes, self._write_conformed), info
 

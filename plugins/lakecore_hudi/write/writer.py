@@ -28,7 +28,6 @@ import pyarrow as pa
 from lakecore.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lakecore.expr.assign import SetValue, assignment_sql
 from lakecore.expr.evaluate import evaluate_predicate
-from lakecore.expr.sql import parse_sql
 from lakecore.format import SchemaUpdate
 from lakecore.format.writing import DataFileWriter
 from lakecore.model import files as fi
@@ -36,6 +35,8 @@ from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import to_arrow_table
 from lakecore.model.merge import MergeClauses
 from lakecore.planning.candidates import merge_read_predicate
+from lakecore.planning.merge_eval import check_merge as check_merge_clauses
+from lakecore.planning.merge_eval import merge_on, whole_table
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_hudi.keys import RECORD_KEY
@@ -151,15 +152,17 @@ class HudiWriter:
     ) -> tuple[list[Action], CommitInfo]:
         self._require_key("merge")
         check_merge(on, clauses, self._layout)
-        for sql in (clauses.matched_condition, clauses.not_matched_condition):
-            if sql:
-                parse_sql(sql)
         rows = merge_source(to_arrow_table(source), self._layout)
-        candidates = self._slices_for_keys(rows)
+        keys = merge_on(on, clauses)
+        check_merge_clauses(rows, self._layout.data_schema, keys, clauses)
+        whole = whole_table(keys, clauses)
+        # A not-matched-by-source clause looks at every record; else only the slices that
+        # may hold one of the source's keys.
+        candidates = list(range(len(self._state.slices))) if whole else self._slices_for_keys(rows)
         changes = plan_merge(self._rows, self._layout, rows, clauses, candidates)
         # What the merge read: the source's key range (the question its slices answered).
-        read = merge_read_predicate(rows, on, self._state.table_schema)
-        info = CommitInfo("MERGE", {"on": list(on)}, read_predicate=read)
+        read = None if whole else merge_read_predicate(rows, on, self._state.table_schema)
+        info = CommitInfo("MERGE", {"on": list(on)}, read_predicate=read, read_whole_table=whole)
         return self._write(changes, "UPSERT", info)
 
     def schema_update(self) -> SchemaUpdate:

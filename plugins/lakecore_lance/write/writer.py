@@ -27,13 +27,20 @@ from lakecore.errors import (
 from lakecore.expr import tree as ex
 from lakecore.expr.assign import assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
-from lakecore.expr.sql import parse_sql
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import cast_lossless, to_arrow_table
-from lakecore.model.merge import MergeClauses, check_keys, qualified_columns
+from lakecore.model.merge import MergeClauses
 from lakecore.model.schema import strip_metadata
-from lakecore.planning.candidates import candidate_files, dml_predicate, merge_candidates
+from lakecore.planning.candidates import candidate_files, dml_predicate
+from lakecore.planning.merge_eval import (
+    check_merge,
+    merge_file,
+    merge_files,
+    merge_inserts,
+    merge_on,
+    whole_table,
+)
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_lance import features
@@ -83,10 +90,6 @@ def ensure_writable(state: LanceState) -> None:
         )
 
 
-_SOURCE_ROW = "__lakecore_source_row"
-_TARGET_ROW = "__lakecore_target_row"
-
-
 def _typed_source(source: pa.Table, schema: pa.Schema) -> pa.Table:
     """The merge source with the dataset's columns in the dataset's types (lossless casts, so
     keys join exactly); other columns are kept for the SQL."""
@@ -96,24 +99,6 @@ def _typed_source(source: pa.Table, schema: pa.Schema) -> pa.Table:
             target = strip_metadata(schema).field(j).type
             source = source.set_column(i, name, cast_lossless(source.column(i), target, name))
     return source
-
-
-def _updated(
-    before: pa.Table, src_rows: pa.Table, schema: pa.Schema, clauses: MergeClauses
-) -> pa.Table:
-    """Matched target rows after the update clause (every source column, or the SET list)."""
-    after = before
-    if clauses.matched_update_all:
-        for name in src_rows.column_names:
-            i = after.schema.get_field_index(name)
-            if i >= 0:
-                after = after.set_column(i, name, src_rows.column(name))
-        return after
-    both = qualified_columns(before, src_rows)
-    for name, value in (clauses.matched_update or {}).items():
-        values = assigned_values(value, schema.field(name), both)
-        after = after.set_column(after.schema.get_field_index(name), name, values)
-    return after
 
 
 def conform(data: Any, schema: pa.Schema) -> pa.Table:
@@ -389,67 +374,42 @@ class LanceWriter:
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:
-        """Lance ``merge_insert`` semantics in lakecore's MERGE form: matched target rows are
-        deleted (and, for an update, rewritten as new fragments); unmatched source rows are
-        inserted when ``insert_all``. Only fragments whose key range may match are read.
+        """Lance ``merge_insert`` semantics in lakecore's MERGE form (clauses evaluated by
+        ``lakecore.planning.merge_eval``): updated and deleted target rows are marked deleted,
+        updated ones rewritten as new fragments with the inserted source rows. Only fragments
+        whose key range may match are read (every fragment with a not-matched-by-source
+        clause or an ``on`` without key equality).
 
         Raises ``SchemaError`` for a key missing from either side or an assignment that does
         not type-check, ``ConstraintViolationError`` when two source rows share a key,
         ``PredicateError`` for conditions that do not parse; all before any file is written.
         """
         src = _typed_source(to_arrow_table(source), self._schema)
-        for sql in (clauses.matched_condition, clauses.not_matched_condition):
-            if sql:
-                parse_sql(sql)
-        empty = strip_metadata(self._schema).empty_table()
-        both = qualified_columns(empty, src.slice(0, 0))
-        for name, value in (clauses.matched_update or {}).items():
-            if self._schema.get_field_index(name) < 0:
-                raise SchemaError(f"cannot update unknown column {name!r}")
-            assigned_values(value, self._schema.field(name), both)
-        check_keys(src, self._schema, on)
-        files = merge_candidates(
-            self._snapshot.files(), src, on, self._schema, self._snapshot.source.scan_context()
+        schema = strip_metadata(self._schema)
+        empty = schema.empty_table()
+        keys = merge_on(on, clauses)
+        check_merge(src, schema, keys, clauses)
+        whole = whole_table(keys, clauses)
+        files = merge_files(
+            self._snapshot.files(), src, keys, clauses, schema, self._snapshot.source.scan_context()
         )
-        changing = clauses.matched_delete or clauses.matched_update_all or clauses.matched_update
         matched_source = np.zeros(src.num_rows, dtype=bool)
-        ids = pa.array(np.arange(src.num_rows), pa.int64())
-        keyed_source = src.select(list(on)).append_column(_SOURCE_ROW, ids)
         marked: list[Marked] = []
         rewritten: list[pa.Table] = []
         for i in range(files.num_rows):
             fid, physical, already, table = self.fragment_rows(files.slice(i, 1))
-            offsets = pa.array(np.arange(table.num_rows), pa.int64())
-            live = pa.array(~np.isin(np.arange(table.num_rows), already))
-            keyed = table.select(list(on)).append_column(_TARGET_ROW, offsets).filter(live)
-            joined = keyed.join(keyed_source, list(on), join_type="inner")
-            if joined.num_rows == 0:
+            live = np.flatnonzero(~np.isin(np.arange(table.num_rows), already))
+            outcome = merge_file(table.take(pa.array(live)), src, keys, clauses, schema)
+            matched_source[outcome.matched_source] = True
+            if outcome.changed == 0:
                 continue
-            t_rows = joined.column(_TARGET_ROW).to_numpy()
-            s_rows = joined.column(_SOURCE_ROW).to_numpy()
-            before = table.take(pa.array(t_rows))
-            src_rows = src.take(pa.array(s_rows))
-            if clauses.matched_condition:
-                both = qualified_columns(before, src_rows)
-                ok = pc.fill_null(evaluate_predicate(clauses.matched_condition, both), False)
-                keep = np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
-                t_rows, s_rows = t_rows[keep], s_rows[keep]
-                before, src_rows = before.filter(ok), src_rows.filter(ok)
-            matched_source[s_rows] = True
-            if len(t_rows) == 0 or not changing:
-                continue
-            if not clauses.matched_delete:
-                rewritten.append(
-                    conform(_updated(before, src_rows, self._schema, clauses), self._schema)
-                )
-            positions = np.sort(t_rows.astype(np.uint64))
+            if outcome.updated.size:
+                rewritten.append(conform(outcome.after, self._schema))
+            gone = np.concatenate([live[outcome.updated], live[outcome.deleted]])
+            positions = np.sort(gone.astype(np.uint64))
             marked.append(Marked(fid, positions, already, physical, None))
-        inserts = src.filter(pa.array(~matched_source))
-        if clauses.not_matched_condition and inserts.num_rows:
-            both = qualified_columns(inserts, inserts)
-            ok = pc.fill_null(evaluate_predicate(clauses.not_matched_condition, both), False)
-            inserts = inserts.filter(ok)
-        if clauses.insert_all and inserts.num_rows:
+        inserts = merge_inserts(src, matched_source, clauses, schema)
+        if inserts.num_rows:
             rewritten.append(conform(inserts, self._schema))
         updated, removed, deletions = self._deletions(marked)
         new_rows = pa.concat_tables(rewritten) if rewritten else empty
@@ -462,7 +422,8 @@ class LanceWriter:
             written=deletions + paths,
             keyed=True,
         )
-        return self._stage(change, CommitInfo("MERGE", {"on": list(on)}))
+        info = CommitInfo("MERGE", {"on": list(on)}, read_whole_table=whole)
+        return self._stage(change, info)
 
     # ------------------------------------------------ distributed writes (lakecore.spark)
 

@@ -69,7 +69,9 @@ def test_the_recorded_predicate_quotes_names_and_parses_back() -> None:
 
 
 def test_two_matched_actions_are_an_invalid_argument(table: lakecore.Table) -> None:
+    # Several WHEN MATCHED clauses are allowed (issue 14), but an unconditional one must be
+    # the last of its kind: the delete after it could never apply (as Spark/Delta refuse).
     builder = table.merge(rows(1), on="id").when_matched_update_all().when_matched_delete()
-    with pytest.raises(lakecore.InvalidArgumentError, match="one WHEN MATCHED"):
+    with pytest.raises(lakecore.InvalidArgumentError, match="only the last WHEN MATCHED"):
         builder.execute()
     assert table.version == 1
