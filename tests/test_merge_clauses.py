@@ -473,3 +473,17 @@ def test_duplicate_source_keys_as_deltalake(
     theirs = deltalake.DeltaTable(str(root)).to_pyarrow_table().to_pylist()
     assert ordered(rows_of(table)) == ordered(theirs)
     assert len(theirs) == count
+
+
+@pytest.mark.parametrize("fmt", ["hudi-cow", "hudi-mor"])
+@pytest.mark.parametrize("values", [{"v": "source.v"}, {"id": "source.id + 100", "v": "'x'"}])
+def test_hudi_refuses_an_insert_of_another_key_before_io(
+    tmp_path: Path, fmt: str, values: dict[str, str]
+) -> None:
+    # A key other than the source row's own may already exist outside the slices read.
+    table = build(fmt, tmp_path / "t")
+    before = lakecore.open(table.uri).version
+    source = pa.Table.from_pylist(SOURCE, schema=SCHEMA)
+    with pytest.raises(UnsupportedFeatureError):
+        table.merge(source, on="id").when_not_matched_insert(values).execute()
+    assert lakecore.open(table.uri).version == before

@@ -15,8 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.expr import tree as ex
+from lakecore.expr.assign import assignment
 from lakecore.model.data_input import cast_lossless
-from lakecore.model.merge import MergeClauses, ordered_clauses
+from lakecore.model.merge import MergeClauses, aliases_of, ordered_clauses
 from lakecore.planning.merge_eval import MergeOn, merge_file, merge_inserts
 from lakecore_hudi.write.changes import ChangeSet, SliceRows, deletes_of, route_rewritten
 from lakecore_hudi.write.dml import keep_newer, rewritten
@@ -28,7 +30,8 @@ def check_merge(on: Sequence[str], clauses: MergeClauses, layout: WriteLayout) -
     """Raise ``UnsupportedFeatureError`` unless the merge can be expressed on Hudi keys: ``on``
     must be exactly the record key columns, equal to the same-named source columns, with no
     other conjunct (a source row whose key exists but fails another conjunct would be
-    inserted as a second record with that key), and no clause may set a key column."""
+    inserted as a second record with that key), no update may set a key column and an
+    insert's key columns must be the source row's own (``source.k``)."""
     if sorted(on) != sorted(layout.key_fields):
         raise UnsupportedFeatureError(
             "hudi-merge-on-non-key",
@@ -39,7 +42,21 @@ def check_merge(on: Sequence[str], clauses: MergeClauses, layout: WriteLayout) -
             "hudi-merge-on-non-key",
             "a Hudi merge's on= must be only source.k = target.k for each record key column k",
         )
+    sources = aliases_of(clauses)["source"]
     for clause in ordered_clauses(clauses):
+        if clause.action == "insert" and clause.values is not None:
+            # An inserted key other than the source row's own could be a key some slice
+            # outside the merge's reads already holds: a second record with that key.
+            for k in layout.key_fields:
+                given = clause.values.get(k)
+                names = {k, *(f"{a}.{k}" for a in sources)}
+                node = assignment(given) if isinstance(given, str | ex.Expr) else None
+                if not (isinstance(node, ex.Column) and node.name in names):
+                    raise UnsupportedFeatureError(
+                        "hudi-merge-insert-key",
+                        f"a Hudi merge insert must set record key column {k!r} to the "
+                        f"source's {k!r}",
+                    )
         if clause.action == "update" and clause.values:
             keys = [c for c in clause.values if c in layout.key_fields]
             if keys:
