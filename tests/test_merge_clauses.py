@@ -487,3 +487,20 @@ def test_hudi_refuses_an_insert_of_another_key_before_io(
     with pytest.raises(UnsupportedFeatureError):
         table.merge(source, on="id").when_not_matched_insert(values).execute()
     assert lakecore.open(table.uri).version == before
+
+
+@pytest.mark.parametrize("fmt", ["delta", "lance"])
+def test_not_matched_by_source_conflicts_with_an_append_anywhere(tmp_path: Path, fmt: str) -> None:
+    # The merge read every row (read_whole_table): an append far outside the source's key
+    # range could hold rows it had to delete, so it must not rebase past it.
+    from lakecore.model.merge import MergeClause
+
+    table = build(fmt, tmp_path / "t")
+    clauses = MergeClauses(clauses=(MergeClause("not_matched_by_source", "delete"),))
+    source = pa.Table.from_pylist(SOURCE[:1], schema=SCHEMA)
+    tx = table.transaction()
+    tx.stage(*table._format_writer(tx.snapshot).merge(source, ["id"], clauses))
+    table.append(pa.table({"id": [1000], "v": ["far"], "n": [0]}, schema=SCHEMA))
+    with pytest.raises(lakecore.CommitConflictError):
+        tx.commit()
+    assert 1000 in lakecore.open(table.uri).to_arrow().column("id").to_pylist()

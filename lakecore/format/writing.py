@@ -147,11 +147,16 @@ class FormatWriter(Protocol):
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
     ) -> tuple[list[Action], CommitInfo]:
-        """Merge ``source`` into the table, matching rows on the key columns ``on``.
+        """Merge ``source`` into the table, matching rows on the target key columns ``on``
+        (``clauses.source_keys``/``on_condition``: the rest of an SQL ``on=``).
 
-        Must read only the planner's candidate rows of the file index:
-        ``lakecore.planning.candidates.merge_candidates`` (the source's key range), and must
-        record ``merge_read_predicate`` as the ``CommitInfo.read_predicate``.
+        Must read only ``lakecore.planning.merge_eval.merge_files`` (the planner's candidates
+        for the source's key range; every file with a not-matched-by-source clause), must
+        evaluate the clauses with ``merge_file``/``merge_inserts`` (one semantics for every
+        format), and must record ``merge_read_predicate`` as the
+        ``CommitInfo.read_predicate``, or ``read_whole_table=True`` when
+        ``merge_eval.whole_table``. Raises ``UnsupportedFeatureError`` before any IO for a
+        merge the format cannot express.
         """
         ...
 
