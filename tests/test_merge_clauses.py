@@ -504,3 +504,50 @@ def test_not_matched_by_source_conflicts_with_an_append_anywhere(tmp_path: Path,
     with pytest.raises(lakecore.CommitConflictError):
         tx.commit()
     assert 1000 in lakecore.open(table.uri).to_arrow().column("id").to_pylist()
+
+
+@pytest.mark.parametrize("dvs", [False, True])
+def test_delta_change_feed_of_every_clause_kind_equals_deltalake(tmp_path: Path, dvs: bool) -> None:
+    scenario = SCENARIOS[4]  # not-matched-by-source updates, inserts
+    delete = Clause("when_not_matched_by_source_delete", condition="target.n >= 8")
+    clauses = [
+        Clause("when_matched_delete", condition="source.n = 10"),
+        Clause("when_matched_update", {"v": "'u'"}),
+        delete,
+        *scenario.clauses,
+    ]
+    case = Scenario("cdf", clauses)
+    properties = {"delta.enableChangeDataFeed": "true"}
+    if dvs:
+        properties["delta.enableDeletionVectors"] = "true"
+    table = lakecore.create(str(tmp_path / "t"), SCHEMA, "delta", [], properties)
+    table.append(pa.Table.from_pylist(TARGET[:5], schema=SCHEMA))
+    table.append(pa.Table.from_pylist(TARGET[5:], schema=SCHEMA))
+    run_lakecore(table, case)
+    ours = table.changes(table.version).select([*SCHEMA.names, "_change_type"]).to_pylist()
+    root = tmp_path / "deltalake"
+    deltalake.write_deltalake(
+        str(root),
+        pa.Table.from_pylist(TARGET, schema=SCHEMA),
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
+    source_alias, target_alias = case.aliases
+    merger = deltalake.DeltaTable(str(root)).merge(
+        pa.Table.from_pylist(SOURCE, schema=SCHEMA),
+        predicate=case.delta_on,
+        source_alias=source_alias,
+        target_alias=target_alias,
+    )
+    for c in case.clauses:
+        merger = c.apply(merger)
+    merger.execute()
+    dt = deltalake.DeltaTable(str(root))
+    feed = pa.table(dt.load_cdf(starting_version=dt.version()).read_all())
+    theirs = feed.select([*SCHEMA.names, "_change_type"]).to_pylist()
+
+    def key(r: Row) -> tuple[Any, ...]:
+        return (r["_change_type"], r["id"], r["v"], -1 if r["n"] is None else r["n"])
+
+    assert sorted(map(key, ours)) == sorted(map(key, theirs))
+    kinds = {r["_change_type"] for r in ours}
+    assert kinds == {"delete", "update_preimage", "update_postimage", "insert"}

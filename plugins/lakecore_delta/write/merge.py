@@ -39,7 +39,8 @@ def merge_rows(
         positions = np.flatnonzero(live)
         # The new values are computed first: a value that does not fit raises before a DV
         # file is written.
-        outcome = merge_file(table.take(pa.array(positions)), source, on, clauses, schema)
+        rows = table if len(positions) == n else table.take(pa.array(positions))
+        outcome = merge_file(rows, source, on, clauses, schema)
         matched_source[outcome.matched_source] = True
         if outcome.changed == 0:
             continue

@@ -399,7 +399,8 @@ class LanceWriter:
         for i in range(files.num_rows):
             fid, physical, already, table = self.fragment_rows(files.slice(i, 1))
             live = np.flatnonzero(~np.isin(np.arange(table.num_rows), already))
-            outcome = merge_file(table.take(pa.array(live)), src, keys, clauses, schema)
+            rows = table if len(live) == table.num_rows else table.take(pa.array(live))
+            outcome = merge_file(rows, src, keys, clauses, schema)
             matched_source[outcome.matched_source] = True
             if outcome.changed == 0:
                 continue
