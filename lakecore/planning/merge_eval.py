@@ -402,3 +402,34 @@ def merge_on(on: Sequence[str], clauses: MergeClauses) -> MergeOn:
     ``clauses`` (``with_on``), the source key names and the non-key conjuncts."""
     keys = tuple(on)
     return MergeOn(keys, clauses.source_keys or keys, clauses.on_condition)
+
+
+def merge_parameters(on: MergeOn, clauses: MergeClauses) -> dict[str, str]:
+    """The MERGE's clauses as the ``operationParameters`` deltalake and Spark record:
+    ``mergePredicate`` (``on`` as SQL) and, per kind, a JSON list of
+    ``{"actionType": ..., "predicate": ...}`` (no ``predicate`` for a clause without one)."""
+    import json
+
+    target, source = clauses.target_alias, clauses.source_alias
+    terms = [
+        f"{target}.{ex.sql_name(t)} = {source}.{ex.sql_name(s)}"
+        for t, s in zip(on.target_keys, on.source_keys, strict=True)
+    ]
+    if on.condition:
+        terms.append(on.condition)
+    out = {"mergePredicate": " AND ".join(terms)}
+    names = {
+        MATCHED: "matchedPredicates",
+        NOT_MATCHED: "notMatchedPredicates",
+        NOT_MATCHED_BY_SOURCE: "notMatchedBySourcePredicates",
+    }
+    for kind, name in names.items():
+        listed = []
+        for c in ordered_clauses(clauses):
+            if c.kind == kind:
+                entry = {"actionType": c.action}
+                if c.condition:
+                    entry["predicate"] = c.condition
+                listed.append(entry)
+        out[name] = json.dumps(listed, separators=(",", ":"))
+    return out

@@ -35,6 +35,7 @@ from lakecore.planning.merge_eval import (
     keyed_source,
     merge_files,
     merge_on,
+    merge_parameters,
     whole_table,
 )
 from lakecore.snapshot import Snapshot
@@ -306,7 +307,10 @@ class DeltaWriter:
         whole = whole_table(keys, clauses)
         info = CommitInfo(
             "MERGE",
-            {"predicate": json.dumps([f"merge on {list(on)}"])},
+            {
+                "predicate": json.dumps([f"merge on {list(on)}"]),
+                **merge_parameters(keys, clauses),
+            },
             read_predicate=None
             if whole
             else merge_read_predicate(keyed_source(src, keys), on, self._state.schema),
