@@ -577,3 +577,30 @@ def test_delta_commit_records_the_clauses_as_deltalake(tmp_path: Path, index: in
         # lakecore records conditions as written; deltalake re-renders them (<> as !=).
         assert ours[name].replace("<>", "!=") == theirs.get(name, "[]"), name
     assert ours["mergePredicate"].replace("`", "") == theirs["mergePredicate"]
+
+
+def test_delta_inserts_compute_generated_columns(tmp_path: Path) -> None:
+    # Columns an insert clause does not give are filled as an append fills them.
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("v", pa.string()),
+            pa.field("id2", pa.int64(), metadata={"delta.generationExpression": "id * 2"}),
+        ]
+    )
+    table = lakecore.create(str(tmp_path / "t"), schema)
+    table.append(pa.table({"id": [1], "v": ["a"]}))
+    source = pa.table({"id": [1, 5, 6], "v": ["x", "y", "z"]})
+    (
+        table.merge(source, on="id")
+        .when_matched_update({"id": "target.id + 10"})
+        .when_not_matched_insert({"id": "source.id"}, "source.v = 'y'")
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    got = sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {"id": 5, "v": None, "id2": 10},
+        {"id": 6, "v": "z", "id2": 12},
+        {"id": 11, "v": "a", "id2": 22},
+    ]

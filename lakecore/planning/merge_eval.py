@@ -281,14 +281,18 @@ def merge_file(
 
 def merge_inserts(
     source: pa.Table, matched: np.ndarray, clauses: MergeClauses, schema: pa.Schema
-) -> pa.Table:
+) -> list[pa.Table]:
     """The rows the WHEN NOT MATCHED clauses insert: source rows not in ``matched`` (a boolean
-    mask over ``source``), each by the first insert clause whose condition holds, as
-    ``schema``'s columns (a column the clause does not give is NULL)."""
+    mask over ``source``), each by the first insert clause whose condition holds.
+
+    One table per clause that inserts rows, holding only the columns that clause gives (an
+    insert-all: the source's columns of ``schema``), typed as ``schema``'s: the format fills
+    the rest as an append does (NULL, or a Delta generated column's value).
+    """
     inserting = [c for c in ordered_clauses(clauses) if c.kind == NOT_MATCHED]
     lonely = source.filter(pa.array(~matched))
     if not inserting or lonely.num_rows == 0:
-        return schema.empty_table()
+        return []
     scope = _insert_scope(lonely, schema, clauses)
     out: list[pa.Table] = []
     for clause, chosen in _first_clause(inserting, scope):
@@ -296,19 +300,19 @@ def merge_inserts(
             continue
         sel = pa.array(chosen)
         rows, rows_scope = lonely.filter(sel), scope.filter(sel)
-        columns = []
+        fields, columns = [], []
         for f in schema:
             if clause.values is None:
-                if rows.schema.get_field_index(f.name) >= 0:
-                    columns.append(cast_lossless(rows.column(f.name), f.type, f.name))
-                else:
-                    columns.append(pa.chunked_array([pa.nulls(rows.num_rows, f.type)], f.type))
+                if rows.schema.get_field_index(f.name) < 0:
+                    continue
+                columns.append(cast_lossless(rows.column(f.name), f.type, f.name))
             elif f.name in clause.values:
                 columns.append(assigned_values(clause.values[f.name], f, rows_scope))
             else:
-                columns.append(pa.chunked_array([pa.nulls(rows.num_rows, f.type)], f.type))
-        out.append(pa.Table.from_arrays(columns, schema=schema))
-    return pa.concat_tables(out) if out else schema.empty_table()
+                continue
+            fields.append(f)
+        out.append(pa.Table.from_arrays(columns, schema=pa.schema(fields)))
+    return out
 
 
 def _insert_scope(source: pa.Table, schema: pa.Schema, clauses: MergeClauses) -> pa.Table:

@@ -19,8 +19,9 @@ from lakecore_delta.write.dml import ChangeSet, DmlContext, _drop_rows, tagged
 
 def merge_rows(
     ctx: DmlContext, files: pa.Table, source: pa.Table, on: MergeOn, clauses: MergeClauses
-) -> tuple[ChangeSet, pa.Table]:
-    """Plan the target-row changes over ``files``; return them and the source rows to insert.
+) -> tuple[ChangeSet, list[pa.Table]]:
+    """Plan the target-row changes over ``files``; return them and the rows to insert
+    (``merge_inserts``: one table per insert clause, to conform as user data).
 
     ``files`` must include every file that may hold a row matching a source row's keys
     (``merge_files``: every file with a not-matched-by-source clause). The clause semantics

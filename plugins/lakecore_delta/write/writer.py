@@ -298,8 +298,9 @@ class DeltaWriter:
             self._snapshot.source.scan_context(),
         )
         changes, inserts = merge_rows(self._dml(), files, src, keys, clauses)
-        if inserts.num_rows:
-            table = self._conformed(inserts)
+        for rows in inserts:
+            # As an append: generated columns the clause does not give are computed.
+            table = self._conformed(rows)
             changes.new_rows.append(table)
             if self._dml().cdf:
                 changes.changes.append(tagged(table, "insert"))

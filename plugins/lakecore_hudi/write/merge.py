@@ -124,8 +124,7 @@ def plan_merge(
             after = rewritten(before, conform(outcome.after, schema), layout)
             newer = keep_newer(before, after, layout)
             route_rewritten(changes, i, before.filter(newer), after.filter(newer), rows.slices)
-    inserts = merge_inserts(source, matched, clauses, schema)
-    if inserts.num_rows:
+    for inserts in merge_inserts(source, matched, clauses, schema):
         changes.inserts.append(keyed(conform(inserts, schema), layout))
     return changes
 

@@ -409,8 +409,7 @@ class LanceWriter:
             gone = np.concatenate([live[outcome.updated], live[outcome.deleted]])
             positions = np.sort(gone.astype(np.uint64))
             marked.append(Marked(fid, positions, already, physical, None))
-        inserts = merge_inserts(src, matched_source, clauses, schema)
-        if inserts.num_rows:
+        for inserts in merge_inserts(src, matched_source, clauses, schema):
             rewritten.append(conform(inserts, self._schema))
         updated, removed, deletions = self._deletions(marked)
         new_rows = pa.concat_tables(rewritten) if rewritten else empty
