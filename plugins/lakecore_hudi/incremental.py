@@ -12,11 +12,15 @@ and their records compared by key (``_hoodie_partition_path`` + ``_hoodie_record
   ``update_preimage`` (the row before) and ``update_postimage`` (the row at ``v``);
 - a key on both sides that ``v`` did not write (a CoW rewrite's untouched records): nothing.
 
-Compaction, clustering and log compaction change no rows and contribute nothing. CDC log
-files (``hoodie.table.cdc.enabled``) are not read: the derivation gives the same changes as
-long as the previous file slices are kept (``VersionNotFoundError`` once they are cleaned).
+Compaction, clustering and log compaction change no rows and contribute nothing. The previous
+file slices must still exist (``VersionNotFoundError`` once they are cleaned).
 
-Rows come in the schema of ``end`` (older rows conformed: missing columns null), with
+On tables writing CDC logs (``hoodie.table.cdc.enabled``), a file group whose write stat
+lists CDC logs (``cdcStats``) takes its changes from them instead (``_cdc_changes``), with the
+images the supplemental logging mode leaves out read from the file slices by record key.
+
+Rows come in the schema of ``end`` (older rows conformed: missing columns null; the meta
+columns nullable, as CDC images lack them), with
 ``_change_type``, ``_commit_version`` (the instant, text), ``_commit_timestamp``
 (timestamp[us, UTC] of the instant time) as Delta's change feed has them. The ``_hoodie_*``
 columns are kept and listed in the schema metadata under ``lakecore.system_columns``, so
@@ -25,20 +29,23 @@ columns are kept and listed in the schema metadata under ``lakecore.system_colum
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import UnsupportedFeatureError, VersionNotFoundError
+from lakecore.errors import CorruptTableError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.storage import Storage
 from lakecore_hudi.conform import conform
-from lakecore_hudi.keys import COMMIT_TIME, META_FIELDS, PARTITION_PATH, record_keys
+from lakecore_hudi.keys import COMMIT_TIME, META_FIELDS, PARTITION_PATH, RECORD_KEY, record_keys
+from lakecore_hudi.log.blocks import decode_avro_block
+from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import HudiState, commit_metadata, instant_epoch_ms, load_state
 from lakecore_hudi.timeline.instants import Instant
-from lakecore_hudi.view import FileSlice, data_files
+from lakecore_hudi.view import FileSlice, data_files, split_path
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -47,6 +54,13 @@ COMMIT_TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 SYSTEM_COLUMNS_KEY = b"lakecore.system_columns"
 """Schema metadata key of a change feed: its system columns, comma-separated."""
+CDC_ENABLED = "hoodie.table.cdc.enabled"
+CDC_MODE = "hoodie.table.cdc.supplemental.logging.mode"
+DATA_BEFORE_AFTER = "DATA_BEFORE_AFTER"
+DATA_BEFORE = "DATA_BEFORE"
+CDC_MODES = ("OP_KEY_ONLY", DATA_BEFORE, DATA_BEFORE_AFTER)
+CDC_OP, CDC_KEY, CDC_BEFORE, CDC_AFTER = "op", "record_key", "before", "after"
+"""Hudi's CDC record fields (``HoodieCDCUtils``)."""
 NO_ROW_CHANGES = frozenset({"compact", "cluster", "log_compact"})
 """Write operations that rewrite file slices without changing any record."""
 _FULL = ReadOptions()  # meta fields kept, log files merged
@@ -78,18 +92,33 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
     before_version = earlier[-1].timestamp if earlier else None
     if before_version is None:
         _refuse_archived_start(storage, target, start)
+    mode = cdc_mode(target.config.raw)
+    keys = target.config.record_key_fields
     parts: list[pa.Table] = []
     for instant in [i for i in writes if start <= i.timestamp <= upto]:
-        if not _changes_no_rows(storage, target, instant):
-            if before is None and before_version is not None:
-                before = load_state(storage, before_version, None, _FULL)
-            after = load_state(storage, instant.timestamp, None, _FULL)
-            touched = _touched_file_ids(storage, after, instant)
-            parts.extend(_instant_changes(storage, before, after, touched, out))
-            before = after
-        else:
-            before = None
-        before_version = instant.timestamp
+        if _changes_no_rows(storage, target, instant):
+            before, before_version = None, instant.timestamp
+            continue
+        meta = commit_metadata(storage, target.timeline, instant)
+        touched = {s.file_id for s in meta.write_stats()}
+        touched.update(file_id for _, file_id in meta.replaced_file_ids())
+        cdc = {s.file_id: tuple(s.cdc_stats) for s in meta.write_stats() if mode and s.cdc_stats}
+        if bool(touched) and touched <= cdc.keys() and mode == DATA_BEFORE_AFTER:
+            # CDC logs with both images cover every group the instant touched: no file
+            # slice is read (write stats can be empty: then slices tell what changed).
+            version = instant.timestamp
+            stamp = instant_epoch_ms(version)
+            for paths in cdc.values():
+                found = _cdc_changes(storage, paths, mode, None, None, keys, out, version)
+                parts.extend(_tag(rows, change, version, stamp, out) for change, rows in found)
+            before, before_version = None, version
+            continue
+        if before is None and before_version is not None:
+            before = load_state(storage, before_version, None, _FULL)
+        after = load_state(storage, instant.timestamp, None, _FULL)
+        parts.extend(_instant_changes(storage, before, after, touched, cdc, mode, out))
+        before, before_version = after, instant.timestamp
+    parts = [p for p in parts if p.num_rows]
     return pa.concat_tables(parts) if parts else out.empty_table()
 
 
@@ -113,7 +142,8 @@ def _output_schema(table_schema: pa.Schema) -> pa.Schema:
     system = [n for n in table_schema.names if n in META_FIELDS]
     return pa.schema(
         [
-            *table_schema,
+            # meta fields are nullable here: CDC images carry none (see _image)
+            *(f.with_nullable(True) if f.name in META_FIELDS else f for f in table_schema),
             pa.field(CHANGE_TYPE, pa.string()),
             pa.field(COMMIT_VERSION, pa.string()),
             pa.field(COMMIT_TIMESTAMP, COMMIT_TIMESTAMP_TYPE),
@@ -129,14 +159,6 @@ def _changes_no_rows(storage: Storage, state: HudiState, instant: Instant) -> bo
     return (meta.operation_type or "").lower() in NO_ROW_CHANGES
 
 
-def _touched_file_ids(storage: Storage, state: HudiState, instant: Instant) -> set[str]:
-    """File groups ``instant`` wrote or replaced (by its commit metadata)."""
-    meta = commit_metadata(storage, state.timeline, instant)
-    touched = {s.file_id for s in meta.write_stats()}
-    touched.update(file_id for _, file_id in meta.replaced_file_ids())
-    return touched
-
-
 def _files(s: FileSlice) -> tuple[str | None, tuple[str, ...]]:
     return (None if s.base_file is None else s.base_file.path, tuple(f.path for f in s.log_files))
 
@@ -146,8 +168,12 @@ def _instant_changes(
     before: HudiState | None,
     after: HudiState,
     touched: set[str],
+    cdc: dict[str, tuple[str, ...]],
+    mode: str | None,
     out: pa.Schema,
 ) -> list[pa.Table]:
+    """The changes of ``after``'s instant: read from the CDC logs of the file groups in
+    ``cdc`` (file id -> CDC log paths), derived for the other groups it touched."""
     old = {(s.partition_path, s.file_id): s for s in (before.slices if before else ())}
     new = {(s.partition_path, s.file_id): s for s in after.slices}
 
@@ -155,36 +181,152 @@ def _instant_changes(
         mine: dict[tuple[str, str], FileSlice], other: dict[tuple[str, str], FileSlice]
     ) -> list[FileSlice]:
         """Slices of ``mine`` the instant wrote or replaced, or whose files differ in ``other``
-        (a log file appended in place keeps its name: the write stats catch that)."""
+        (a log file appended in place keeps its name: the write stats catch that); groups
+        with CDC logs are not derived."""
         return [
             s
             for k, s in mine.items()
-            if s.file_id in touched or k not in other or _files(other[k]) != _files(s)
+            if s.file_id not in cdc
+            and (s.file_id in touched or k not in other or _files(other[k]) != _files(s))
         ]
 
-    was = _rows(storage, before, changed(old, new), out) if before is not None else None
-    now = _rows(storage, after, changed(new, old), out)
-    if was is None:
-        was = now.schema.empty_table()
-    key_fields = after.config.record_key_fields
-    was_keys = _keys(was, key_fields)
-    now_keys = _keys(now, key_fields)
-    existed = pc.is_in(now_keys, value_set=was_keys)
-    kept = pc.is_in(was_keys, value_set=now_keys)
     version = after.version
-    inserted = now.filter(pc.invert(existed))
-    deleted = was.filter(pc.invert(kept))
-    updated = pc.and_(existed, pc.equal(now.column(COMMIT_TIME), version))
-    post = now.filter(updated)
-    pre = was.filter(pc.is_in(was_keys, value_set=now_keys.filter(updated)))
     stamp = instant_epoch_ms(version)
-    pieces = [
-        _tag(inserted, "insert", version, stamp, out),
-        _tag(deleted, "delete", version, stamp, out),
-        _tag(pre, "update_preimage", version, stamp, out),
-        _tag(post, "update_postimage", version, stamp, out),
-    ]
+    key_fields = after.config.record_key_fields
+    found: list[tuple[str, pa.Table]] = []
+    if cdc:
+        was = None
+        if before is not None and mode != DATA_BEFORE_AFTER:
+            was = _rows(storage, before, [s for s in old.values() if s.file_id in cdc], out)
+        now = None
+        if mode != DATA_BEFORE_AFTER:
+            now = _rows(storage, after, [s for s in new.values() if s.file_id in cdc], out)
+        for paths in cdc.values():
+            found.extend(_cdc_changes(storage, paths, mode, was, now, key_fields, out, version))
+    derive_old = changed(old, new) if before is not None else []
+    derive_new = changed(new, old)
+    if derive_old or derive_new:
+        was = _rows(storage, before, derive_old, out) if before is not None else None
+        now = _rows(storage, after, derive_new, out)
+        if was is None:
+            was = now.schema.empty_table()
+        was_keys = _keys(was, key_fields)
+        now_keys = _keys(now, key_fields)
+        existed = pc.is_in(now_keys, value_set=was_keys)
+        kept = pc.is_in(was_keys, value_set=now_keys)
+        updated = pc.and_(existed, pc.equal(now.column(COMMIT_TIME), version))
+        found += [
+            ("insert", now.filter(pc.invert(existed))),
+            ("delete", was.filter(pc.invert(kept))),
+            ("update_preimage", was.filter(pc.is_in(was_keys, value_set=now_keys.filter(updated)))),
+            ("update_postimage", now.filter(updated)),
+        ]
+    pieces = [_tag(rows, change, version, stamp, out) for change, rows in found]
     return [p for p in pieces if p.num_rows]
+
+
+def cdc_mode(properties: Mapping[str, str]) -> str | None:
+    """The supplemental logging mode of a table writing CDC logs, upper case; None without.
+
+    Raises ``UnsupportedFeatureError`` for a mode Hudi does not define."""
+    if properties.get(CDC_ENABLED, "false").strip().lower() != "true":
+        return None
+    raw = properties.get(CDC_MODE, DATA_BEFORE_AFTER).strip().upper()
+    if raw not in CDC_MODES:
+        raise UnsupportedFeatureError(
+            f"{CDC_MODE}={raw}", f"CDC supplemental logging mode {raw!r} (known: {CDC_MODES})"
+        )
+    return raw
+
+
+def _cdc_changes(
+    storage: Storage,
+    paths: tuple[str, ...],
+    mode: str | None,
+    was: pa.Table | None,
+    now: pa.Table | None,
+    key_fields: tuple[str, ...],
+    out: pa.Schema,
+    version: str,
+) -> list[tuple[str, pa.Table]]:
+    """Changes from one file group's CDC logs (records ``op`` i/u/d with, by mode, the
+    record key and the before/after images); images the mode leaves out come from the
+    group's rows before (``was``) and at the instant (``now``), by record key.
+
+    Hudi's images hold no ``_hoodie_*`` fields: the record key and partition path are
+    filled in, and the commit time of after images (``version``); a before image's commit
+    time stays null."""
+    columns = pa.schema([f for f in out if f.name not in CHANGE_COLUMNS])
+    partition = split_path(paths[0])[0] if paths else ""
+    blocks = [b for path in paths for b in read_log_blocks(storage.read(path), path)]
+    tables = [
+        decode_avro_block(replace(b, block_type=BlockType.AVRO_DATA))
+        for b in blocks
+        if b.block_type == BlockType.CDC
+    ]
+    if not tables:
+        return []
+    records = pa.concat_tables(tables, promote_options="permissive")
+    if CDC_OP not in records.column_names:
+        raise CorruptTableError(f"{paths[0]}: CDC records without an {CDC_OP!r} column")
+    op = records.column(CDC_OP)
+    if mode == DATA_BEFORE_AFTER:
+        before_img = _image(records, CDC_BEFORE, columns, key_fields, partition, None)
+        after_img = _image(records, CDC_AFTER, columns, key_fields, partition, version)
+    else:
+        keys = records.column(CDC_KEY).cast(pa.string())
+        if mode == DATA_BEFORE:
+            before_img = _image(records, CDC_BEFORE, columns, key_fields, partition, None)
+        else:
+            prior = was if was is not None else columns.empty_table()
+            before_img = _by_key(prior, keys, key_fields)
+        after_img = _by_key(now if now is not None else columns.empty_table(), keys, key_fields)
+    unknown = set(pc.unique(op).to_pylist()) - {"i", "u", "d"}
+    if unknown:
+        raise CorruptTableError(f"{paths[0]}: CDC operations {sorted(map(str, unknown))}")
+    is_op = {o: pc.equal(op, o) for o in ("i", "u", "d")}
+    return [
+        ("insert", after_img.filter(is_op["i"])),
+        ("delete", before_img.filter(is_op["d"])),
+        ("update_preimage", before_img.filter(is_op["u"])),
+        ("update_postimage", after_img.filter(is_op["u"])),
+    ]
+
+
+def _image(
+    records: pa.Table,
+    name: str,
+    columns: pa.Schema,
+    key_fields: tuple[str, ...],
+    partition: str,
+    commit_time: str | None,
+) -> pa.Table:
+    """A CDC image column (a nullable record of the table's columns) as rows of ``columns``,
+    with the meta fields it lacks filled where known (null where not)."""
+    if name not in records.column_names:
+        raise CorruptTableError(f"CDC records without a {name!r} image")
+    image = records.column(name).combine_chunks()
+    if not pa.types.is_struct(image.type):
+        raise CorruptTableError(f"the CDC {name!r} image is {image.type}, not a record")
+    fields = [image.type.field(i).name for i in range(image.type.num_fields)]
+    rows = pa.Table.from_arrays(image.flatten(), names=fields)
+    n = rows.num_rows
+    filled: dict[str, pa.Array | pa.ChunkedArray] = {}
+    if RECORD_KEY not in fields and key_fields and all(f in fields for f in key_fields):
+        filled[RECORD_KEY] = record_keys(rows, key_fields)
+    if PARTITION_PATH not in fields:
+        filled[PARTITION_PATH] = pa.array([partition] * n, pa.string())
+    if COMMIT_TIME not in fields and commit_time is not None:
+        filled[COMMIT_TIME] = pa.array([commit_time] * n, pa.string())
+    for column, values in filled.items():
+        rows = rows.append_column(column, values)
+    return conform(rows, columns)
+
+
+def _by_key(rows: pa.Table, keys: pa.ChunkedArray, key_fields: tuple[str, ...]) -> pa.Table:
+    """The row of each key (a null row where ``rows`` has none)."""
+    have = record_keys(rows, key_fields) if rows.num_rows else pa.chunked_array([], pa.string())
+    return rows.take(pc.index_in(keys, value_set=have))
 
 
 def _rows(storage: Storage, state: HudiState, slices: list[FileSlice], out: pa.Schema) -> pa.Table:

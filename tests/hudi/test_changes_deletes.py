@@ -19,7 +19,7 @@ import lakecore
 from lakecore.errors import UnsupportedFeatureError, VersionNotFoundError
 from lakecore.table import Table
 from tests.corpus import CORPUS
-from tests.hudi.write.helpers import create, hudi_rs, rows, upsert
+from tests.hudi.write.helpers import SCHEMA, create, hudi_rs, rows, upsert
 
 HUDI = CORPUS / "hudi"
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
@@ -257,3 +257,160 @@ def test_tables_without_meta_fields_are_refused(name: str) -> None:
     table = lakecore.open(str(HUDI / name))
     with pytest.raises(UnsupportedFeatureError, match="_hoodie_commit_time"):
         table.changes(_writes(table)[0])
+
+
+# ------------------------------------------------------------------------------- CDC logs
+
+_IMAGE = {
+    "type": "record",
+    "name": "trips_record",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": ["null", "string"]},
+        {"name": "ts", "type": ["null", "long"]},
+        {"name": "city", "type": ["null", "string"]},
+    ],
+}
+_NULLABLE_TEXT = ["string", "null"]
+CDC_SCHEMAS: dict[str, dict[str, Any]] = {
+    # as HoodieCDCUtils.schemaBySupplementalLoggingMode builds them
+    "OP_KEY_ONLY": {
+        "type": "record",
+        "name": "Record",
+        "fields": [
+            {"name": "op", "type": _NULLABLE_TEXT},
+            {"name": "record_key", "type": _NULLABLE_TEXT},
+        ],
+    },
+    "DATA_BEFORE": {
+        "type": "record",
+        "name": "CDC",
+        "fields": [
+            {"name": "op", "type": _NULLABLE_TEXT},
+            {"name": "record_key", "type": _NULLABLE_TEXT},
+            {"name": "before", "type": ["null", _IMAGE]},
+        ],
+    },
+    "DATA_BEFORE_AFTER": {
+        "type": "record",
+        "name": "CDC",
+        "fields": [
+            {"name": "op", "type": _NULLABLE_TEXT},
+            {"name": "ts_ms", "type": _NULLABLE_TEXT},
+            {"name": "before", "type": ["null", _IMAGE]},
+            {"name": "after", "type": ["null", {"type": "trips_record"}["type"]]},
+        ],
+    },
+}
+
+
+def _cdc_records(mode: str, instant: str, changes: list[tuple[str, Any, Any]]) -> pa.Table:
+    """CDC records of ``mode`` from (op, before row, after row)."""
+    image = pa.struct([pa.field(f.name, f.type) for f in SCHEMA])
+    ops = pa.array([c[0] for c in changes], pa.string())
+    keys = pa.array([str((c[1] or c[2])["id"]) for c in changes], pa.string())
+    befores = pa.array([c[1] for c in changes], image)
+    afters = pa.array([c[2] for c in changes], image)
+    if mode == "OP_KEY_ONLY":
+        return pa.table({"op": ops, "record_key": keys})
+    if mode == "DATA_BEFORE":
+        return pa.table({"op": ops, "record_key": keys, "before": befores})
+    stamps = pa.array([instant] * len(changes), pa.string())
+    return pa.table({"op": ops, "ts_ms": stamps, "before": befores, "after": afters})
+
+
+def _write_cdc_log(root: Path, instant: str, mode: str, records: pa.Table) -> None:
+    """Write the instant's CDC log for the file group it rewrote and list it in the write
+    stat's ``cdcStats``, as Hudi's CDC-enabled CoW writers do."""
+    from dataclasses import replace
+
+    from lakecore_hudi.log.blocks import encode_avro_data_block
+    from lakecore_hudi.log.format import BlockType, encode_log_block, read_log_blocks
+    from lakecore_hudi.timeline.metadata import encode_commit_metadata, parse_commit_metadata
+
+    schema = json.loads(json.dumps(CDC_SCHEMAS[mode]))
+    if mode == "DATA_BEFORE_AFTER":
+        schema["fields"][3]["type"] = ["null", "trips_record"]  # the named type, reused
+    avro_block = read_log_blocks(encode_avro_data_block(records, schema, instant), "cdc")[0]
+    data = encode_log_block(BlockType.CDC, avro_block.header, bytes(avro_block.content))
+    [completed] = (root / ".hoodie" / "timeline").glob(f"{instant}_*.commit")
+    meta = parse_commit_metadata(completed.read_bytes(), completed.name)
+    [(partition, [stat])] = meta.partition_to_write_stats.items()
+    cdc_path = f"{partition}/.{stat.file_id}_{instant}.log.1_0-1-1.cdc"
+    (root / cdc_path).write_bytes(data)
+    stat = replace(stat, cdc_stats={cdc_path: len(data)})
+    meta = replace(meta, partition_to_write_stats={partition: [stat]})
+    completed.write_bytes(encode_commit_metadata(meta, 8))
+
+
+def _cdc_table(root: Path, mode: str) -> tuple[Table, list[str]]:
+    """A CoW table with CDC on: insert ids 1, 2; update id 1; delete id 2 (one file group)."""
+    table = create(root, "COPY_ON_WRITE", "8")
+    with (root / ".hoodie" / "hoodie.properties").open("a") as f:
+        f.write(
+            f"hoodie.table.cdc.enabled=true\nhoodie.table.cdc.supplemental.logging.mode={mode}\n"
+        )
+    first = str(table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"))))
+    second = str(upsert(table, rows((1, "A", 2, "x"))))
+    table.delete("id = 2")
+    return table, [first, second, str(table.version)]
+
+
+A1 = {"id": 1, "name": "a", "ts": 1, "city": "x"}
+A2 = {"id": 1, "name": "A", "ts": 2, "city": "x"}
+B1 = {"id": 2, "name": "b", "ts": 1, "city": "x"}
+C2 = {"id": 3, "name": "c", "ts": 2, "city": "x"}
+
+
+def _feed(table: Table, version: str) -> list[tuple[str, dict[str, Any]]]:
+    changes = table.changes(version, version)
+    assert changes.column_names == [f.name for f in SCHEMA] + CHANGE_COLUMNS
+    assert set(changes.column("_commit_version").to_pylist()) == {version}
+    out = [
+        (r.pop("_change_type"), {k: v for k, v in r.items() if not k.startswith("_")})
+        for r in changes.to_pylist()
+    ]
+    return sorted(out, key=lambda c: (c[0], c[1]["id"]))
+
+
+@pytest.mark.parametrize("mode", sorted(CDC_SCHEMAS))
+def test_cdc_logs_are_read(tmp_path: Path, mode: str) -> None:
+    root = tmp_path / "t"
+    table, (first, second, third) = _cdc_table(root, mode)
+    _write_cdc_log(root, second, mode, _cdc_records(mode, second, [("u", A1, A2)]))
+    _write_cdc_log(root, third, mode, _cdc_records(mode, third, [("d", B1, None)]))
+    if mode == "DATA_BEFORE_AFTER":
+        # Both images are in the log: the version before ``second`` is not read (its base
+        # file is cleaned here, so a derivation from file slices could not run).
+        [old] = (root / "city=x").glob(f"*_{first}.parquet")
+        old.unlink()
+    assert _feed(table, second) == [("update_postimage", A2), ("update_preimage", A1)]
+    assert _feed(table, third) == [("delete", B1)]
+    assert table.changes(second).num_rows == 3  # the range reads both logs
+
+
+@pytest.mark.parametrize("mode", sorted(CDC_SCHEMAS))
+def test_cdc_log_is_the_instants_changes(tmp_path: Path, mode: str) -> None:
+    """The CDC log, not a derivation, says what changed (as Delta's cdc files do): a delete
+    the log records comes out although the file slices still hold the row (images the mode
+    leaves out are taken from the slices by key)."""
+    root = tmp_path / "t"
+    table, (_, second, _) = _cdc_table(root, mode)
+    derived = [("update_postimage", A2), ("update_preimage", A1)]
+    assert _feed(table, second) == derived  # no log yet: derived
+    logged = _cdc_records(mode, second, [("u", A1, A2), ("d", B1, None)])
+    _write_cdc_log(root, second, mode, logged)
+    assert _feed(table, second) == [("delete", B1), *derived]
+
+
+def test_cdc_mode_of_the_table_properties() -> None:
+    from lakecore_hudi.incremental import cdc_mode
+
+    on = "hoodie.table.cdc.enabled"
+    key = "hoodie.table.cdc.supplemental.logging.mode"
+    assert cdc_mode({}) is None
+    assert cdc_mode({on: "false", key: "op_key_only"}) is None
+    assert cdc_mode({on: "true"}) == "DATA_BEFORE_AFTER"  # Hudi's default
+    assert cdc_mode({on: "TRUE", key: "op_key_only"}) == "OP_KEY_ONLY"  # 0.x spelled it so
+    with pytest.raises(UnsupportedFeatureError, match="WITH_EVERYTHING"):
+        cdc_mode({on: "true", key: "with_everything"})
