@@ -605,3 +605,69 @@ def test_delta_inserts_compute_generated_columns(tmp_path: Path) -> None:
         {"id": 6, "v": "z", "id2": 12},
         {"id": 11, "v": "a", "id2": 22},
     ]
+
+
+def deltalake_style(builder: Any) -> Any:
+    """One chain written with deltalake's keyword names, run as is on both libraries."""
+    return (
+        builder.when_matched_delete(predicate="source.n = 10")
+        .when_matched_update(updates={"v": "source.v"}, predicate="target.n = 2")
+        .when_matched_update_all(except_cols=["v"])
+        .when_not_matched_insert(
+            updates={"id": "source.id", "v": "'ins'"}, predicate="source.n > 125"
+        )
+        .when_not_matched_insert_all(except_cols=["n"])
+        .when_not_matched_by_source_update(updates={"v": "'nm'"}, predicate="target.n < 7")
+        .when_not_matched_by_source_delete(predicate="target.n >= 8")
+    )
+
+
+DELTALAKE_STYLE = [
+    (0, "nm", 0),
+    (2, "s2", 2),
+    (3, "t3", 30),
+    (4, "t4", 40),
+    (5, "nm", 5),
+    (6, "nm", 6),
+    (7, "t7", 7),
+    (12, "s12", -1),
+    (13, "ins", -1),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_deltalake_keyword_names(tmp_path: Path, fmt: str) -> None:
+    source = pa.Table.from_pylist(SOURCE, schema=SCHEMA)
+    table = build(fmt, tmp_path / "t")
+    deltalake_style(table.merge(source, on="id")).execute()
+    assert ordered(rows_of(table)) == DELTALAKE_STYLE
+    if fmt == "delta":
+        root = tmp_path / "d"
+        deltalake.write_deltalake(str(root), pa.Table.from_pylist(TARGET, schema=SCHEMA))
+        merger = deltalake.DeltaTable(str(root)).merge(
+            source, "source.id = target.id", source_alias="source", target_alias="target"
+        )
+        deltalake_style(merger).execute()
+        theirs = deltalake.DeltaTable(str(root)).to_pyarrow_table().to_pylist()
+        assert ordered(theirs) == DELTALAKE_STYLE
+
+
+def test_values_given_twice_or_not_at_all_are_refused(tmp_path: Path) -> None:
+    table = build("delta", tmp_path / "t")
+    builder = table.merge(pa.Table.from_pylist(SOURCE, schema=SCHEMA), on="id")
+    with pytest.raises(InvalidArgumentError):
+        builder.when_matched_update({"v": "'a'"}, updates={"v": "'b'"})
+    with pytest.raises(InvalidArgumentError):
+        builder.when_not_matched_insert()
+    with pytest.raises(InvalidArgumentError):
+        builder.when_matched_delete("source.n > 1", predicate="source.n > 2")
+
+
+@pytest.mark.parametrize("fmt", ["hudi-cow", "hudi-mor"])
+def test_hudi_refuses_insert_all_without_the_key(tmp_path: Path, fmt: str) -> None:
+    table = build(fmt, tmp_path / "t")
+    before = lakecore.open(table.uri).version
+    builder = table.merge(pa.Table.from_pylist(SOURCE, schema=SCHEMA), on="id")
+    with pytest.raises(UnsupportedFeatureError):
+        builder.when_not_matched_insert_all(except_cols=["id"]).execute()
+    assert lakecore.open(table.uri).version == before

@@ -33,6 +33,8 @@ class MergeClause:
     action: str
     values: Mapping[str, Any] | None = None
     condition: str | None = None
+    except_columns: tuple[str, ...] = ()
+    """Update all / insert all: source columns left out (deltalake's ``except_cols``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,6 +152,9 @@ def check_merge(source: pa.Table, schema: pa.Schema, on: MergeOn, clauses: Merge
     if on.condition:
         evaluate_predicate(on.condition, both)
     for clause in ordered_clauses(clauses):
+        unknown = [c for c in clause.except_columns if source.schema.get_field_index(c) < 0]
+        if unknown:
+            raise SchemaError(f"except_cols {unknown} are not columns of the merge source")
         rows = both if clause.kind != NOT_MATCHED else _insert_scope(empty_s, schema, clauses)
         if clause.condition:
             evaluate_predicate(clause.condition, rows)
@@ -303,7 +306,7 @@ def merge_inserts(
         fields, columns = [], []
         for f in schema:
             if clause.values is None:
-                if rows.schema.get_field_index(f.name) < 0:
+                if rows.schema.get_field_index(f.name) < 0 or f.name in clause.except_columns:
                     continue
                 columns.append(cast_lossless(rows.column(f.name), f.type, f.name))
             elif f.name in clause.values:
@@ -388,6 +391,8 @@ def _updated(
     after = before.select(list(schema.names))
     if clause.values is None:
         for f in schema:
+            if f.name in clause.except_columns:
+                continue
             if src.schema.get_field_index(f.name) >= 0:
                 value = cast_lossless(src.column(f.name), f.type, f.name)
                 after = after.set_column(schema.get_field_index(f.name), f, value)

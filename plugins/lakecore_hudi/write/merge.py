@@ -44,6 +44,11 @@ def check_merge(on: Sequence[str], clauses: MergeClauses, layout: WriteLayout) -
         )
     sources = aliases_of(clauses)["source"]
     for clause in ordered_clauses(clauses):
+        left_out = [k for k in layout.key_fields if k in clause.except_columns]
+        if clause.action == "insert" and left_out:
+            raise UnsupportedFeatureError(
+                "hudi-merge-insert-key", f"a Hudi merge insert needs record key(s) {left_out}"
+            )
         if clause.action == "insert" and clause.values is not None:
             # An inserted key other than the source row's own could be a key some slice
             # outside the merge's reads already holds: a second record with that key.
