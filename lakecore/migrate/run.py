@@ -21,8 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import (
+    CommitConflictError,
     CommitError,
     CommitStateUnknownError,
+    CorruptTableError,
     InvalidArgumentError,
     LakecoreError,
     MigrationError,
@@ -109,6 +111,7 @@ def migrate(
         require(target_format.name, target_format.capabilities, capability, "migration into it")
     target_root = (target_storage or lakecore._storage_for(target_uri, storage_options, None)).root
     in_place = target_root.rstrip("/") == source.storage.root.rstrip("/")
+    _refuse_nested(source.storage.root, target_root)
     adoption = adopt.plan(mode, source, target_format, in_place)
     run = _Run(
         source, target_uri, target_format.name, storage_options, history, progress, target_storage
@@ -145,6 +148,11 @@ class _Run:
     gave_time: bool = False
     """Whether the last ``_timestamp`` asked for a given commit time."""
     notes: list[str] = field(default_factory=list)
+    expected: int | str | None = None
+    """The target version this run last saw it at (opened, created or committed): a commit
+    must start from it, else another writer or migration changed the target meanwhile."""
+    mirrored: pa.Schema | None = None
+    """The source schema the target mirrors (None: not known; the target's own is used)."""
     adoption: adopt.Adoption | None = None
     """In place: which source units the target adopts as they are (``adopt``)."""
 
@@ -192,6 +200,7 @@ class _Run:
                     "did not write; migrate into an empty location"
                 )
             self.target = target  # created by a run killed before its first commit
+            self.expected = target.snapshot().version
             return
         root = self.source.storage.root
         if state.source != root:
@@ -208,7 +217,38 @@ class _Run:
                 "which of its files still mirror the source. Migrate into a new target"
             )
         self.target, self.state = target, state
+        self.expected = latest
+        self.mirrored = self._source_schema_at(state.source_version)
         self.held = st.read_unit_map(target.storage, state)
+
+    def _created(self, snapshot: Snapshot, properties: dict[str, str]) -> None:
+        """Create the target for ``snapshot`` and remember what it is at."""
+        self.target = self._create_target(snapshot, properties)
+        self.count("commits", 1)
+        self.expected = self.target.snapshot().version
+        self.mirrored = data_schema(snapshot)
+
+    def _source_schema_at(self, version: str) -> pa.Schema | None:
+        """The source's user schema at the recorded ``version`` (None when it cannot be read,
+        e.g. vacuumed: the target's own schema is compared with then)."""
+        typed: int | str = int(version) if isinstance(self.source.version, int) else version
+        try:
+            return data_schema(self.source.snapshot(version=typed))
+        except (LakecoreError, ValueError) as exc:
+            log.info("source version %s cannot be read (%s)", version, exc)
+            return None
+
+    def _check_unchanged(self, base: Snapshot, version: int | str) -> None:
+        """Raise ``CommitConflictError`` when the target moved since this run last saw it: a
+        concurrent migration (or writer) committed, and this run's unit map no longer
+        describes it (committing would duplicate rows)."""
+        if self.expected is not None and str(base.version) != str(self.expected):
+            raise CommitConflictError(
+                f"the target changed while migrating (it is at version {base.version}, this run "
+                f"expected {self.expected}): another migration or writer committed; nothing of "
+                f"source version {version} landed. Run the migration again",
+                winning_version=base.version,
+            )
 
     def _create_target(self, snapshot: Snapshot, properties: dict[str, str]) -> Table:
         import lakecore
@@ -283,13 +323,25 @@ class _Run:
     def _snapshot(self, version: int | str) -> Snapshot | None:
         try:
             return self.source.snapshot(version=version)
-        except LakecoreError as exc:
-            if self.history and not self.versions and self.state is None:
-                # The oldest versions of a log whose early commits were cleaned up.
-                log.info("source version %s cannot be read (%s); starting later", version, exc)
-                self.notes.append(f"source version {version} could not be read: {exc}")
+        except VersionNotFoundError as exc:
+            # History also lists entries that are no version (a Hudi rollback or clean
+            # instant), and the oldest commits of a cleaned-up log are gone.
+            if not self.history:
+                raise
+            log.info("source history entry %s is no readable version (%s)", version, exc)
+            self._skipped(version, exc)
+            return None
+        except CorruptTableError as exc:
+            if self.history and self._nothing_translated():
+                self._skipped(version, exc)  # early versions whose log files were cleaned up
                 return None
             raise
+
+    def _nothing_translated(self) -> bool:
+        return not self.versions and self.state is None
+
+    def _skipped(self, version: int | str, exc: BaseException) -> None:
+        self.notes.append(f"source version {version} was skipped: it cannot be read ({exc})")
 
     # ------------------------------------------------------------------ translating
 
@@ -300,12 +352,20 @@ class _Run:
             # A source without any commit yet reads as an empty snapshot that has no version
             # to load again: the target becomes that empty table, with no migration state (a
             # later run translates the source's first commit into it).
-            self.target = self._create_target(self.source.snapshot(), properties)
-            self.count("commits", 1)
+            self._created(self.source.snapshot(), properties)
         for done, version in enumerate(versions, 1):
             snapshot = self._snapshot(version)
             if snapshot is not None:
-                self._translate(snapshot, properties)
+                try:
+                    self._translate(snapshot, properties)
+                except LakecoreError as exc:
+                    # Versions of a vacuumed source: their data files are gone. Nothing of
+                    # the version landed (its transaction aborted); a transient storage fault
+                    # is no missing file and surfaces, and the latest version must migrate.
+                    replayable = self.history and done < len(versions)
+                    if not (replayable and _missing_file(exc)):
+                        raise
+                    self._skipped(version, exc)
             if self.progress is not None:
                 self.progress(done, len(versions), version)
 
@@ -316,9 +376,9 @@ class _Run:
             pending = diff(snapshot.files(), self.held.column("fingerprint")).added
             self.adoption.check(pending, data_schema(snapshot), snapshot.partition_columns)
         if self.target is None:
-            self.target = self._create_target(snapshot, properties)
-            self.count("commits", 1)
+            self._created(snapshot, properties)
         target = self.target
+        assert target is not None
         units = diff(snapshot.files(), self.held.column("fingerprint"))
         same_rows = units.empty and not first and self.state is not None
         # A schema commit followed by this version's data commit is dated 1 ms before it;
@@ -354,17 +414,28 @@ class _Run:
 
     def _follow_schema(self, snapshot: Snapshot, before: bool = True) -> None:
         assert self.target is not None
-        current = data_schema(self.target.snapshot())
-        change = schema_change(current, data_schema(snapshot), snapshot.version)
+        source_schema = data_schema(snapshot)
+        current = _unchanged_as_source(
+            data_schema(self.target.snapshot()), self.mirrored, source_schema
+        )
+        change = schema_change(current, source_schema, snapshot.version)
         if not change.added:
+            self.mirrored = source_schema
             return
         require(self.to, self.target.capabilities, Capability.SCHEMA_EVOLUTION, "added columns")
         metadata = self.state.app_metadata() if self.state is not None else {}
         timestamp = self._timestamp(snapshot, before=before)
         with self.target.transaction(app_metadata=metadata, timestamp_ms=timestamp) as tx:
+            self._check_unchanged(tx.snapshot, snapshot.version)
             builder = self.target._format_writer(tx.snapshot, timestamp).schema_update()
-            for f in change.added:
-                builder.add_column(f.name, f.type, True)
+            try:
+                for f in change.added:
+                    builder.add_column(f.name, f.type, True)
+            except SchemaError as exc:
+                raise MigrationError(
+                    f"source version {snapshot.version} adds a column the {self.to} target "
+                    f"cannot hold: {exc}"
+                ) from exc
             from lakecore.model.actions import CommitInfo
 
             tx.stage(builder.actions(), CommitInfo("CHANGE SCHEMA"))
@@ -377,6 +448,8 @@ class _Run:
                 tx.version,
                 self.state.unit_map,
             )
+        self.expected = tx.version
+        self.mirrored = source_schema
         self.count("commits", 1)
 
     def _timestamp(self, snapshot: Snapshot, before: bool = False) -> int | None:
@@ -396,6 +469,13 @@ class _Run:
         stamps += [e.timestamp for e in self.target.history(limit=1)]
         latest = max((t for t in stamps if t is not None), default=None)
         if latest is not None and wanted <= latest:
+            if self.timestamps_kept:
+                self.notes.append(
+                    f"source version {snapshot.version}'s commit time is not later than the "
+                    "target's latest commit (source times going backwards, or a later target "
+                    "commit): it took the clock's time, so time travel by timestamp on the "
+                    "target may differ from the source's around it"
+                )
             self.timestamps_kept = False
             return None
         self.gave_time = True
@@ -450,6 +530,7 @@ class _Run:
         committed = False
         try:
             with target.transaction(app_metadata=meta, timestamp_ms=timestamp) as tx:
+                self._check_unchanged(tx.snapshot, source_version)
                 into = data_schema(tx.snapshot)
                 written = tx.replace_files(unit_rows(into), removed, exclusive=True)
                 if adopted.num_rows:
@@ -467,6 +548,7 @@ class _Run:
             if not committed:
                 _delete_quietly(target, new_state_path)
         assert tx.version is not None
+        self.expected = tx.version
         self._check_held(target, unit_map)
         self.held = unit_map
         self.state = st.MigrationState(
@@ -559,6 +641,49 @@ def _versions_beyond_one(target: Table, entries: list[HistoryEntry]) -> bool:
         found += 1
         if found > 1:
             return True
+    return False
+
+
+def _unchanged_as_source(
+    target: pa.Schema, mirrored: pa.Schema | None, source: pa.Schema
+) -> pa.Schema:
+    """``target`` with each column the source did not retype since the target mirrored it
+    given the source's type: the target format's form of it (timestamp[ns] kept as us, int8
+    as int32) is no change of the source's."""
+    if mirrored is None:
+        return target
+    fields = []
+    for f in target:
+        same = f.name in mirrored.names and f.name in source.names
+        if same and mirrored.field(f.name).type == source.field(f.name).type:
+            fields.append(source.field(f.name))
+        else:
+            fields.append(f)
+    return pa.schema(fields)
+
+
+def _refuse_nested(source_root: str, target_root: str) -> None:
+    """Raise ``MigrationError`` when one table would sit inside the other: a vacuum or clean of
+    the outer one would delete the inner one's files as unreferenced."""
+    a, b = source_root.rstrip("/") + "/", target_root.rstrip("/") + "/"
+    if a != b and (a.startswith(b) or b.startswith(a)):
+        inner, outer = ("source", "target") if a.startswith(b) else ("target", "source")
+        raise MigrationError(
+            f"the {inner} ({(a if inner == 'source' else b).rstrip('/')}) is inside the "
+            f"{outer} ({(b if outer == 'target' else a).rstrip('/')}): maintenance of the outer "
+            "table would delete the inner one's files; migrate into a location beside it"
+        )
+
+
+def _missing_file(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from a data file that no longer exists (a vacuumed version)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, FileNotFoundError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
     return False
 
 
