@@ -53,14 +53,14 @@ def schema_change(target: pa.Schema, source: pa.Schema, version: int | str) -> S
         if f.name not in names:
             raise MigrationError(
                 f"source version {version} drops or renames column {f.name!r}; replaying that "
-                "is not supported: migrate with history=False"
+                "is not supported: migrate into a new target (history=False writes only the latest schema)"
             )
         new = source.field(f.name)
         if not holds(f.type, new.type):
             raise MigrationError(
                 f"source version {version} changes the type of column {f.name!r} "
-                f"({f.type} -> {new.type}); replaying that is not supported: migrate with "
-                "history=False"
+                f"({f.type} -> {new.type}); the target cannot follow that: migrate into a new "
+                "target (history=False writes only the latest schema)"
             )
     held = set(target.names)
     return SchemaChange(tuple(f for f in source if f.name not in held))
