@@ -14,14 +14,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import (
-    CommitConflictError,
     CommitError,
     CommitStateUnknownError,
     CorruptTableError,
@@ -30,20 +29,18 @@ from lakecore.errors import (
     MigrationError,
     SchemaError,
     StorageError,
-    TableNotFoundError,
-    UnknownFormatError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
 from lakecore.faults import storage_faults
 from lakecore.format.capabilities import Capability, require
-from lakecore.migrate import adopt
+from lakecore.migrate import adopt, guards
 from lakecore.migrate import state as st
 from lakecore.migrate.report import MigrationReport
-from lakecore.migrate.schema import conform, data_schema, schema_change
-from lakecore.migrate.units import UnitDiff, diff
+from lakecore.migrate.schema import conform, data_schema, schema_change, unchanged_as_source
+from lakecore.migrate.target import Progress, TargetSide
+from lakecore.migrate.units import UnitDiff, deletes_of, diff
 from lakecore.model import files as fi
-from lakecore.model.history import HistoryEntry
 from lakecore.planning.read import read_files
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -52,8 +49,6 @@ from lakecore.table import Table
 log = logging.getLogger(__name__)
 
 MODES = ("auto", "metadata", "rewrite")
-Progress = Callable[[int, int, "int | str"], None]
-"""Called after each source version: (done, total, source version)."""
 
 
 def migrate(
@@ -111,7 +106,7 @@ def migrate(
         require(target_format.name, target_format.capabilities, capability, "migration into it")
     target_root = (target_storage or lakecore._storage_for(target_uri, storage_options, None)).root
     in_place = target_root.rstrip("/") == source.storage.root.rstrip("/")
-    _refuse_nested(source.storage.root, target_root)
+    guards.refuse_nested(source.storage.root, target_root)
     adoption = adopt.plan(mode, source, target_format, in_place)
     run = _Run(
         source, target_uri, target_format.name, storage_options, history, progress, target_storage
@@ -126,185 +121,8 @@ def migrate(
 
 
 @dataclass
-class _Run:
-    """One migration run: the source, the target (once it exists) and what was done."""
-
-    source: Table
-    target_uri: str
-    to: str
-    storage_options: Mapping[str, Any] | None
-    history: bool
-    progress: Progress | None
-    target_storage: Storage | None = None
-    target: Table | None = None
-    state: st.MigrationState | None = None
-    held: pa.Table = field(default_factory=st.empty_unit_map)
-    versions: list[tuple[int | str, int | str]] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    timestamps_kept: bool = True
-    times_refused: bool = False
-    """The target table refused a given commit time (a Delta table without in-commit
-    timestamps): later commits take the clock's time."""
-    gave_time: bool = False
-    """Whether the last ``_timestamp`` asked for a given commit time."""
-    notes: list[str] = field(default_factory=list)
-    expected: int | str | None = None
-    """The target version this run last saw it at (opened, created or committed): a commit
-    must start from it, else another writer or migration changed the target meanwhile."""
-    mirrored: pa.Schema | None = None
-    """The source schema the target mirrors (None: not known; the target's own is used)."""
-    adoption: adopt.Adoption | None = None
-    """In place: which source units the target adopts as they are (``adopt``)."""
-
-    def count(self, key: str, n: int) -> None:
-        self.counts[key] = self.counts.get(key, 0) + n
-
-    def target_access(self) -> dict[str, Any]:
-        """How ``lakecore.open``/``create`` reach the target: its given Storage, else by
-        ``storage_options``."""
-        if self.target_storage is not None:
-            return {"storage": self.target_storage}
-        return {"storage_options": self.storage_options}
-
-    # ------------------------------------------------------------------ the target
-
-    def open_target(self) -> None:
-        """Open the target if there is one and load what it holds of this source.
-
-        Raises ``MigrationError`` when it holds another table or another source's migration,
-        or was changed since its last migration commit.
-        """
-        import lakecore
-
-        try:
-            target = lakecore.open(self.target_uri, format=self.to, **self.target_access())
-            # Detection alone does not prove a readable table. A Hudi table created by a run
-            # stopped before its first commit has an empty snapshot (version ""), and is taken
-            # over below like any target without migration state.
-            target.snapshot()
-        except (TableNotFoundError, UnknownFormatError):
-            return
-        except StorageError:
-            raise  # the store failed (a re-run may succeed), not the table
-        except LakecoreError as exc:
-            raise MigrationError(
-                f"{self.target_uri} holds something lakecore cannot open as a {self.to} table "
-                f"({exc}); migrate into an empty location"
-            ) from exc
-        entries = target.history()
-        state = st.find_state(entries)
-        if state is None:
-            if target.snapshot().files().num_rows or _versions_beyond_one(target, entries):
-                raise MigrationError(
-                    f"{self.target_uri} already holds a {self.to} table that lakecore.migrate "
-                    "did not write; migrate into an empty location"
-                )
-            self.target = target  # created by a run killed before its first commit
-            self.expected = target.snapshot().version
-            return
-        root = self.source.storage.root
-        if state.source != root:
-            raise MigrationError(
-                f"{self.target_uri} holds a migration of {state.source}, not of {root}"
-            )
-        # The latest version, not history's newest entry: history also lists instants that
-        # are no version (a Hudi rollback of a commit a failed run left pending).
-        latest = target.snapshot().version
-        if str(latest) != str(state.target_version):
-            raise MigrationError(
-                f"{self.target_uri} was changed after its last migration commit (version "
-                f"{state.target_version}; latest is {latest}): incremental sync would not know "
-                "which of its files still mirror the source. Migrate into a new target"
-            )
-        self.target, self.state = target, state
-        self.expected = latest
-        self.mirrored = self._source_schema_at(state.source_version)
-        self.held = st.read_unit_map(target.storage, state)
-
-    def _created(self, snapshot: Snapshot, properties: dict[str, str]) -> None:
-        """Create the target for ``snapshot`` and remember what it is at."""
-        self.target = self._create_target(snapshot, properties)
-        self.count("commits", 1)
-        self.expected = self.target.snapshot().version
-        self.mirrored = data_schema(snapshot)
-
-    def _source_schema_at(self, version: str) -> pa.Schema | None:
-        """The source's user schema at the recorded ``version`` (None when it cannot be read,
-        e.g. vacuumed: the target's own schema is compared with then)."""
-        typed: int | str = int(version) if isinstance(self.source.version, int) else version
-        try:
-            return data_schema(self.source.snapshot(version=typed))
-        except (LakecoreError, ValueError) as exc:
-            log.info("source version %s cannot be read (%s)", version, exc)
-            return None
-
-    def _check_unchanged(self, base: Snapshot, version: int | str) -> None:
-        """Raise ``CommitConflictError`` when the target moved since this run last saw it: a
-        concurrent migration (or writer) committed, and this run's unit map no longer
-        describes it (committing would duplicate rows)."""
-        if self.expected is not None and str(base.version) != str(self.expected):
-            raise CommitConflictError(
-                f"the target changed while migrating (it is at version {base.version}, this run "
-                f"expected {self.expected}): another migration or writer committed; nothing of "
-                f"source version {version} landed. Run the migration again",
-                winning_version=base.version,
-            )
-
-    def _create_target(self, snapshot: Snapshot, properties: dict[str, str]) -> Table:
-        import lakecore
-        from lakecore.plugins import load_registry
-
-        fmt = load_registry().get(self.to)
-        partitions = snapshot.partition_columns
-        if partitions and Capability.PARTITIONING not in fmt.capabilities:
-            self.notes.append(
-                f"{self.to} tables are not partitioned: partition columns {list(partitions)} "
-                "stay ordinary columns"
-            )
-            partitions = ()
-        key = snapshot.features.record_key
-        keyed = bool(key) and Capability.UPSERT in fmt.capabilities
-        keyed = keyed and "record_key" not in properties
-        schema = data_schema(snapshot)
-        created_at = None
-        dated = self.history and Capability.COMMIT_TIMESTAMPS in fmt.capabilities
-        if dated and snapshot.timestamp is not None:
-            # Dated just before the first source version, so that its time can follow.
-            created_at = snapshot.timestamp - 1
-
-        # In place, the source's table is at the target's root: creation must not refuse it.
-        beside = (self.source.format,) if self.adoption is not None else ()
-
-        def create(props: dict[str, str]) -> Table:
-            return lakecore._create(
-                self.target_uri,
-                schema,
-                self.to,
-                partitions,
-                props,
-                timestamp_ms=created_at,
-                beside=beside,
-                **self.target_access(),
-            )
-
-        try:
-            if not keyed:
-                return create(properties)
-            try:
-                return create({**properties, "record_key": ",".join(key)})
-            except UnsupportedFeatureError:
-                # A format with upserts but no neutral ``record_key`` property (Lance keys on
-                # its own property). Creation refuses properties before any IO, so the plain
-                # creation below starts from nothing.
-                self.notes.append(
-                    f"the source's record key {list(key)} is not kept: {self.to} tables "
-                    "take no 'record_key' property"
-                )
-                return create(properties)
-        except SchemaError as exc:
-            raise MigrationError(
-                f"a {self.to} table cannot hold the source's schema: {exc}"
-            ) from exc
+class _Run(TargetSide):
+    """One migration run: translates the source's versions into target commits."""
 
     # ------------------------------------------------------------------ the source
 
@@ -318,7 +136,7 @@ class _Run:
         if self.state is None:
             return versions
         last = self.state.source_version
-        return [v for v in versions if _after(v, last)]
+        return [v for v in versions if guards.after(v, last)]
 
     def _snapshot(self, version: int | str) -> Snapshot | None:
         try:
@@ -363,7 +181,7 @@ class _Run:
                     # the version landed (its transaction aborted); a transient storage fault
                     # is no missing file and surfaces, and the latest version must migrate.
                     replayable = self.history and done < len(versions)
-                    if not (replayable and _missing_file(exc)):
+                    if not (replayable and guards.missing_file(exc)):
                         raise
                     self._skipped(version, exc)
             if self.progress is not None:
@@ -415,7 +233,7 @@ class _Run:
     def _follow_schema(self, snapshot: Snapshot, before: bool = True) -> None:
         assert self.target is not None
         source_schema = data_schema(snapshot)
-        current = _unchanged_as_source(
+        current = unchanged_as_source(
             data_schema(self.target.snapshot()), self.mirrored, source_schema
         )
         change = schema_change(current, source_schema, snapshot.version)
@@ -535,7 +353,7 @@ class _Run:
                 written = tx.replace_files(unit_rows(into), removed, exclusive=True)
                 if adopted.num_rows:
                     tx.adopt_files(adopt.add_rows(adopted))
-                new_units = _unit_rows(written_keys, written, empty_keys)
+                new_units = st.unit_rows(written_keys, written, empty_keys)
                 unit_map = pa.concat_tables(
                     [kept, new_units, adopt.unit_rows(adopted_keys, adopted)]
                 )
@@ -569,7 +387,7 @@ class _Run:
         self.count("units_rewritten", units.added.num_rows)
         self.count("files_adopted", adopted.num_rows)
         self.count("rows", rows)
-        self.count("deletes_carried", _cardinality(units.added))
+        self.count("deletes_carried", deletes_of(units.added))
 
     def _check_held(self, target: Table, unit_map: pa.Table) -> None:
         """Every file the unit map names must be live in the target (else a later removal
@@ -607,99 +425,6 @@ class _Run:
 
 def _read_schema(snapshot: Snapshot, columns: list[str]) -> pa.Schema:
     return snapshot.output_schema(columns)
-
-
-def _unit_rows(keys: list[bytes], written: list[pa.Table], empty: list[bytes]) -> pa.Table:
-    """Unit-map rows: one per file written for a unit, one null row per unit without rows."""
-    fingerprints: list[bytes] = []
-    paths: list[str | None] = []
-    for key, files in zip(keys, written, strict=True):
-        for path in files.column(fi.PATH).to_pylist():
-            fingerprints.append(key)
-            paths.append(path)
-    for key in empty:
-        fingerprints.append(key)
-        paths.append(None)
-    return pa.table(
-        {
-            "fingerprint": pa.array(fingerprints, pa.binary()),
-            "target_path": pa.array(paths, pa.string()),
-        },
-        schema=st.UNIT_MAP_SCHEMA,
-    )
-
-
-def _versions_beyond_one(target: Table, entries: list[HistoryEntry]) -> bool:
-    """Whether history ``entries`` name more than one version of ``target`` (history may list
-    instants that are no version: Hudi rollbacks of commits a failed run left pending)."""
-    found = 0
-    for entry in entries:
-        try:
-            target.snapshot(version=entry.version)
-        except VersionNotFoundError:
-            continue
-        found += 1
-        if found > 1:
-            return True
-    return False
-
-
-def _unchanged_as_source(
-    target: pa.Schema, mirrored: pa.Schema | None, source: pa.Schema
-) -> pa.Schema:
-    """``target`` with each column the source did not retype since the target mirrored it
-    given the source's type: the target format's form of it (timestamp[ns] kept as us, int8
-    as int32) is no change of the source's."""
-    if mirrored is None:
-        return target
-    fields = []
-    for f in target:
-        same = f.name in mirrored.names and f.name in source.names
-        if same and mirrored.field(f.name).type == source.field(f.name).type:
-            fields.append(source.field(f.name))
-        else:
-            fields.append(f)
-    return pa.schema(fields)
-
-
-def _refuse_nested(source_root: str, target_root: str) -> None:
-    """Raise ``MigrationError`` when one table would sit inside the other: a vacuum or clean of
-    the outer one would delete the inner one's files as unreferenced."""
-    a, b = source_root.rstrip("/") + "/", target_root.rstrip("/") + "/"
-    if a != b and (a.startswith(b) or b.startswith(a)):
-        inner, outer = ("source", "target") if a.startswith(b) else ("target", "source")
-        raise MigrationError(
-            f"the {inner} ({(a if inner == 'source' else b).rstrip('/')}) is inside the "
-            f"{outer} ({(b if outer == 'target' else a).rstrip('/')}): maintenance of the outer "
-            "table would delete the inner one's files; migrate into a location beside it"
-        )
-
-
-def _missing_file(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from a data file that no longer exists (a vacuumed version)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, FileNotFoundError):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _cardinality(files: pa.Table) -> int:
-    if fi.DELETION not in files.column_names or files.num_rows == 0:
-        return 0
-    cardinality = pc.struct_field(files.column(fi.DELETION), fi.CARDINALITY)
-    return int(pc.sum(cardinality).as_py() or 0)
-
-
-def _after(version: int | str, last: str) -> bool:
-    """Whether source ``version`` comes after the recorded ``last`` (ints numerically, Hudi
-    instants as the fixed-width strings they are)."""
-    if isinstance(version, int):
-        return version > int(last)
-    return str(version) > last
 
 
 def _delete_quietly(target: Table, path: str) -> None:

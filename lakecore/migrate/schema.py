@@ -52,8 +52,9 @@ def schema_change(target: pa.Schema, source: pa.Schema, version: int | str) -> S
     for f in target:
         if f.name not in names:
             raise MigrationError(
-                f"source version {version} drops or renames column {f.name!r}; replaying that "
-                "is not supported: migrate into a new target (history=False writes only the latest schema)"
+                f"source version {version} drops or renames column {f.name!r}; the target "
+                "cannot follow that: migrate into a new target (history=False writes only "
+                "the latest schema)"
             )
         new = source.field(f.name)
         if not holds(f.type, new.type):
@@ -131,3 +132,21 @@ def conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
                 ) from exc
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def unchanged_as_source(
+    target: pa.Schema, mirrored: pa.Schema | None, source: pa.Schema
+) -> pa.Schema:
+    """``target`` with each column the source did not retype since the target mirrored it
+    given the source's type: the target format's form of it (timestamp[ns] kept as us, int8
+    as int32) is no change of the source's."""
+    if mirrored is None:
+        return target
+    fields = []
+    for f in target:
+        same = f.name in mirrored.names and f.name in source.names
+        if same and mirrored.field(f.name).type == source.field(f.name).type:
+            fields.append(source.field(f.name))
+        else:
+            fields.append(f)
+    return pa.schema(fields)

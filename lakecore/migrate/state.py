@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptTableError, MigrationError
+from lakecore.model import files as fi
 from lakecore.model.history import HistoryEntry
 from lakecore.storage import Storage
 
@@ -138,3 +139,23 @@ def remove_stale_maps(storage: Storage, keep: set[str]) -> int:
             storage.delete(path)
             removed += 1
     return removed
+
+
+def unit_rows(keys: list[bytes], written: list[pa.Table], empty: list[bytes]) -> pa.Table:
+    """Unit-map rows: one per file written for a unit, one null row per unit without rows."""
+    fingerprints: list[bytes] = []
+    paths: list[str | None] = []
+    for key, files in zip(keys, written, strict=True):
+        for path in files.column(fi.PATH).to_pylist():
+            fingerprints.append(key)
+            paths.append(path)
+    for key in empty:
+        fingerprints.append(key)
+        paths.append(None)
+    return pa.table(
+        {
+            "fingerprint": pa.array(fingerprints, pa.binary()),
+            "target_path": pa.array(paths, pa.string()),
+        },
+        schema=UNIT_MAP_SCHEMA,
+    )

@@ -72,3 +72,11 @@ def diff(files: pa.Table, held: pa.Array) -> UnitDiff:
         else unique_held
     )
     return UnitDiff(added, added_keys, gone)
+
+
+def deletes_of(files: pa.Table) -> int:
+    """Rows the ``deletion`` column says are deleted (deletion vectors, deletion files)."""
+    if fi.DELETION not in files.column_names or files.num_rows == 0:
+        return 0
+    cardinality = pc.struct_field(files.column(fi.DELETION), fi.CARDINALITY)
+    return int(pc.sum(cardinality).as_py() or 0)

@@ -1,0 +1,56 @@
+"""What a migration run refuses, skips or must know before it writes: nested locations,
+versions that are gone, history entries that are no version, version order."""
+
+from __future__ import annotations
+
+from lakecore.errors import MigrationError, VersionNotFoundError
+from lakecore.model.history import HistoryEntry
+from lakecore.table import Table
+
+
+def refuse_nested(source_root: str, target_root: str) -> None:
+    """Raise ``MigrationError`` when one table would sit inside the other: a vacuum or clean of
+    the outer one would delete the inner one's files as unreferenced."""
+    a, b = source_root.rstrip("/") + "/", target_root.rstrip("/") + "/"
+    if a != b and (a.startswith(b) or b.startswith(a)):
+        inner, outer = ("source", "target") if a.startswith(b) else ("target", "source")
+        raise MigrationError(
+            f"the {inner} ({(a if inner == 'source' else b).rstrip('/')}) is inside the "
+            f"{outer} ({(b if outer == 'target' else a).rstrip('/')}): maintenance of the outer "
+            "table would delete the inner one's files; migrate into a location beside it"
+        )
+
+
+def missing_file(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from a data file that no longer exists (a vacuumed version)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, FileNotFoundError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def versions_beyond_one(target: Table, entries: list[HistoryEntry]) -> bool:
+    """Whether history ``entries`` name more than one version of ``target`` (history may list
+    instants that are no version: Hudi rollbacks of commits a failed run left pending)."""
+    found = 0
+    for entry in entries:
+        try:
+            target.snapshot(version=entry.version)
+        except VersionNotFoundError:
+            continue
+        found += 1
+        if found > 1:
+            return True
+    return False
+
+
+def after(version: int | str, last: str) -> bool:
+    """Whether source ``version`` comes after the recorded ``last`` (ints numerically, Hudi
+    instants as the fixed-width strings they are)."""
+    if isinstance(version, int):
+        return version > int(last)
+    return str(version) > last
