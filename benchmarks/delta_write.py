@@ -180,13 +180,15 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
     parser.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
+    parser.add_argument("--output", type=Path, default=None, help="results JSON path")
     args = parser.parse_args()
     args.batches, args.rows, args.small = (3, 100_000, 30) if args.quick else (10, 1_000_000, 200)
     result = run(args)
     result["machine"] = machine()
-    RESULTS.mkdir(parents=True, exist_ok=True)
     name = "delta_write.quick.json" if args.quick else "delta_write.json"
-    (RESULTS / name).write_text(json.dumps(result, indent=2))
+    output = args.output or RESULTS / name
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2))
     text = markdown(result, args)
     print(text)
     if args.write_docs:

@@ -224,6 +224,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--profile", action="store_true", help="profile one lakecore read")
+    parser.add_argument("--output", type=Path, default=None, help="results JSON path")
     args = parser.parse_args()
     if args.quick:
         args.rows, args.upserts, args.update_rows, args.deletes, args.repeat = (
@@ -234,9 +235,10 @@ def main() -> None:
             3,
         )
     result = run(args)
-    RESULTS.mkdir(parents=True, exist_ok=True)
     name = "hudi.quick.json" if args.quick else "hudi.json"
-    (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
+    output = args.output or RESULTS / name
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2) + "\n")
     print(docs_section(result))
     if args.profile:
         print("share of one lakecore read (cProfile, cumulative):")

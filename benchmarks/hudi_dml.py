@@ -137,6 +137,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-pruning", action="store_true")
+    parser.add_argument("--output", type=Path, default=None, help="results JSON path")
     args = parser.parse_args()
     appends, partitions, rows = (4, 10, 500) if args.quick else (20, 20, 2000)
     if args.no_pruning:
@@ -165,10 +166,10 @@ def main() -> None:
             f"({100 * r['bytes_read'] / total:5.2f}% of the data)  {r['seconds']:.2f} s"
         )
     print(f"table: {results['slices']} slices, {total / 1e6:.1f} MB of data files")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
     suffix = (".quick" if args.quick else "") + (".nopruning" if args.no_pruning else "")
-    (out / f"hudi_dml{suffix}.json").write_text(json.dumps(results, indent=2))
+    output = args.output or Path(__file__).parent / "results" / f"hudi_dml{suffix}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

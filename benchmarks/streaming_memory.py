@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("-n", "--repetitions", type=int, default=None)
     parser.add_argument("--lakecore-src", type=Path, default=REPO)
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    parser.add_argument("--output", type=Path, default=None, help="results JSON path")
     args = parser.parse_args()
     rows = args.rows or (300_000 if args.quick else 5_000_000)
     repetitions = args.repetitions or (1 if args.quick else 2)
@@ -160,8 +161,8 @@ def main() -> None:
             f"| {r['largest_batch']:,} | {r['seconds']:.2f} |"
         )
     print(f"lakecore / delta-rs peak RSS: {ratio:.2f} (goal <= {GOAL_RATIO})")
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"streaming_memory{'.quick' if args.quick else ''}.json"
+    out = args.output or RESULTS / f"streaming_memory{'.quick' if args.quick else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(
             {
