@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": (
             f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         ),
-        "params": vars(args),
+        "params": {k: v for k, v in vars(args).items() if k != "output"},
         "table": shape | {"rows": outputs["lakecore"].num_rows, "build_seconds": build_seconds},
         "median_seconds": median,
         "runs": times,
