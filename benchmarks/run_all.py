@@ -263,11 +263,16 @@ def run_one(bench: Benchmark, *, quick: bool, timeout: float, results_dir: Path)
         proc.communicate()
         return Outcome(bench.name, "failed", timeout, reason=f"timed out after {timeout:.0f} s")
     seconds = time.perf_counter() - started
-    tail = "\n".join(log.strip().splitlines()[-15:])
+    # The reason's first line (the table's) ends with the last line of output, usually the
+    # error; the lines before it follow for stderr.
+    lines = log.strip().splitlines() or ["(no output)"]
+    tail = "\n".join(lines[-15:])
     if proc.returncode != 0:
-        return Outcome(bench.name, "failed", seconds, reason=f"exit {proc.returncode}:\n{tail}")
+        reason = f"exit {proc.returncode}: {lines[-1]}\n{tail}"
+        return Outcome(bench.name, "failed", seconds, reason=reason)
     if not output.exists() or output.stat().st_mtime_ns == before:
-        return Outcome(bench.name, "failed", seconds, reason=f"wrote no new {output}:\n{tail}")
+        reason = f"wrote no new {output.name}: {lines[-1]}\n{tail}"
+        return Outcome(bench.name, "failed", seconds, reason=reason)
     try:
         rows = bench.adapter(json.loads(output.read_text()))
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
