@@ -37,16 +37,7 @@ from lakecore.model import files as fi
 from lakecore.storage import Storage
 from lakecore.table import Table
 
-ADD_COLUMNS = (
-    fi.PATH,
-    fi.SIZE,
-    fi.RECORD_COUNT,
-    fi.MODIFICATION_TIME,
-    fi.PARTITION,
-    fi.MIN,
-    fi.MAX,
-    fi.NULL_COUNT,
-)
+ADD_COLUMNS = fi.FILE_COLUMNS
 """The file-index columns an adopted file is published with (the write layout)."""
 MAX_NAMED = 3
 """Files a refusal names (the count of the others follows)."""

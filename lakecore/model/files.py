@@ -50,6 +50,10 @@ DELETION_TYPE = pa.struct([(CARDINALITY, pa.int64()), (DESCRIPTOR, pa.binary())]
 DATA_FILES = "data_files"
 DATA_FILES_TYPE = pa.list_(pa.string())
 
+FILE_COLUMNS = (PATH, SIZE, RECORD_COUNT, MODIFICATION_TIME, PARTITION, MIN, MAX, NULL_COUNT)
+"""The columns describing one data file with its typed stats: what an index row keeps when
+it is published again (a re-added or adopted file), without its deletes or reading list."""
+
 BASE_FIELDS: tuple[pa.Field, ...] = (
     pa.field(PATH, pa.string(), nullable=False),
     pa.field(SIZE, pa.int64()),

@@ -281,21 +281,7 @@ def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]
 def _index_rows(ctx: DmlContext, rows: list[dict[str, Any]]) -> pa.Table:
     """Index rows (dicts of ``Snapshot.files()`` rows) as a table of the index's own column
     types: typed stats and partition values stay typed, no Delta encoding is added."""
-    keep = [
-        f
-        for f in ctx.index_schema
-        if f.name
-        in (
-            fi.PATH,
-            fi.SIZE,
-            fi.RECORD_COUNT,
-            fi.MODIFICATION_TIME,
-            fi.PARTITION,
-            fi.MIN,
-            fi.MAX,
-            fi.NULL_COUNT,
-        )
-    ]
+    keep = [f for f in ctx.index_schema if f.name in fi.FILE_COLUMNS]
     schema = pa.schema([*keep, pa.field(fi.DELETION, DELETION_TYPE)])
     return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema)
 
