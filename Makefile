@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CORPUS ?= ../shared/corpus
 
-.PHONY: install demo test lint typecheck unit conformance bench clean lance-protos
+.PHONY: install demo test lint typecheck unit conformance bench bench-quick clean lance-protos
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ test: lint typecheck unit
 
 bench: install
 	$(PY) benchmarks/delta_snapshot.py
+
+# Every benchmark on small inputs, one table of lakecore / reference ratios (a few minutes).
+bench-quick: install
+	$(PY) benchmarks/run_all.py --quick
 
 # Regenerate plugins/lakecore_lance/proto/*_pb2.py(i) after editing a .proto there. grpcio-tools
 # (protoc) goes to a scratch directory, never into the venv or the project's dependencies.
