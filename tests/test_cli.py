@@ -333,6 +333,18 @@ def test_changes_hudi() -> None:
     assert len(run_json("changes", HUDI, first, "--limit", "1")["rows"]) == 1
 
 
+def test_changes_include_meta_keeps_hudi_system_columns() -> None:
+    first = run_json("history", HUDI)["history"][-1]["version"]
+    plain = run_json("changes", HUDI, first)["rows"][0]
+    assert not [c for c in plain if c.startswith("_hoodie_")]
+    meta = run_json("changes", HUDI, first, "--include-meta")["rows"][0]
+    assert "_hoodie_commit_time" in meta and "_hoodie_record_key" in meta
+    assert meta["_change_type"] == plain["_change_type"]
+    # A format without system columns accepts the flag and returns the same rows.
+    delta = run_json("changes", TABLE, "3", "4", "--include-meta")
+    assert delta["rows"] == run_json("changes", TABLE, "3", "4")["rows"]
+
+
 def test_changes_of_missing_versions_is_one_line() -> None:
     assert_one_line_error(run("changes", LANCE, "99", "100"), VersionNotFoundError)
 

@@ -291,6 +291,13 @@ def changes(
     start: Annotated[str, typer.Argument(help="first version of the change feed")],
     end: Annotated[str | None, typer.Argument(help="last version [default: latest]")] = None,
     limit: LimitOpt = None,
+    include_meta: Annotated[
+        bool,
+        typer.Option(
+            "--include-meta",
+            help="keep the format's system columns (Hudi's _hoodie_*); other formats have none",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     storage_options: OptionsOpt = None,
@@ -298,7 +305,7 @@ def changes(
     """The rows changed by versions START through END (_change_type, _commit_version, ...)."""
     table = open_table(uri, fmt, storage_options)
     begin = given_version(start)
-    data = table.changes(begin, version_arg(end))
+    data = table.changes(begin, version_arg(end), include_meta=include_meta)
     shown = data.slice(0, entry_limit(limit, as_json))
     header = doc_header(table) | {"start": begin, "end": version_arg(end), "total": data.num_rows}
     if as_json:
