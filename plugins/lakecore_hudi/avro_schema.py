@@ -23,6 +23,7 @@ in the namespace of their field, sized for their precision.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -236,7 +237,9 @@ def arrow_to_avro(schema: pa.Schema, record_name: str, namespace: str) -> dict[s
     view strings/binaries -> string/bytes, dictionaries -> their value type.
 
     Raises:
-        SchemaError: a type cannot be written to Avro (uint64, unions, durations, ...).
+        SchemaError: a type cannot be written to Avro (uint64, unions, durations, ...), or a
+            field name (at any depth) is not an Avro name (``[A-Za-z_][A-Za-z0-9_]*``); the
+            message names the field's path.
     """
     fields = [_field_to_avro(f, namespace, record_name, f"{record_name}.{f.name}") for f in schema]
     out: dict[str, Any] = {"type": "record", "name": record_name}
@@ -246,7 +249,17 @@ def arrow_to_avro(schema: pa.Schema, record_name: str, namespace: str) -> dict[s
     return out
 
 
+# Avro's name rule (the spec's "Names"); Hudi's readers (Avro's Schema.Parser, hudi-rs)
+# reject any other field name, so a table written with one could not be read back.
+_AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _field_to_avro(field: pa.Field, namespace: str, record_name: str, path: str) -> dict[str, Any]:
+    if _AVRO_NAME.fullmatch(field.name) is None:
+        raise SchemaError(
+            f"{path}: column name {field.name!r} is not a valid Avro name "
+            "([A-Za-z_][A-Za-z0-9_]*), which Hudi's schema requires"
+        )
     # Children of record ``record_name`` live in namespace "<namespace>.<record_name>".
     child_ns = f"{namespace}.{record_name}" if namespace else record_name
     avro = _type_to_avro(field.type, field.name, child_ns, path)

@@ -24,6 +24,7 @@ from lakecore_hudi.avro_schema import (
 )
 from lakecore_hudi.log.format import read_log_blocks
 
+import lakecore
 from lakecore.errors import SchemaError
 from tests.corpus import CORPUS
 
@@ -236,6 +237,35 @@ def test_arrow_to_avro_widens_and_rejects() -> None:
     for bad in (pa.uint64(), pa.duration("s"), pa.map_(pa.int32(), pa.int32())):
         with pytest.raises(SchemaError):
             arrow_to_avro(pa.schema([("x", bad)]), "r", "ns")
+
+
+@pytest.mark.parametrize(
+    ("schema", "named"),
+    [
+        (
+            pa.schema([("id", pa.int64()), ("Company Very Short", pa.string())]),
+            "'Company Very Short'",
+        ),
+        (pa.schema([("1st", pa.int32())]), "'1st'"),
+        (pa.schema([("a-b", pa.int32())]), "'a-b'"),
+        (pa.schema([("s", pa.struct([("ok", pa.int32()), ("x.y", pa.int32())]))]), "'x.y'"),
+        (pa.schema([("l", pa.list_(pa.struct([("é", pa.int32())])))]), "'é'"),
+    ],
+)
+def test_arrow_to_avro_refuses_names_avro_rejects(schema: pa.Schema, named: str) -> None:
+    """Avro names are [A-Za-z_][A-Za-z0-9_]* at every depth; others are a SchemaError naming
+    the field (hudi-rs and Avro's parser reject the table's schema otherwise)."""
+    with pytest.raises(SchemaError, match="not a valid Avro name") as caught:
+        arrow_to_avro(schema, "r", "ns")
+    assert named in str(caught.value)
+
+
+def test_create_refuses_a_column_name_avro_rejects_before_writing(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("Company Very Short", pa.string())])
+    with pytest.raises(SchemaError, match="'Company Very Short'"):
+        lakecore.create(str(tmp_path / "t"), schema, format="hudi")
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert written == []
 
 
 def _nested_schema() -> pa.Schema:
