@@ -106,6 +106,27 @@ def test_create_refuses_what_lance_cannot_hold(tmp_path: Path) -> None:
     assert not (tmp_path / "p").exists() or not any((tmp_path / "p").rglob("*.manifest"))
 
 
+def test_refusing_a_nested_map_names_its_column(tmp_path: Path) -> None:
+    """A map below a list or struct: the SchemaError names the top-level column and the
+    field's path, not only the list's item field ('item' or 'element')."""
+    in_list = pa.list_(pa.map_(pa.string(), pa.list_(pa.int32())))
+    cases = {
+        "array_of_map_of_arrays": ("'array_of_map_of_arrays.item'", in_list),
+        "s": (
+            "'s.inner'",
+            pa.struct([("ok", pa.int32()), ("inner", pa.map_(pa.string(), pa.int32()))]),
+        ),
+    }
+    for column, (path, t) in cases.items():
+        bad = pa.schema([("id", pa.int64()), (column, t)])
+        with pytest.raises(SchemaError) as caught:
+            lakecore.create(str(tmp_path / column), bad, format="lance")
+        message = str(caught.value)
+        assert f"column {column!r}" in message and path in message, message
+        assert "cannot hold map" in message, message
+        assert not (tmp_path / column).exists() or not any((tmp_path / column).rglob("*"))
+
+
 def test_every_operation_reads_the_same_in_pylance(tmp_path: Path) -> None:
     path = tmp_path / "t"
     table = lakecore.create(str(path), SCHEMA, format="lance")

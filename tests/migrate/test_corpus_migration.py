@@ -104,7 +104,7 @@ EXPECTED_REFUSALS: dict[tuple[str, str], tuple[str, str]] = {
             "mor_parquet_v6_simplekeygen_nonhivestyle_overwritetable",
         )
     },
-    # A map inside a list: the error must still name the column (see KNOWN_FAILURES).
+    # A map inside a list: the error names the column, not the list's 'element'.
     ("delta/golden__table-with-columnmapping-mode-name", "lance"): (
         "'array_of_map_of_arrays'",
         "cannot hold map",
@@ -112,6 +112,11 @@ EXPECTED_REFUSALS: dict[tuple[str, str], tuple[str, str]] = {
     ("delta/golden__table-with-icebegCompatV2Enabled", "lance"): (
         "'array_of_map_of_arrays'",
         "cannot hold map",
+    ),
+    # Avro names are [A-Za-z_][A-Za-z0-9_]* (Delta column mapping allows any name).
+    ("delta/deltars__table_with_column_mapping", "hudi"): (
+        "'Company Very Short'",
+        "not a valid Avro name",
     ),
     # Delta has no fixed-size list type (Lance vector columns).
     ("lance/gen__nested_types", "delta"): ("'vec'", "has no Delta equivalent"),
@@ -134,23 +139,10 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("delta/golden__data-reader-timestamp_ntz-name-mode", "hudi"): NTZ_HUDI_RS,
     ("delta/deltars__spark-variant-checkpoint", "hudi"): VARIANT_NULLS,
     ("delta/golden__spark-variant-checkpoint", "hudi"): VARIANT_NULLS,
-    ("delta/deltars__table_with_column_mapping", "hudi"): (
-        "Hudi create accepts column names that are not Avro names ('Company Very Short'); "
-        "hudi-rs then cannot parse the table's schema (a SchemaError naming the column "
-        "would make it a refusal)"
-    ),
     ("delta/gen__partitioned_special_chars", "hudi"): (
         "Hudi writer refuses a partition value containing '/' (ConstraintViolationError, "
         "after the target table was created) instead of URL-encoding it as Hudi's "
         "partitionpath.urlencode does"
-    ),
-    ("delta/golden__table-with-columnmapping-mode-name", "lance"): (
-        "the Lance refusal names the list item field 'element', not the column "
-        "'array_of_map_of_arrays' that holds the map"
-    ),
-    ("delta/golden__table-with-icebegCompatV2Enabled", "lance"): (
-        "the Lance refusal names the list item field 'element', not the column "
-        "'array_of_map_of_arrays' that holds the map"
     ),
 }
 
@@ -240,8 +232,8 @@ def test_corpus_table_migrates(table: SourceTable, to: str, tmp_path: Path) -> N
 
 # pair -> (cases, passed, refused, skipped, known failures)
 PAIR_COUNTS = {
-    ("delta", "hudi"): (114, 87, 4, 17, 6),
-    ("delta", "lance"): (114, 88, 7, 17, 2),
+    ("delta", "hudi"): (114, 87, 5, 17, 5),
+    ("delta", "lance"): (114, 88, 9, 17, 0),
     ("hudi", "delta"): (20, 20, 0, 0, 0),
     ("hudi", "lance"): (20, 11, 9, 0, 0),
     ("lance", "delta"): (19, 14, 3, 2, 0),

@@ -88,13 +88,18 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
     """The depth-first Lance fields of ``schema`` with ids from 0.
 
     Field metadata is kept (lakecore's own ``lakecore.field_id`` key excepted). Raises
-    ``SchemaError`` for a type Lance datasets cannot hold (maps, unions, views, ...).
+    ``SchemaError`` for a type Lance datasets cannot hold (maps, unions, views, ...); the
+    message must name the top-level column, and the nested field's dotted path when the
+    type sits below it (a map in a list names its column, not the list's ``element``).
     """
     out: list[file_pb2.Field] = []
 
-    def add(f: pa.Field, parent: int) -> None:
+    def add(f: pa.Field, parent: int, path: tuple[str, ...]) -> None:
         t = f.type
-        where = f"column {f.name!r}"
+        path = (*path, f.name)
+        where = f"column {path[0]!r}"
+        if len(path) > 1:
+            where += f" (field {'.'.join(path)!r})"
         if pa.types.is_struct(t):
             logical = "struct"
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -120,12 +125,12 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
         out.append(proto)
         if pa.types.is_struct(t):
             for i in range(t.num_fields):
-                add(t.field(i), proto.id)
+                add(t.field(i), proto.id, path)
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
-            add(t.value_field, proto.id)
+            add(t.value_field, proto.id, path)
 
     for f in schema:
-        add(f, -1)
+        add(f, -1, ())
     return out
 
 
