@@ -17,10 +17,11 @@ from lakecore.plugins import load_registry
 SCHEMA = pa.schema([("order id", pa.int64()), ("v", pa.string())])
 
 
-@pytest.mark.parametrize("fmt", ["delta", "hudi"])
+# Delta only: a Hudi column name must be an Avro name ([A-Za-z_][A-Za-z0-9_]*), which never
+# needs quoting; Hudi refuses "order id" at create (tests/hudi/test_avro_schema.py).
+@pytest.mark.parametrize("fmt", ["delta"])
 def test_merge_read_predicate_parses(tmp_path: Path, fmt: str) -> None:
-    properties = {"record_key": "order id", "table_type": "COPY_ON_WRITE"} if fmt == "hudi" else {}
-    table = lakecore.create(str(tmp_path / "t"), SCHEMA, fmt, [], properties)
+    table = lakecore.create(str(tmp_path / "t"), SCHEMA, fmt)
     table.append(pa.table({"order id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
     snapshot = lakecore.open(table.uri).snapshot()
     writer = load_registry().get(fmt).writer(table.storage, snapshot)
