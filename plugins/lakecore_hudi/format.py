@@ -40,10 +40,13 @@ CAPABILITIES = frozenset(
         Capability.REPLACE_FILES,
         Capability.COMMIT_METADATA,
         Capability.COMMIT_TIMESTAMPS,
+        Capability.SCHEMA_EVOLUTION,
     }
 )
-"""What lakecore does with Hudi tables. Not (yet): table properties, CHECK constraints,
-application transactions and schema evolution (the Hudi commit takes only planned instants),
+"""What lakecore does with Hudi tables. Schema evolution adds nullable columns and widens
+types (``write.schema_update``); renames and drops need Hudi's schema-on-read evolution and
+are refused. Not (yet): table properties, CHECK constraints, application transactions
+(the Hudi commit takes only planned instants),
 nor checkpoint/vacuum/restore/optimize (Hudi's upkeep is ``compact`` and ``clean``)."""
 
 

@@ -41,12 +41,17 @@ from lakecore.errors import (
     UnsupportedFeatureError,
 )
 from lakecore.storage import Storage
+from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
 from lakecore_hudi.timeline.lifecycle import complete
-from lakecore_hudi.timeline.metadata import encode_commit_metadata, parse_commit_metadata
+from lakecore_hudi.timeline.metadata import (
+    CommitMetadata,
+    encode_commit_metadata,
+    parse_commit_metadata,
+)
 from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.lock import TableLock, acquire
 from lakecore_hudi.write.planned import PlannedInstant, file_groups_of
@@ -258,12 +263,30 @@ def _check(
                 f"cannot check instant {instant.timestamp} for conflicts: {exc}",
                 winning_version=instant.timestamp,
             ) from None
+        if _schema_changed(meta, p):
+            raise _conflict(p, instant.timestamp, "it changed the table's schema")
         shared = file_groups_of(meta) & p.touched
         if shared:
             partition, file_id = sorted(shared)[0]
             raise _conflict(
                 p, instant.timestamp, f"both change file group {file_id} ({partition!r})"
             )
+
+
+def _schema_changed(meta: CommitMetadata, p: PlannedInstant) -> bool:
+    """Whether a concurrent instant recorded another schema than ``p`` was written with:
+    readers take the latest instant's schema, so ``p`` completing after it would hide (or
+    bring back) columns."""
+    theirs = meta.extra_metadata.get("schema")
+    ours = p.metadata.extra_metadata.get("schema")
+    if not theirs or not ours or theirs == ours:
+        return False
+    try:
+        return not avro_to_arrow(theirs, "a concurrent instant").equals(
+            avro_to_arrow(ours, "this instant")
+        )
+    except LakecoreError:
+        return True
 
 
 def _conflict(p: PlannedInstant, winner: str, why: str) -> CommitConflictError:

@@ -62,6 +62,7 @@ from lakecore_hudi.write.merge import check_merge, merge_source, plan_merge
 from lakecore_hudi.write.planned import FileGroup, PlannedInstant, start_instant
 from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instant
 from lakecore_hudi.write.rows_in import conform, dedupe, keyed
+from lakecore_hudi.write.schema_update import HudiSchemaUpdate
 
 FORMAT = "hudi"
 REPLACE_FILES_OPERATION = "INSERT_OVERWRITE"
@@ -166,9 +167,8 @@ class HudiWriter:
         return self._write(changes, "UPSERT", info)
 
     def schema_update(self) -> SchemaUpdate:
-        raise UnsupportedFeatureError(
-            "schema_evolution", "lakecore does not evolve Hudi table schemas yet"
-        )
+        """Add nullable columns or widen types (``schema_update.HudiSchemaUpdate``)."""
+        return HudiSchemaUpdate(self._storage, self._layout, self._at)
 
     def add_constraint(self, name: str, sql: str) -> tuple[list[Action], CommitInfo]:
         raise UnsupportedFeatureError("constraints", "Hudi tables have no CHECK constraints")

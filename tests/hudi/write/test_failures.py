@@ -173,7 +173,7 @@ def test_actions_hudi_cannot_commit_are_refused(tmp_path: Path) -> None:
         tx.append(rows((2, "b", 1, "x")))
         tx.set_app_transaction("job", 1)
     with pytest.raises(lakecore.UnsupportedFeatureError), table.update_schema() as update:
-        update.add_column("email", pa.string())
+        update.rename_column("name", "label")
     config = state_of(table.snapshot()).config
     assert load_timeline(table.storage, config).pending() == ()
     assert_reads(root, {1: {"id": 1, "name": "a", "ts": 1, "city": "x"}})
