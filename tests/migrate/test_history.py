@@ -5,7 +5,7 @@ the source's commit times.
 
 Sources are built here with lakecore: Delta with deletion vectors, Hudi copy-on-write and
 merge-on-read (log files), Lance (deletion files); each has appends, a delete, an update, an
-overwrite-where and (Delta, Lance) an added column. The helpers are shared with
+overwrite-where and an added column. The helpers are shared with
 test_incremental.py and tests/reliability/test_migrate_faults.py.
 """
 
