@@ -4,7 +4,8 @@ Writing happens in two steps so that a crash can always be undone: ``plan_jobs``
 file first (the names go into the instant's inflight metadata, which a rollback reads), then
 ``run_job`` writes each file. Per table type:
 
-* new rows -> one new file group (a base file) per partition, for CoW and MoR alike;
+* new rows -> new file groups (base files) of a partition, as many as the records per file
+  group allow (``sizing``), for CoW and MoR alike;
 * CoW changes to a file group -> a new base file of the same group: its live records minus
   the changed keys, plus the new rows;
 * MoR changes to a file group -> a new log file with an Avro data block (the new rows) and/or
@@ -43,6 +44,7 @@ from lakecore_hudi.write.files_out import (
 )
 from lakecore_hudi.write.layout import WriteLayout
 from lakecore_hudi.write.rows_in import KEY, PARTITION
+from lakecore_hudi.write.sizing import split
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +83,10 @@ def plan_jobs(
     slices: tuple[FileSlice, ...],
     layout: WriteLayout,
     instant: str,
+    per_file: int | None = None,
 ) -> list[FileJob]:
-    """Name every file ``changes`` needs (nothing is written)."""
+    """Name every file ``changes`` needs (nothing is written); a partition's inserts go to
+    new file groups of at most ``per_file`` records each (``sizing``; one group if None)."""
     jobs: list[FileJob] = []
     listings: dict[str, list[str]] = {}
     for i in sorted(changes.touched()):
@@ -104,9 +108,10 @@ def plan_jobs(
         inserts = pa.concat_tables(changes.inserts)
         for partition in sorted(pc.unique(inserts.column(PARTITION)).to_pylist()):
             part = inserts.filter(pc.equal(inserts.column(PARTITION), partition))
-            file_id = new_file_id()
-            name = base_file_name(file_id, _token(len(jobs), instant), instant, "parquet")
-            jobs.append(FileJob("insert", partition, file_id, name, len(jobs), None, part))
+            for group in split(part, per_file or max(1, part.num_rows)):
+                file_id = new_file_id()
+                name = base_file_name(file_id, _token(len(jobs), instant), instant, "parquet")
+                jobs.append(FileJob("insert", partition, file_id, name, len(jobs), None, group))
     return jobs
 
 

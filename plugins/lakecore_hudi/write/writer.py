@@ -63,6 +63,7 @@ from lakecore_hudi.write.planned import FileGroup, PlannedInstant, start_instant
 from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instant
 from lakecore_hudi.write.rows_in import conform, dedupe, keyed
 from lakecore_hudi.write.schema_update import HudiSchemaUpdate
+from lakecore_hudi.write.sizing import records_per_file
 
 FORMAT = "hudi"
 REPLACE_FILES_OPERATION = "INSERT_OVERWRITE"
@@ -347,7 +348,8 @@ class HudiWriter:
         changes, replaced = plan_overwrite(self._rows, layout, empty, where, candidates)
         if not changes.inserts:
             return [], replaced
-        jobs = plan_jobs(storage, changes, self._rows.slices, layout, instant)
+        per_file = records_per_file(storage, self._state)
+        jobs = plan_jobs(storage, changes, self._rows.slices, layout, instant, per_file)
         return [run_job(storage, self._rows, j, layout, instant) for j in jobs], replaced
 
     def discard(self, file_writer: DataFileWriter) -> None:
@@ -429,8 +431,10 @@ class HudiWriter:
         action = action or self._layout.write_action
         rollback_failed_writes(self._storage, self._config)
         requested = encode_requested_replace(operation) if action == REPLACE_COMMIT else b""
+        # Before the instant is claimed: a bad sizing setting must leave the timeline as is.
+        per_file = records_per_file(self._storage, self._state) if changes.inserts else None
         ts = self._start(action, requested)
-        jobs, stats = self._write_files(changes, operation, action, ts)
+        jobs, stats = self._write_files(changes, operation, action, ts, per_file)
         metadata = self._metadata(stats, operation, action, set(replaced or ()))
         slices = self._rows.slices
         touched = {(slices[i].partition_path, slices[i].file_id) for i in changes.touched()}
@@ -445,7 +449,7 @@ class HudiWriter:
         return [FormatPayload(FORMAT, planned)], info
 
     def _write_files(
-        self, changes: ChangeSet, operation: str, action: str, ts: str
+        self, changes: ChangeSet, operation: str, action: str, ts: str, per_file: int | None
     ) -> tuple[list[FileJob], list[WriteStat]]:
         """Name the files in the inflight metadata, then write them; on any failure the
         instant is rolled back before the error propagates."""
@@ -455,7 +459,7 @@ class HudiWriter:
             # However long the files take, the heartbeat stays fresh: no other writer may
             # take this instant for failed and roll it back while it is being written.
             with heartbeat.kept_alive(storage, config, ts):
-                jobs = plan_jobs(storage, changes, slices, layout, ts)
+                jobs = plan_jobs(storage, changes, slices, layout, ts, per_file)
                 planned = [planned_stat(j, slices, layout, ts) for j in jobs]
                 workload = CommitMetadata(_by_partition(planned), operation)
                 content = encode_commit_metadata(workload, config.table_version)
