@@ -1,0 +1,350 @@
+"""Every fenced code block of README.md and docs/**/*.md runs, so the docs cannot rot (issue 14).
+
+What a block's language tag decides:
+
+- ``python``: executed. The blocks of one page run in order in one namespace, in a fresh working
+  directory holding copies of corpus tables where the examples expect them (``TABLES``:
+  ``data/events`` a partitioned Delta table, ``data/trips`` a Hudi merge-on-read table that
+  lakecore can write (no metadata table), ``data/items`` a Lance dataset). Pages in
+  ``S3_PAGES`` also get a moto S3 server, reached through the ``AWS_*`` environment (endpoint,
+  credentials, region), holding the tables listed.
+- ``sh``: one command per line (``\\`` continues a line, ``#`` starts a comment). A ``lakecore
+  ...`` command runs through the CLI (typer's runner, in the page's working directory, after
+  the page's Python blocks above it) and must exit 0; any other command (``pip install``,
+  ``make``, a benchmark run) is listed as not run, with the reason.
+- ``toml``: parsed.
+- ``text``: not code (diagrams, command synopses, sample output): listed, not run.
+
+A block without a language tag, or with another one, fails the test: nothing is left out
+silently. A block opts out only with a visible marker on the line before its fence, and the
+test lists and counts those blocks:
+
+- ``<!-- doctest: skip (reason) -->``: never run here;
+- ``<!-- doctest: slow (reason) -->``: run only under ``-m slow`` (e.g. it starts Spark); the
+  default run executes the page without it, so later blocks must not depend on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+import shutil
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from lakecore.cli import app
+from tests.corpus import CORPUS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as a package
+    tomllib = pytest.importorskip("tomli")
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+# Where the examples expect tables (relative to the page's working directory) -> corpus table.
+TABLES = {
+    "data/events": "delta/gen__partitioned_special_chars",
+    "data/trips": "hudi/mor_avro_v6_trips_8i1u",
+    "data/items": "lance/gen__deletions_v2_manifest",
+}
+# Pages whose examples read S3: bucket/key -> corpus table, served by moto.
+S3_PAGES = {"docs/user-guide.md": {"bucket/events": "delta/gen__partitioned_special_chars"}}
+
+LANGUAGES = {"python", "sh", "toml", "text"}
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
+MARKER = re.compile(r"^\s*<!--\s*doctest:\s*(skip|slow)\s*\((.+)\)\s*-->\s*$")
+# Commands of ``sh`` blocks that are shown, not run here, and why.
+NOT_RUN = {
+    "pip": "installs packages",
+    "make": "builds its own .venv (make demo/test run in CI on their own)",
+    ".venv/bin/python": "runs a script of the repository (benchmarks: minutes)",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block: where it is, its language, its text and its marker if any."""
+
+    page: str
+    line: int  # the line of the opening fence, 1-based
+    language: str
+    text: str
+    marker: str | None  # "skip" / "slow"
+    reason: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def extract(path: Path) -> list[Block]:
+    """Every fenced block of ``path`` in order; the marker is the nearest non-blank line above
+    the fence (an unterminated fence fails)."""
+    page = path.relative_to(ROOT).as_posix()
+    lines = path.read_text().splitlines()
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        indent, fence, language = match.groups()
+        end = i + 1
+        while end < len(lines) and lines[end].strip() != fence:
+            end += 1
+        assert end < len(lines), f"{page}:{i + 1}: unterminated code block"
+        body = [
+            line[len(indent) :] if line.startswith(indent) else line for line in lines[i + 1 : end]
+        ]
+        above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        marker = MARKER.match(above)
+        blocks.append(
+            Block(
+                page=page,
+                line=i + 1,
+                language=language.lower(),
+                text="\n".join(body) + "\n",
+                marker=marker.group(1) if marker else None,
+                reason=marker.group(2) if marker else None,
+            )
+        )
+        i = end + 1
+    return blocks
+
+
+BLOCKS = {page.relative_to(ROOT).as_posix(): extract(page) for page in PAGES}
+
+
+def commands(block: Block) -> list[list[str]]:
+    """The commands of a ``sh`` block, each split as a shell would (comments dropped)."""
+    joined = block.text.replace("\\\n", " ")
+    return [shlex.split(line, comments=True) for line in joined.splitlines() if line.strip()]
+
+
+def not_run_reason(argv: list[str]) -> str | None:
+    """Why a shell command is not run here, or None for a ``lakecore`` command."""
+    if argv[0] == "lakecore":
+        return None
+    return NOT_RUN.get(argv[0], "")
+
+
+def runs_here(block: Block, slow: bool) -> bool:
+    """Whether this run executes ``block`` (python, or a sh block with a lakecore command)."""
+    if block.marker == "skip" or (block.marker == "slow" and not slow):
+        return False
+    if block.language == "python" or block.language == "toml":
+        return True
+    if block.language == "sh":
+        return any(not_run_reason(argv) is None for argv in commands(block))
+    return False
+
+
+# ------------------------------------------------------------------ extraction
+
+
+def test_every_block_has_a_known_language_and_the_listing_adds_up() -> None:
+    """Every block is python, sh, toml or text; the not-run and opted-out blocks are listed."""
+    blocks = [b for page in BLOCKS.values() for b in page]
+    untagged = [
+        f"{b.where} ({b.language or 'no language'})" for b in blocks if b.language not in LANGUAGES
+    ]
+    assert not untagged, f"code blocks need a language tag out of {sorted(LANGUAGES)}: {untagged}"
+    unknown = [
+        f"{b.where}: {argv[0]}"
+        for b in blocks
+        if b.language == "sh"
+        for argv in commands(b)
+        if not_run_reason(argv) == ""
+    ]
+    assert not unknown, f"shell commands neither run here nor listed in NOT_RUN: {unknown}"
+
+    listing = []
+    for b in blocks:
+        if b.marker:
+            listing.append(f"{b.marker:9} {b.where}: {b.reason}")
+        elif b.language == "text":
+            listing.append(f"text      {b.where}: not code")
+        elif b.language == "sh":
+            for argv in commands(b):
+                reason = not_run_reason(argv)
+                if reason:
+                    listing.append(f"not run   {b.where}: {shlex.join(argv)}: {reason}")
+    print("\n".join(listing))
+
+    by_kind = {
+        "python": sum(b.language == "python" and b.marker is None for b in blocks),
+        "cli": sum(
+            not_run_reason(argv) is None
+            for b in blocks
+            if b.language == "sh" and b.marker is None
+            for argv in commands(b)
+        ),
+        "skip": sum(b.marker == "skip" for b in blocks),
+        "slow": sum(b.marker == "slow" for b in blocks),
+    }
+    print(by_kind)
+    # Floors, not exact counts (pages grow): extraction that finds nothing fails here.
+    assert len(blocks) >= 28, len(blocks)
+    assert by_kind["python"] >= 15, by_kind
+    assert by_kind["cli"] >= 15, by_kind
+    # Opting out is the exception: each one is listed above with its reason.
+    assert by_kind["skip"] <= 3, by_kind
+
+
+def test_markers_are_only_on_fences() -> None:
+    """A marker that is not directly above a block would silently mark nothing."""
+    for page in PAGES:
+        lines = page.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "doctest:" in line:
+                assert MARKER.match(line), f"{page.name}:{i + 1}: malformed marker {line!r}"
+                following = next((x for x in lines[i + 1 :] if x.strip()), "")
+                assert FENCE.match(following), f"{page.name}:{i + 1}: marker not above a block"
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w:/.~-])/[A-Za-z]\w*/")
+
+
+def test_runnable_examples_use_relative_paths() -> None:
+    """Examples name tables relative to the working directory (``data/events``): an absolute
+    ``/data/events`` would be created outside the test's directory, on the machine running it."""
+    found = [
+        f"{b.where}: {m.group(0)}"
+        for page in BLOCKS.values()
+        for b in page
+        if b.language in ("python", "sh") and b.marker != "skip"
+        for m in ABSOLUTE_PATH.finditer(b.text)
+    ]
+    assert not found, found
+
+
+# ------------------------------------------------------------------ running the pages
+
+
+@pytest.fixture
+def page_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh working directory holding copies of the corpus tables the examples use."""
+    for target, source in TABLES.items():
+        src = CORPUS / source
+        if not src.is_dir():
+            pytest.fail(f"corpus table missing: {src} (set LAKECORE_CORPUS)")
+        shutil.copytree(src, tmp_path / target)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def serve_s3(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, page: str) -> None:
+    """Put the page's S3 tables on the session's moto server and point the AWS_* environment
+    at it (what a user's environment or ~/.aws would hold)."""
+    import boto3
+    import s3fs
+
+    endpoint = request.getfixturevalue("s3_endpoint")
+    for name, value in {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3")
+    fs = s3fs.S3FileSystem()
+    for key, source in S3_PAGES[page].items():
+        bucket = key.split("/", 1)[0]
+        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
+            client.create_bucket(Bucket=bucket)
+        if fs.exists(key):
+            fs.rm(key, recursive=True)
+        fs.put(f"{CORPUS / source}/", f"{key}/", recursive=True)
+    fs.invalidate_cache()
+
+
+def run_python(block: Block, namespace: dict[str, Any]) -> None:
+    code = compile(block.text, block.where, "exec")
+    try:
+        exec(code, namespace)
+    except Exception:
+        pytest.fail(f"{block.where} failed:\n{block.text}\n{traceback.format_exc()}")
+
+
+def run_sh(block: Block) -> int:
+    ran = 0
+    for argv in commands(block):
+        if not_run_reason(argv) is not None:
+            continue
+        result = CliRunner().invoke(app, argv[1:])
+        assert result.exit_code == 0, (
+            f"{block.where}: {shlex.join(argv)} exited {result.exit_code}\n{result.output}"
+        )
+        ran += 1
+    return ran
+
+
+def run_page(
+    page: str, slow: bool, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, int]:
+    """Run the page's blocks in order; return (blocks run, CLI commands run)."""
+    if page in S3_PAGES:
+        serve_s3(request, monkeypatch, page)
+    namespace: dict[str, Any] = {"__name__": f"doc:{page}"}
+    blocks = ran = 0
+    for block in BLOCKS[page]:
+        if not runs_here(block, slow):
+            continue
+        if block.language == "python":
+            run_python(block, namespace)
+        elif block.language == "toml":
+            tomllib.loads(block.text)
+        else:
+            ran += run_sh(block)
+        blocks += 1
+    return blocks, ran
+
+
+def pages_with(slow: bool) -> list[str]:
+    return [page for page, blocks in BLOCKS.items() if any(runs_here(b, slow) for b in blocks)]
+
+
+@pytest.mark.parametrize("page", pages_with(slow=False))
+def test_page_examples_run(
+    page: str, page_dir: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page's blocks run in order without error (slow-marked blocks left out)."""
+    blocks, _ = run_page(page, False, request, monkeypatch)
+    assert blocks == sum(runs_here(b, False) for b in BLOCKS[page]) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "page", [p for p in pages_with(slow=True) if any(b.marker == "slow" for b in BLOCKS[p])]
+)
+def test_page_examples_run_with_slow_blocks(
+    page: str, page_dir: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole page, its slow-marked blocks (Spark) included."""
+    blocks, _ = run_page(page, True, request, monkeypatch)
+    assert blocks == sum(runs_here(b, True) for b in BLOCKS[page]) > 0
+
+
+def test_pages_with_runnable_examples() -> None:
+    """Every page that holds code runs some of it by default (a page whose every block is
+    marked would hide here)."""
+    expected = {
+        "README.md",
+        "docs/user-guide.md",
+        "docs/planning.md",
+        "docs/migration.md",
+        "docs/plugins.md",
+        "docs/formats/hudi.md",
+    }
+    assert expected <= set(pages_with(slow=False)), sorted(pages_with(slow=False))
