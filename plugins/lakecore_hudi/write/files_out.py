@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecore.storage import Storage
+from lakecore_hudi.bloom import BloomSettings, footer_metadata
 from lakecore_hudi.keys import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.log.blocks import encode_avro_data_block, encode_delete_block
 from lakecore_hudi.write.layout import WriteLayout
@@ -84,21 +85,26 @@ def carried_over(records: pa.Table, file_name: str, layout: WriteLayout) -> pa.T
     return pa.Table.from_arrays(columns, schema=layout.file_schema)
 
 
-def write_base_file(storage: Storage, path: str, records: pa.Table) -> int:
+def write_base_file(
+    storage: Storage, path: str, records: pa.Table, bloom: BloomSettings | None = None
+) -> int:
     """Write ``records`` (file schema) as a Parquet base file; returns its size in bytes.
 
-    The footer carries Hudi's ``hoodie_min_record_key`` / ``hoodie_max_record_key``.
+    The footer's key-value metadata carries what Hudi's Parquet writer puts there for its
+    bloom index (``lakecore_hudi.bloom``): the serialized filter of the file's record keys
+    (added in row order, so the bits are the ones Hudi would set), its type code, and
+    ``hoodie_min_record_key`` / ``hoodie_max_record_key`` (when the file has rows). ``bloom``
+    sizes the filter (Hudi's defaults when None: DYNAMIC_V0, 60000 entries, fpp 1e-9).
+    The metadata goes into the footer only, not into the embedded Arrow schema (which
+    would hold the 430 KB filter a second time).
     """
-    keys = records.column(RECORD_KEY)
-    if records.num_rows:
-        bounds = pc.min_max(keys)
-        extra = {
-            b"hoodie_min_record_key": str(bounds["min"].as_py()).encode(),
-            b"hoodie_max_record_key": str(bounds["max"].as_py()).encode(),
-        }
-        records = records.replace_schema_metadata(extra)
+    extra = footer_metadata(records.column(RECORD_KEY), bloom)
+    # Records read back from another file carry that file's footer metadata (its filter).
+    records = records.replace_schema_metadata(None)
     sink = pa.BufferOutputStream()
-    pq.write_table(records, sink, compression=PARQUET_COMPRESSION)
+    with pq.ParquetWriter(sink, records.schema, compression=PARQUET_COMPRESSION) as writer:
+        writer.write_table(records)
+        writer.add_key_value_metadata(extra)
     data = sink.getvalue().to_pybytes()
     storage.put_if_absent(path, data)
     return len(data)
