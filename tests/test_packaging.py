@@ -117,6 +117,16 @@ def test_readme_has_an_install_section() -> None:
             assert f"`{extra}`" in section, extra  # every user-facing extra is explained
 
 
+def test_project_urls_name_files_of_the_source_tree() -> None:
+    """lakecore has no public URL yet: ``[project.urls]`` names its docs in the source tree
+    (paths relative to the project root), which must exist; an http(s) URL is taken as is."""
+    urls = pyproject()["project"]["urls"]
+    assert {"Homepage", "Documentation", "Changelog"} <= set(urls), urls
+    for label, url in urls.items():
+        if not url.startswith(("https://", "http://")):
+            assert (ROOT / url).is_file(), (label, url)
+
+
 # ------------------------------------------------------------------ the wheel
 
 
@@ -159,6 +169,8 @@ def test_wheel_holds_typing_markers_plugins_protos_and_entry_points(wheel: Path)
     assert f"{info}/licenses/LICENSE" in names
     assert "License-Expression: Apache-2.0" in metadata
     assert "Provides-Extra: hudi" not in metadata
+    for label, url in pyproject()["project"]["urls"].items():
+        assert f"Project-URL: {label}, {url}" in metadata, label
     assert not any(n.startswith(("tests/", "conformance/", "benchmarks/")) for n in names)
     assert "lakecore = lakecore.cli:main" in entry_points
     for name, module in PLUGINS.items():
