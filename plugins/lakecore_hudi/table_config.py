@@ -560,16 +560,21 @@ def new_table_properties(
     populate_meta_fields: bool = True,
     database_name: str | None = None,
 ) -> dict[str, str]:
-    """The properties Hudi 0.15 (``table_version=6``) or 1.0 (``8``) writes for a new table.
+    """The properties Hudi 0.15 (``table_version=6``), 1.0 (``8``) or 1.1 (``9``) writes for a
+    new table.
 
     The checksum is added by ``render_table_config``. Key generator: NON_PARTITION when there
     are no partition fields, COMPLEX for several record key or partition fields, else SIMPLE.
+    Version 9 names the ordering column ``hoodie.table.ordering.fields`` and records the merge
+    mode without a payload class or merge strategy id (Hudi 1.1's ``EightToNineUpgradeHandler``
+    turns a version 8 table into that).
 
     Raises:
-        ValueError: ``table_version`` is not 6 or 8, the table type is unknown or the name empty.
+        ValueError: ``table_version`` is not 6, 8 or 9, the table type is unknown or the name
+            empty.
     """
-    if table_version not in (6, 8):
-        raise ValueError(f"lakecore creates Hudi tables of version 6 or 8, not {table_version}")
+    if table_version not in (6, 8, 9):
+        raise ValueError(f"lakecore creates Hudi tables of version 6, 8 or 9, not {table_version}")
     if table_type not in _TABLE_TYPES:
         raise ValueError(f"unknown Hudi table type {table_type!r}")
     if not name:
@@ -594,7 +599,8 @@ def new_table_properties(
     if partition_fields:
         props["hoodie.table.partition.fields"] = ",".join(partition_fields)
     if precombine_field:
-        props["hoodie.table.precombine.field"] = precombine_field
+        ordering_key = "ordering.fields" if table_version >= 9 else "precombine.field"
+        props[f"hoodie.table.{ordering_key}"] = precombine_field
     if create_schema_json:
         props["hoodie.table.create.schema"] = create_schema_json
     if not populate_meta_fields:
@@ -606,6 +612,21 @@ def new_table_properties(
             # Hudi 0.x's default payload, recorded for MOR tables only.
             props["hoodie.compaction.payload.class"] = _OVERWRITE_PAYLOAD
             props["hoodie.compaction.record.merger.strategy"] = EVENT_TIME_STRATEGY_ID
+    elif table_version == 9:
+        event_time = precombine_field is not None
+        props.update(
+            {
+                "hoodie.table.initial.version": "9",
+                "hoodie.table.format": "native",
+                "hoodie.timeline.layout.version": "2",
+                "hoodie.timeline.path": "timeline",
+                "hoodie.timeline.history.path": "history",
+                "hoodie.table.keygenerator.type": keygen[0],
+                "hoodie.record.merge.mode": (
+                    "EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING"
+                ),
+            }
+        )
     else:
         event_time = precombine_field is not None
         props.update(

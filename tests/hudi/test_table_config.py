@@ -273,4 +273,4 @@ def test_new_table_properties_options() -> None:
     assert not config.populate_meta_fields and config.record_merge_mode == "COMMIT_TIME_ORDERING"
     assert config.create_schema == '{"type":"record"}'
     with pytest.raises(ValueError):
-        new_table_properties("t", "COPY_ON_WRITE", ["a"], None, [], table_version=9)
+        new_table_properties("t", "COPY_ON_WRITE", ["a"], None, [], table_version=7)

@@ -89,8 +89,8 @@ class CreateOptions:
         if kind not in _TABLE_TYPES:
             raise ValueError(f"table_type must be COPY_ON_WRITE or MERGE_ON_READ, not {kind!r}")
         version = values.get("table_version", "8")
-        if version not in ("6", "8"):
-            raise ValueError(f"lakecore creates Hudi table versions 6 and 8, not {version!r}")
+        if version not in ("6", "8", "9"):
+            raise ValueError(f"lakecore creates Hudi table versions 6, 8 and 9, not {version!r}")
         hive = values.get("hive_style_partitioning", "false").lower()
         if hive not in ("true", "false"):
             raise ValueError(f"hive_style_partitioning must be true or false, not {hive!r}")

@@ -19,8 +19,8 @@ from lakecore_hudi.avro_schema import arrow_to_avro
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.table_config import TableConfig
 
-#: Table versions lakecore writes (Hudi 0.14/0.15 and 1.0).
-WRITABLE_TABLE_VERSIONS = frozenset({6, 8})
+#: Table versions lakecore writes (Hudi 0.14/0.15, 1.0 and 1.1).
+WRITABLE_TABLE_VERSIONS = frozenset({6, 8, 9})
 _WRITABLE_KEYGENS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION"})
 
 
@@ -140,7 +140,30 @@ def ensure_writable(config: TableConfig) -> None:
         (
             config.table_version not in WRITABLE_TABLE_VERSIONS,
             f"hudi-write-table-version-{config.table_version}",
-            f"lakecore writes Hudi table versions 6 and 8, not {config.table_version}",
+            f"lakecore writes Hudi table versions 6, 8 and 9, not {config.table_version}",
+        ),
+        (
+            len(config.ordering_fields) > 1,
+            "hudi-ordering-fields",
+            f"the table orders records by several fields {list(config.ordering_fields)} "
+            "(hoodie.table.ordering.fields); lakecore merges by one",
+        ),
+        (
+            (config.get("hoodie.table.partial.update.mode") or "NONE").upper() != "NONE",
+            "hudi-partial-update",
+            "the table merges partial updates "
+            f"(hoodie.table.partial.update.mode={config.get('hoodie.table.partial.update.mode')})",
+        ),
+        (
+            any(k.startswith("hoodie.record.merge.property.") for k in config.raw),
+            "hudi-merge-properties",
+            "the table's merges take properties (hoodie.record.merge.property.*, e.g. "
+            "delete markers of a legacy payload)",
+        ),
+        (
+            (config.get("hoodie.table.format") or "native") != "native",
+            f"hudi-table-format-{config.get('hoodie.table.format')}",
+            f"the table's format is {config.get('hoodie.table.format')!r}, not native Hudi",
         ),
         (
             bool(config.metadata_partitions or config.metadata_partitions_inflight),

@@ -23,12 +23,13 @@ WRITABLE = [
     "mor_avro_v6_trips_8i1u",
     "mor_parquet_v6_nonpartitioned",
     "mor_parquet_v6_simplekeygen_nonhivestyle",
+    "cow_v9_txns_nonpart_nometa",
+    "mor_avro_v9_txns_nonpart_nometa",
 ]
 REFUSED = {
     "cow_v6_simplekeygen_hivestyle_no_metafields": "hudi-virtual-keys",
     "cow_v6_timebasedkeygen_nonhivestyle": "hudi-keygen-timestamp",
     "mor_avro_v8_trips_8i3u1d": "hudi-metadata-table",
-    "cow_v9_txns_nonpart_nometa": "hudi-write-table-version-9",
 }
 
 
@@ -57,7 +58,10 @@ def test_update_and_delete_in_a_hudi_written_table(tmp_path: Path, name: str) ->
     table = lakecore.open(str(root))
     before = table.to_arrow()
     keys = list(table.snapshot().properties["hoodie.table.recordkey.fields"].split(","))
-    precombine = table.snapshot().properties.get("hoodie.table.precombine.field")
+    properties = table.snapshot().properties
+    precombine = properties.get("hoodie.table.precombine.field") or properties.get(
+        "hoodie.table.ordering.fields"
+    )
     data = before.drop_columns([c for c in before.column_names if c.startswith("_hoodie_")])
     changed = data.slice(0, 1)
     if precombine:  # win under event-time ordering
