@@ -228,6 +228,31 @@ def test_runnable_examples_use_relative_paths() -> None:
     assert not found, found
 
 
+SYNOPSIS_OPTION = re.compile(r"(?<![\w-])(--?[a-z][\w-]*)")
+
+
+def test_command_synopses_name_real_commands_and_options() -> None:
+    """``text`` blocks are not run, but a ``lakecore ...`` synopsis line in one (README's
+    command list) must name a command and options that ``lakecore <command> --help`` shows."""
+    checked = 0
+    for page in BLOCKS.values():
+        for b in page:
+            if b.language != "text":
+                continue
+            for line in b.text.splitlines():
+                if not line.startswith("lakecore "):
+                    continue
+                synopsis = line.split(" # ", 1)[0]
+                words = synopsis.split()
+                command = [] if words[1].startswith("-") else [words[1]]
+                result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+                assert result.exit_code == 0, f"{b.where}: {line}\n{result.output}"
+                for option in SYNOPSIS_OPTION.findall(synopsis):
+                    assert option in result.output, f"{b.where}: {option} of {line!r}"
+                checked += 1
+    assert checked >= 15, checked
+
+
 # ------------------------------------------------------------------ running the pages
 
 
@@ -315,7 +340,12 @@ def pages_with(slow: bool) -> list[str]:
     return [page for page, blocks in BLOCKS.items() if any(runs_here(b, slow) for b in blocks)]
 
 
-@pytest.mark.parametrize("page", pages_with(slow=False))
+def params(pages: list[str]) -> list[Any]:
+    """The pages as test parameters, those that serve S3 marked ``s3``."""
+    return [pytest.param(p, marks=[pytest.mark.s3] if p in S3_PAGES else []) for p in pages]
+
+
+@pytest.mark.parametrize("page", params(pages_with(slow=False)))
 def test_page_examples_run(
     page: str, page_dir: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -326,7 +356,7 @@ def test_page_examples_run(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "page", [p for p in pages_with(slow=True) if any(b.marker == "slow" for b in BLOCKS[p])]
+    "page", params([p for p in pages_with(slow=True) if any(b.marker == "slow" for b in BLOCKS[p])])
 )
 def test_page_examples_run_with_slow_blocks(
     page: str, page_dir: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
