@@ -8,7 +8,7 @@ from lakecore.storage import Storage
 from lakecore_hudi.state import REPLACE_ACTIONS, instant_epoch_ms
 from lakecore_hudi.table_config import TableConfig, read_table_config
 from lakecore_hudi.timeline.active import Timeline, load_timeline
-from lakecore_hudi.timeline.metadata import parse_commit_metadata
+from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
 
 _WITH_COMMIT_METADATA = ("commit", "deltacommit", *REPLACE_ACTIONS)
 RESERVED_EXTRA_METADATA = frozenset({"schema"})
@@ -24,8 +24,9 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
     commit metadata (``insert``, ``upsert``, ``delete``, ``insert_overwrite``, ...) or the
     action for instants without one (``clean``, ``rollback``); ``info`` holds the action,
     the completion time and, for writes, the rows written per partition. Instants of the
-    archived timeline (LSM history or the v6 archive) follow, marked ``info["archived"]``;
-    time travel to them is not offered (their files are usually cleaned).
+    archived timeline (LSM history or the v6 archive) follow, marked ``info["archived"]``, with
+    the same operation and counts (their completion time is the LSM timeline's, None for the
+    v6 archive); time travel reaches them while a clean has not deleted their files.
     ``app_metadata`` is the commit metadata's ``extraMetadata`` but its ``schema``.
     """
     config = read_table_config(storage)
@@ -35,12 +36,7 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
     if limit is not None:
         completed = completed[: max(0, limit)]
     for instant in completed:
-        operation: str | None = instant.action
-        app_metadata: dict[str, str] = {}
-        info: dict[str, object] = {
-            "action": instant.action,
-            "completion_time": timeline.completion_time(instant),
-        }
+        meta = None
         if instant.action in _WITH_COMMIT_METADATA:
             try:
                 meta = parse_commit_metadata(
@@ -48,51 +44,66 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
                 )
             except (CorruptTableError, FileNotFoundError):
                 meta = None
-            if meta is not None:
-                operation = (meta.operation_type or instant.action).lower()
-                stats = list(meta.write_stats())
-                info["num_writes"] = sum(s.num_writes for s in stats)
-                info["num_deletes"] = sum(s.num_deletes for s in stats)
-                info["files_written"] = len(stats)
-                app_metadata = {
-                    k: v for k, v in meta.extra_metadata.items() if k not in RESERVED_EXTRA_METADATA
-                }
-        out.append(
-            HistoryEntry(
-                version=instant.timestamp,
-                timestamp=instant_epoch_ms(instant.timestamp),
-                operation=operation,
-                info=info,
-                app_metadata=app_metadata,
-            )
-        )
+        info: dict[str, object] = {
+            "action": instant.action,
+            "completion_time": timeline.completion_time(instant),
+        }
+        out.append(_entry(instant.timestamp, instant.action, info, meta))
     if limit is None or len(out) < limit:
         out.extend(_archived(storage, config, timeline, limit, len(out)))
     return out
 
 
+def _entry(
+    timestamp: str, action: str, info: dict[str, object], meta: CommitMetadata | None
+) -> HistoryEntry:
+    """The history entry of one completed instant (``meta``: its commit metadata, if any)."""
+    operation: str | None = action
+    app_metadata: dict[str, str] = {}
+    if meta is not None:
+        operation = (meta.operation_type or action).lower()
+        stats = list(meta.write_stats())
+        info["num_writes"] = sum(s.num_writes for s in stats)
+        info["num_deletes"] = sum(s.num_deletes for s in stats)
+        info["files_written"] = len(stats)
+        app_metadata = {
+            k: v for k, v in meta.extra_metadata.items() if k not in RESERVED_EXTRA_METADATA
+        }
+    return HistoryEntry(
+        version=timestamp,
+        timestamp=instant_epoch_ms(timestamp),
+        operation=operation,
+        info=info,
+        app_metadata=app_metadata,
+    )
+
+
 def _archived(
     storage: Storage, config: TableConfig, timeline: Timeline, limit: int | None, have: int
 ) -> list[HistoryEntry]:
-    """Archived instants older than the active timeline, newest first (no commit metadata:
-    the archive is only read for names and times)."""
+    """Archived instants older than the active timeline, newest first, read with their
+    commit metadata as active ones are. An instant archived twice (an archiving that died
+    before deleting it) is listed once."""
     from lakecore_hudi.timeline.archived import load_archived_timeline
 
     first = timeline.instants[0].timestamp if timeline.instants else None
-    archived = load_archived_timeline(storage, config)
-    older = sorted(
-        (a for a in archived if first is None or a.timestamp < first),
-        key=lambda a: a.timestamp,
-        reverse=True,
-    )
+    archived = load_archived_timeline(storage, config, with_details=True)
+    unique = {(a.timestamp, a.action): a for a in archived if first is None or a.timestamp < first}
+    older = sorted(unique.values(), key=lambda a: a.timestamp, reverse=True)
     if limit is not None:
         older = older[: max(0, limit - have)]
-    return [
-        HistoryEntry(
-            version=a.timestamp,
-            timestamp=instant_epoch_ms(a.timestamp),
-            operation=a.action,
-            info={"action": a.action, "completion_time": a.completion_time, "archived": True},
-        )
-        for a in older
-    ]
+    out = []
+    for a in older:
+        meta = None
+        if a.action in _WITH_COMMIT_METADATA and a.metadata:
+            try:
+                meta = parse_commit_metadata(a.metadata, f"{a.source_file} ({a.timestamp})")
+            except CorruptTableError:
+                meta = None
+        info: dict[str, object] = {
+            "action": a.action,
+            "completion_time": a.completion_time,
+            "archived": True,
+        }
+        out.append(_entry(a.timestamp, a.action, info, meta))
+    return out

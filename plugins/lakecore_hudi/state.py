@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.storage import Storage
+from lakecore_hudi.archived_writes import ArchivedWrites, load_archived_writes, needs_archive
 from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.base_files import read_base_schema
 from lakecore_hudi.keys import META_FIELDS
@@ -99,14 +100,27 @@ def load_state(
         )
     timeline = load_timeline(storage, config)
     writes = timeline.completed_write_instants()
-    instant = _pick(writes, version, timestamp_ms, timeline)
-    upto = [i for i in writes if instant is not None and i.timestamp <= instant.timestamp]
-    metas = {i.timestamp: commit_metadata(storage, timeline, i) for i in upto}
+    archived = _archived_writes(storage, config, writes, version, timestamp_ms)
+    instant = _pick(archived.writes + writes, version, timestamp_ms, timeline)
+    upto = [
+        i
+        for i in archived.writes + writes
+        if instant is not None and i.timestamp <= instant.timestamp
+    ]
+    metas = {
+        i.timestamp: archived.metadata[i.timestamp]
+        if i.timestamp in archived.metadata
+        else commit_metadata(storage, timeline, i)
+        for i in upto
+    }
     visible = Visible(
         instants=frozenset(i.timestamp for i in upto),
         completion={i.timestamp: i.completion_time for i in upto if i.completion_time},
         replaced=_replaced(upto, metas),
-        archived_before=timeline.instants[0].timestamp if timeline.instants else "",
+        # Archived writes are listed themselves when time travel reached into the archive.
+        archived_before=""
+        if archived.writes or not timeline.instants
+        else timeline.instants[0].timestamp,
     )
     if instant is None:
         slices: tuple[FileSlice, ...] = ()
@@ -120,6 +134,21 @@ def load_state(
         )
     schema = _schema(storage, upto, metas, slices, config)
     return HudiState(config, timeline, instant, visible, slices, schema, options)
+
+
+def _archived_writes(
+    storage: Storage,
+    config: TableConfig,
+    writes: Sequence[Instant],
+    version: str | None,
+    timestamp_ms: int | None,
+) -> ArchivedWrites:
+    """The archived writes before the active ones when time travel asks for an older instant
+    (``archived_writes``); none otherwise."""
+    cutoff = instant_text(timestamp_ms) if timestamp_ms is not None and version is None else None
+    if not needs_archive(writes, version, cutoff):
+        return ArchivedWrites((), {})
+    return load_archived_writes(storage, config, writes[0].timestamp if writes else None)
 
 
 def _pick(

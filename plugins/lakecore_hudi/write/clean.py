@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 
 from lakecore.storage import Storage
+from lakecore_hudi.mdt.maintain import record_clean
 from lakecore_hudi.names import LogFile
 from lakecore_hudi.state import REPLACE_ACTIONS, HudiState, commit_metadata
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -30,6 +31,7 @@ from lakecore_hudi.timeline.metadata import (
     encode_cleaner_plan,
 )
 from lakecore_hudi.view import SliceFile, data_files, split_path
+from lakecore_hudi.write.archive import archive_after_commit
 from lakecore_hudi.write.layout import ensure_writable
 from lakecore_hudi.write.planned import start_instant
 from lakecore_hudi.write.rollback import ROLLBACK_ACTIONS, deletable_path
@@ -39,12 +41,19 @@ POLICY = "KEEP_LATEST_COMMITS"
 
 def clean(storage: Storage, state: HudiState, retain_commits: int) -> list[str]:
     """Delete the files no snapshot at or after the ``retain_commits``-th latest write needs;
-    returns their table-relative paths (none: no clean instant is written).
+    returns their table-relative paths (none: no clean instant is written). Then archive the
+    timeline if it needs it (``archive.archive_after_commit``).
 
     Raises:
         ValueError: ``retain_commits`` is below 1.
         UnsupportedFeatureError: the table is not writable by lakecore.
     """
+    doomed = _clean(storage, state, retain_commits)
+    archive_after_commit(storage, state.config, state.timeline, new_cleans=1 if doomed else 0)
+    return doomed
+
+
+def _clean(storage: Storage, state: HudiState, retain_commits: int) -> list[str]:
     if retain_commits < 1:
         raise ValueError(f"retain_commits must be at least 1, not {retain_commits}")
     config = state.config
@@ -98,6 +107,8 @@ def clean(storage: Storage, state: HudiState, retain_commits: int) -> list[str]:
         policy=POLICY,
         partition_metadata=parts,
     )
+    deleted = {p: [split_path(f)[1] for f in files] for p, files in by_partition.items()}
+    record_clean(storage, config, ts, deleted)  # the metadata table's delta commit first
     complete(storage, config, CLEAN, ts, encode_clean_metadata(meta))
     return doomed
 

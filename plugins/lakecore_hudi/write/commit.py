@@ -53,6 +53,7 @@ from lakecore_hudi.timeline.metadata import (
     parse_commit_metadata,
 )
 from lakecore_hudi.write import heartbeat
+from lakecore_hudi.write.archive import archive_after_commit
 from lakecore_hudi.write.lock import TableLock, acquire
 from lakecore_hudi.write.planned import PlannedInstant, file_groups_of
 from lakecore_hudi.write.rollback import rollback_instant, rolled_back
@@ -95,6 +96,7 @@ def commit_planned(storage: Storage, base: HudiState, planned: Sequence[PlannedI
     finally:
         for p in planned:
             heartbeat.stop(storage, p.timestamp)
+    archive_after_commit(storage, config, base.timeline, new_commits=len(planned))
     return planned[-1].timestamp
 
 

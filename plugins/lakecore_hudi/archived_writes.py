@@ -1,0 +1,71 @@
+"""Completed writes of the archived timeline, for time travel to an archived instant.
+
+Archiving moves the oldest completed commits out of the active timeline; their data files stay
+until a clean deletes them. A snapshot at an archived instant T is built the same way as one
+at an active instant, from the archived writes up to T: their commit metadata (write stats,
+replaced file groups, schema) comes from the archive (the LSM timeline's ``metadata`` column,
+the v6 archive's ``hoodieCommitMetadata`` / ``hoodieReplaceCommitMetadata``), their completion
+times from the LSM timeline. If a clean has deleted files such a snapshot needs, loading it
+raises ``VersionNotFoundError`` as for any cleaned instant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lakecore.storage import Storage
+from lakecore_hudi.table_config import TableConfig
+from lakecore_hudi.timeline.instants import COMPLETED, REPLACE_COMMIT, WRITE_ACTIONS, Instant
+from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedWrites:
+    """The archived completed writes (oldest first) and their commit metadata."""
+
+    writes: tuple[Instant, ...]
+    metadata: dict[str, CommitMetadata]
+
+
+def needs_archive(
+    active_writes: Sequence[Instant], version: str | None, cutoff: str | None
+) -> bool:
+    """Whether the snapshot asked for (instant ``version`` or the last write at or before
+    ``cutoff``) may be an archived write: older than every completed write on the active
+    timeline (or the active timeline has none)."""
+    first = active_writes[0].timestamp if active_writes else None
+    if version is not None:
+        if not version or any(w.timestamp == version for w in active_writes):
+            return False
+        return first is None or version < first
+    if cutoff is not None:
+        return first is None or cutoff < first
+    return False
+
+
+def load_archived_writes(
+    storage: Storage, config: TableConfig, before: str | None
+) -> ArchivedWrites:
+    """The archived completed writes older than ``before`` (all when None), with metadata.
+
+    Raises:
+        CorruptTableError: the archive or an archived instant's metadata is undecodable.
+    """
+    from lakecore_hudi.timeline.archived import load_archived_timeline
+
+    found: dict[str, tuple[Instant, CommitMetadata]] = {}
+    for a in load_archived_timeline(storage, config, with_details=True):
+        if a.action not in WRITE_ACTIONS or (before is not None and a.timestamp >= before):
+            continue
+        name = f"{a.timestamp}.{a.action} in {a.source_file}"
+        meta = parse_commit_metadata(
+            a.metadata or b"", name, replace=True if a.action == REPLACE_COMMIT else None
+        )
+        # A crash between archiving and deleting can archive an instant twice: keep one.
+        found[a.timestamp] = (
+            Instant(a.timestamp, a.action, COMPLETED, a.completion_time, name),
+            meta,
+        )
+    ordered = sorted(found.values(), key=lambda pair: pair[0].timestamp)
+    return ArchivedWrites(tuple(i for i, _ in ordered), {i.timestamp: m for i, m in ordered})
