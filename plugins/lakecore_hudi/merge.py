@@ -35,7 +35,6 @@ _ORD = "__lakecore_ord"
 _SEQ = "__lakecore_seq"
 _POS = "__lakecore_pos"
 _DEL = "__lakecore_del"
-_HELPERS = (_KEY, _ORD, _SEQ, _POS, _DEL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,21 +63,38 @@ def merge_slice(
     the log records in the same columns plus ``_lakecore_log_seq`` (application order: a
     greater number applies later; equal numbers apply in row order, data before deletes);
     ``log_deletes`` has ``record_key``, ``ordering_value`` and ``_lakecore_log_seq``.
+
+    Base rows keep their order (an updated row stays in place); rows of new keys follow, in
+    the order of their winning records.
     """
     schema = base.schema
     if log_data.num_rows == 0 and log_deletes.num_rows == 0:
         return base
-    state = _with_helpers(base, spec, np.full(base.num_rows, -1, dtype=np.int64))
-    for is_delete, low, high in _runs(_seqs(log_data), _seqs(log_deletes)):
+    data_seqs = _seqs(log_data)
+    if len(data_seqs) > 1 and not bool(np.all(data_seqs[1:] >= data_seqs[:-1])):
+        order = np.argsort(data_seqs, kind="stable")
+        log_data, data_seqs = log_data.take(pa.array(order)), data_seqs[order]
+    rows = conform(log_data.drop_columns([SEQ]), schema)
+    # The merge moves only these small helper tables (key, ordering value, seq, row number in
+    # base + rows, deleted flag); the rows themselves are taken once, at the end.
+    state = _helpers(base, spec, np.full(base.num_rows, -1, dtype=np.int64), 0)
+    logs = _helpers(rows, spec, data_seqs, base.num_rows)
+    distinct: bool | None = None  # whether the state's keys are distinct; known after a run
+    for is_delete, low, high in _runs(data_seqs, _seqs(log_deletes)):
         if is_delete:
             state = _apply_delete_run(state, _between(log_deletes, low, high), spec)
-        else:
-            rows = _between(log_data, low, high)
-            block = conform(rows.drop_columns([SEQ]), schema)
-            seqs = rows.column(SEQ).to_numpy().astype(np.int64)
-            state = _combine(state, _with_helpers(block, spec, seqs), spec)
-    live = state.filter(pc.invert(state.column(_DEL)))
-    return pa.Table.from_arrays(live.drop_columns(list(_HELPERS)).columns, schema=schema)
+            continue
+        first = int(np.searchsorted(data_seqs, low, "left"))
+        last = int(np.searchsorted(data_seqs, high, "right"))
+        if distinct is None:
+            keys = state.column(_KEY)
+            distinct = pc.count_distinct(keys).as_py() == len(keys) if len(keys) else True
+        state = _combine(state, logs.slice(first, last - first), spec, distinct=distinct)
+        distinct = True
+    live = state.filter(pc.invert(state.column(_DEL))).column(_POS)
+    # One chunk first: take over a chunked table is ~2x slower than concatenating and taking.
+    out = pa.concat_tables([base, rows], promote_options="none").combine_chunks().take(live)
+    return pa.Table.from_arrays(out.columns, schema=schema)
 
 
 def _seqs(table: pa.Table) -> np.ndarray:
@@ -103,11 +119,15 @@ def _between(table: pa.Table, low: int, high: int) -> pa.Table:
     seq = table.column(SEQ)
     if pc.min(seq).as_py() < low or pc.max(seq).as_py() > high:
         table = table.filter(pc.and_(pc.greater_equal(seq, low), pc.less_equal(seq, high)))
-    order = np.argsort(_seqs(table), kind="stable")
-    return table.take(pa.array(order))
+    seqs = _seqs(table)
+    if len(seqs) < 2 or bool(np.all(seqs[1:] >= seqs[:-1])):
+        return table  # the scanner hands records over in seq order
+    return table.take(pa.array(np.argsort(seqs, kind="stable")))
 
 
-def _with_helpers(rows: pa.Table, spec: MergeSpec, seqs: np.ndarray) -> pa.Table:
+def _helpers(rows: pa.Table, spec: MergeSpec, seqs: np.ndarray, first_row: int) -> pa.Table:
+    """The merge's view of ``rows``: key, ordering value, seq, row number (``first_row`` + i)
+    and whether the record is a delete (``_hoodie_is_deleted``)."""
     n = rows.num_rows
     keys = record_keys(rows, spec.key_fields) if n else pa.chunked_array([], pa.string())
     if spec.orders and spec.ordering_field in rows.column_names:
@@ -117,24 +137,78 @@ def _with_helpers(rows: pa.Table, spec: MergeSpec, seqs: np.ndarray) -> pa.Table
     deleted = pa.chunked_array([np.zeros(n, dtype=bool)])
     if IS_DELETED in rows.column_names:
         deleted = pc.fill_null(rows.column(IS_DELETED), False)
-    out = rows
-    for name, values in (
-        (_KEY, keys),
-        (_ORD, order),
-        (_SEQ, pa.chunked_array([seqs])),
-        (_POS, pa.chunked_array([np.arange(n, dtype=np.int64)])),
-        (_DEL, deleted),
-    ):
-        out = out.append_column(name, values)
-    return out
+    return pa.table(
+        {
+            _KEY: keys,
+            _ORD: order,
+            _SEQ: pa.chunked_array([seqs]),
+            _POS: pa.chunked_array([np.arange(first_row, first_row + n, dtype=np.int64)]),
+            _DEL: deleted,
+        }
+    )
 
 
-def _combine(state: pa.Table, block: pa.Table, spec: MergeSpec) -> pa.Table:
+def _combine(state: pa.Table, block: pa.Table, spec: MergeSpec, *, distinct: bool) -> pa.Table:
+    """Apply a run of data records (``block``, newer than everything in ``state``);
+    ``distinct`` says the state's keys are distinct (else one sort of both decides)."""
     if block.num_rows == 0:
         return state
-    if state.num_rows == 0 and block.num_rows <= 1:
-        return block
     block = pa.Table.from_arrays(block.columns, schema=state.schema)
+    if not distinct:
+        return _combine_sorted(state, block, spec)  # a base file with repeated keys
+    return _overlay(state, _newest_per_key(block, spec), spec)
+
+
+def _newest_per_key(block: pa.Table, spec: MergeSpec) -> pa.Table:
+    """The record of ``block`` that wins for each key (records have distinct seqs)."""
+    if spec.orders:  # then the last of the greatest ordering value (nulls lose)
+        block = block.take(_sort_nulls_first(block, [_ORD, _SEQ]))
+    keys = block.column(_KEY).combine_chunks()
+    if pc.count_distinct(keys).as_py() == len(keys):
+        return block
+    # The last row of each key is the first of the reversed rows: index_in of a value finds
+    # its first occurrence in the value set.
+    backwards = keys[::-1]
+    first = pc.index_in(backwards, value_set=backwards).to_numpy(zero_copy_only=False)
+    last = np.flatnonzero(first == np.arange(len(keys)))
+    return block.take(pa.array(len(keys) - 1 - last[::-1]))
+
+
+def _overlay(state: pa.Table, winners: pa.Table, spec: MergeSpec) -> pa.Table:
+    """``state`` (distinct keys) with ``winners`` (distinct keys, newer) applied by key.
+
+    A winner replaces the state row of its key in place (unless event-time ordering keeps
+    the state row: a greater ordering value, or a null one on the winner's side) or, for a new
+    key, is appended; so the base file's row order is kept.
+    """
+    n_state = state.num_rows
+    at = pc.index_in(state.column(_KEY), value_set=winners.column(_KEY).combine_chunks())
+    matched = pc.is_valid(at)
+    if spec.orders:
+        theirs = winners.column(_ORD).take(at)
+        ours = state.column(_ORD)
+        # Kleene logic: a null comparison must not hide a decided side.
+        newer = pc.or_kleene(
+            pc.is_null(ours),
+            pc.and_kleene(pc.is_valid(theirs), pc.greater_equal(theirs, ours)),
+        )
+        replace = pc.fill_null(pc.and_(matched, newer), False).to_numpy(zero_copy_only=False)
+    else:
+        replace = matched.to_numpy(zero_copy_only=False)
+    positions = pc.fill_null(at, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    rows = np.arange(n_state, dtype=np.int64)
+    rows[replace] = n_state + positions[replace]
+    known = np.zeros(winners.num_rows, dtype=bool)
+    known[positions[positions >= 0]] = True
+    added = n_state + np.flatnonzero(~known)
+    if not replace.any() and not len(added):
+        return state
+    both = pa.concat_tables([state, winners], promote_options="none")
+    return both.take(pa.array(np.concatenate([rows, added])))
+
+
+def _combine_sorted(state: pa.Table, block: pa.Table, spec: MergeSpec) -> pa.Table:
+    """``_combine`` by one sort of state and block together (any repeated keys)."""
     both = pa.concat_tables([state, block], promote_options="none")
     # Nulls first: a null ordering value (or a hard delete's marker) loses to any value.
     names = [_KEY, _ORD, _SEQ, _POS] if spec.orders else [_KEY, _SEQ, _POS]

@@ -21,7 +21,7 @@ import functools
 import io
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fastavro
@@ -37,6 +37,13 @@ from lakecore_hudi.avro_schema import (
     physical_avro_schema,
     raw_records_to_arrow,
 )
+from lakecore_hudi.log.avro_columns import (
+    PAD,
+    AvroDecodeError,
+    Node,
+    compile_schema,
+    decode_records,
+)
 from lakecore_hudi.log.format import BlockType, CommandType, HeaderKey, LogBlock, encode_log_block
 
 __all__ = [
@@ -45,6 +52,7 @@ __all__ = [
     "DELETE_SCHEMA",
     "conform_table",
     "decode_avro_block",
+    "decode_avro_blocks",
     "decode_data_block",
     "decode_delete_block",
     "decode_parquet_block",
@@ -59,6 +67,9 @@ AVRO_BLOCK_VERSION = 3
 DELETE_BLOCK_VERSION = 3
 
 _I32 = struct.Struct(">i")
+# Below this many records fastavro's C reader (~1-8 us a record) beats the column-wise
+# decoder's fixed cost (~0.3-0.5 ms a call, a few numpy calls per field); measured.
+_COLUMNAR_MIN_RECORDS = 64
 _HEAD = struct.Struct(">ii")
 
 _WRAPPER_NS = "org.apache.hudi.avro.model"
@@ -189,16 +200,105 @@ def decode_avro_block(block: LogBlock, reader_schema: pa.Schema | None = None) -
         UnsupportedFeatureError: the block version predates record counts (version 0).
         SchemaError: the writer schema cannot be converted or conformed.
     """
-    if block.block_type != BlockType.AVRO_DATA:
-        raise ValueError(f"not an Avro data block: {block.block_type.name}")
-    if block.schema is None:
-        raise _fail(block, "data block has no SCHEMA header")
+    return decode_avro_blocks([block], reader_schema)
+
+
+def decode_avro_blocks(
+    blocks: Sequence[LogBlock], reader_schema: pa.Schema | None = None
+) -> pa.Table:
+    """Decode Avro data blocks that share one SCHEMA header into one table, in block order.
+
+    Decoding several blocks at once is what makes the column-wise decoder pay off: its cost
+    is per field and per call, not per record. Errors are as ``decode_avro_block``'s and name
+    the block at fault.
+
+    Raises:
+        ValueError: ``blocks`` is empty, holds another block type or several SCHEMA headers.
+        CorruptTableError, UnsupportedFeatureError, SchemaError: as ``decode_avro_block``.
+    """
+    if not blocks:
+        raise ValueError("no blocks to decode")
+    for block in blocks:
+        if block.block_type != BlockType.AVRO_DATA:
+            raise ValueError(f"not an Avro data block: {block.block_type.name}")
+        if block.schema is None:
+            raise _fail(block, "data block has no SCHEMA header")
+    schema_json = blocks[0].schema
+    assert schema_json is not None
+    if any(b.schema != schema_json for b in blocks):
+        raise ValueError("the blocks have different SCHEMA headers")
     try:
-        parsed, writer_arrow = _framed_reader(block.schema)
+        compiled = _columnar_plan(schema_json)
     except SchemaError as exc:
-        # Rare path: classify again, naming the block (cached readers are shared by blocks).
-        avro_to_arrow(block.schema, f"{block.path}: SCHEMA header of the block at {block.offset}")
+        block = blocks[0]
+        # Rare path: classify again, naming the block (cached plans are shared by blocks).
+        avro_to_arrow(schema_json, f"{block.path}: SCHEMA header of the block at {block.offset}")
         raise _fail(block, f"unusable writer schema in the SCHEMA header: {exc}") from None
+    few = sum(_block_count(b) for b in blocks) < _COLUMNAR_MIN_RECORDS
+    if compiled is None or few:  # arrays or maps, or too few records: fastavro, per block
+        tables = [_decode_with_fastavro(b) for b in blocks]
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    else:
+        table = _decode_columnar(blocks, *compiled)
+    return table if reader_schema is None else conform_table(table, reader_schema)
+
+
+@functools.lru_cache(maxsize=64)
+def _columnar_plan(schema_json: str) -> tuple[Node, pa.Schema] | None:
+    return compile_schema(schema_json)
+
+
+def _decode_columnar(blocks: Sequence[LogBlock], plan: Node, arrow: pa.Schema) -> pa.Table:
+    """All records of ``blocks`` decoded column-wise in one pass over one joined buffer."""
+    payloads: list[bytes | memoryview] = []
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    base = 0
+    for block in blocks:
+        payload, first, last = _record_bounds(block)
+        payloads.append(payload)
+        starts.append(first + base)
+        ends.append(last + base)
+        base += len(payload)
+    payloads.append(bytes(PAD))
+    data = np.frombuffer(b"".join(payloads), dtype=np.uint8)
+    try:
+        return decode_records(plan, data, np.concatenate(starts), np.concatenate(ends))
+    except AvroDecodeError as exc:
+        if len(blocks) > 1:  # find and name the block at fault
+            for block in blocks:
+                _decode_columnar([block], plan, arrow)
+        raise _fail(blocks[0], f"records do not decode under the SCHEMA header: {exc}") from None
+
+
+def _record_bounds(block: LogBlock) -> tuple[memoryview, np.ndarray, np.ndarray]:
+    """The records' payload (content after the 8-byte head) and each record's start and end
+    in it, from the int32 length prefixes."""
+    content = memoryview(block.content)
+    count = _block_count(block)
+    payload = content[8:]
+    size = len(payload)
+    starts = np.empty(count, dtype=np.int64)
+    lengths = np.empty(count, dtype=np.int64)
+    unpack = _I32.unpack_from
+    pos = 0
+    # The one per-record Python loop left: each prefix says where the next one is.
+    for i in range(count):
+        if pos + 4 > size:
+            raise _fail(block, f"record length prefixes run past the content at record {i}")
+        (length,) = unpack(payload, pos)
+        if length < 0 or pos + 4 + length > size:
+            raise _fail(block, f"record length prefixes run past the content at record {i}")
+        starts[i] = pos + 4
+        lengths[i] = length
+        pos += 4 + length
+    if pos != size:
+        raise _fail(block, f"{size - pos} bytes left after {count} records")
+    return payload, starts, starts + lengths
+
+
+def _block_count(block: LogBlock) -> int:
+    """The record count of an Avro data block's head (checking version and size)."""
     content = block.content
     if len(content) < 8:
         raise _fail(block, f"content of {len(content)} bytes is shorter than its 8-byte head")
@@ -211,12 +311,20 @@ def decode_avro_block(block: LogBlock, reader_schema: pa.Schema | None = None) -
         )
     if count < 0:
         raise _fail(block, f"negative record count {count}")
+    return int(count)
+
+
+def _decode_with_fastavro(block: LogBlock) -> pa.Table:
+    """One block decoded by fastavro's C reader, then converted to Arrow in one call."""
+    assert block.schema is not None
+    parsed, writer_arrow = _framed_reader(block.schema)
+    content = block.content
+    count = _block_count(block)
     if count == 0:
         # An Avro array of zero items is a lone 0; the framing trick below needs items.
         if len(content) != 8:
             raise _fail(block, f"{len(content) - 8} bytes follow a record count of 0")
-        table = writer_arrow.empty_table()
-        return table if reader_schema is None else conform_table(table, reader_schema)
+        return writer_arrow.empty_table()
     payload = b"".join([_avro_long(count), content[8:], b"\x00"])
     stream = io.BytesIO(payload)
     try:
@@ -226,8 +334,7 @@ def decode_avro_block(block: LogBlock, reader_schema: pa.Schema | None = None) -
     if stream.tell() != len(payload):
         raise _fail(block, f"{len(payload) - stream.tell()} bytes left after {count} records")
     _check_lengths(block, framed, len(content) - 8)
-    table = _framed_to_arrow(block, framed, writer_arrow)
-    return table if reader_schema is None else conform_table(table, reader_schema)
+    return _framed_to_arrow(block, framed, writer_arrow)
 
 
 def _check_lengths(block: LogBlock, framed: list[dict[str, Any]], payload_size: int) -> None:

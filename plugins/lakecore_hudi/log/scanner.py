@@ -20,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from lakecore.errors import UnsupportedFeatureError
 from lakecore.storage import Storage
-from lakecore_hudi.log.blocks import decode_data_block, decode_delete_block
+from lakecore_hudi.log.blocks import decode_avro_blocks, decode_data_block, decode_delete_block
 from lakecore_hudi.log.format import BlockType, CommandType, HeaderKey, LogBlock, read_log_blocks
 
 __all__ = ["SEQ_COLUMN", "LogRecords", "order_log_blocks", "read_log_records"]
@@ -83,13 +84,17 @@ def read_log_records(
     data_parts: list[pa.Table] = []
     delete_parts: list[pa.Table] = []
     seq = 0
-    for block in ordered:
-        if block.block_type == BlockType.DELETE:
-            table = decode_delete_block(block)
+    for group in _decode_groups(ordered):
+        if group[0].block_type == BlockType.DELETE:
+            table = decode_delete_block(group[0])
             delete_parts.append(_with_seq(table, seq))
         else:
-            _check_data_block(block)
-            table = decode_data_block(block, reader_schema)
+            for block in group:
+                _check_data_block(block)
+            if group[0].block_type == BlockType.AVRO_DATA:
+                table = decode_avro_blocks(group, reader_schema)
+            else:
+                table = decode_data_block(group[0], reader_schema)
             data_parts.append(_with_seq(table, seq))
         seq += table.num_rows
     return LogRecords(
@@ -163,6 +168,26 @@ def _place_compacted(by_instant: dict[str, list[LogBlock]]) -> list[LogBlock]:
     return [block for group in reversed(groups) for block in group]
 
 
+def _decode_groups(blocks: Sequence[LogBlock]) -> list[list[LogBlock]]:
+    """``blocks`` in order, in groups decoded together: a run of consecutive Avro data blocks
+    with the same SCHEMA header is one group (their records are consecutive in the
+    application order, and one decoder call over many records is much cheaper than many
+    calls); every other block is a group of its own."""
+    groups: list[list[LogBlock]] = []
+    for block in blocks:
+        last = groups[-1][-1] if groups else None
+        if (
+            last is not None
+            and block.block_type == BlockType.AVRO_DATA
+            and last.block_type == BlockType.AVRO_DATA
+            and block.schema == last.schema
+        ):
+            groups[-1].append(block)
+        else:
+            groups.append([block])
+    return groups
+
+
 def _check_data_block(block: LogBlock) -> None:
     if block.header.get(HeaderKey.IS_PARTIAL, "false").lower() == "true":
         raise UnsupportedFeatureError(
@@ -173,7 +198,7 @@ def _check_data_block(block: LogBlock) -> None:
 
 
 def _with_seq(table: pa.Table, start: int) -> pa.Table:
-    seq = pa.array(range(start, start + table.num_rows), pa.int64())
+    seq = pa.array(np.arange(start, start + table.num_rows, dtype=np.int64))
     return table.append_column(pa.field(SEQ_COLUMN, pa.int64(), nullable=False), seq)
 
 
