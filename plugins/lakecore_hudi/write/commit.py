@@ -42,6 +42,7 @@ from lakecore.errors import (
 )
 from lakecore.storage import Storage
 from lakecore_hudi.avro_schema import avro_to_arrow
+from lakecore_hudi.mdt.maintain import record_commit
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -172,6 +173,8 @@ def _complete_all(
     for n, p in enumerate(planned):
         content = encode_commit_metadata(p.metadata, config.table_version)
         try:
+            # The metadata table's delta commit of this instant lands first (Hudi's order).
+            record_commit(storage, config, p.timestamp, p.metadata)
             complete(storage, config, p.action, p.timestamp, content)
         except LakecoreError:
             raise

@@ -2,8 +2,11 @@
 
 Hudi itself writes only ``hoodie.properties`` for a new table (the timeline directory appears
 with the first instant). The table schema is recorded as ``hoodie.table.create.schema`` so that
-readers know the columns before the first commit. No metadata table is declared
-(``hoodie.table.metadata.partitions`` stays unset), so readers list files from storage.
+readers know the columns before the first commit. By default no metadata table is declared
+(``hoodie.table.metadata.partitions`` stays unset), so readers list files from storage; with
+``metadata_enable`` (Hudi's ``hoodie.metadata.enable``) true, the metadata table is created
+with its ``files`` partition (``mdt.table``) before ``hoodie.properties`` declares it, and
+every later commit keeps it up to date (``mdt.maintain``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from lakecore.errors import SchemaError, TableExistsError
 from lakecore.storage import Storage
 from lakecore_hudi.avro_schema import arrow_to_avro, avro_to_arrow
 from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.mdt.table import FILES_PARTITION, initialise_metadata_table
 from lakecore_hudi.table_config import (
     PROPERTIES_PATH,
     TableType,
@@ -35,6 +39,7 @@ OPTIONS = (
     "hive_style_partitioning",
     "table_name",
     "database_name",
+    "metadata_enable",
 )
 _TABLE_TYPES: dict[str, TableType] = {
     "COPY_ON_WRITE": "COPY_ON_WRITE",
@@ -54,6 +59,7 @@ _ALIASES = {
     "hoodie.datasource.write.hive_style_partitioning": "hive_style_partitioning",
     "hoodie.table.name": "table_name",
     "hoodie.database.name": "database_name",
+    "hoodie.metadata.enable": "metadata_enable",
 }
 
 
@@ -68,6 +74,7 @@ class CreateOptions:
     precombine_field: str | None
     hive_style: bool
     database_name: str | None
+    metadata_enable: bool = False
 
     @classmethod
     def parse(cls, properties: Mapping[str, str], default_name: str) -> CreateOptions:
@@ -95,6 +102,11 @@ class CreateOptions:
         if hive not in ("true", "false"):
             raise ValueError(f"hive_style_partitioning must be true or false, not {hive!r}")
         keys = tuple(k.strip() for k in values.get("record_key", "").split(",") if k.strip())
+        metadata = values.get("metadata_enable", "false").lower()
+        if metadata not in ("true", "false"):
+            raise ValueError(f"metadata_enable must be true or false, not {metadata!r}")
+        if metadata == "true" and version == "6":
+            raise ValueError("lakecore maintains the metadata tables of table versions 8 and 9")
         return cls(
             table_name=_avro_name(values.get("table_name") or default_name),
             table_type=_TABLE_TYPES[kind],
@@ -103,6 +115,7 @@ class CreateOptions:
             precombine_field=values.get("precombine_field") or None,
             hive_style=hive == "true",
             database_name=values.get("database_name") or None,
+            metadata_enable=metadata == "true",
         )
 
 
@@ -169,6 +182,12 @@ def create_table(
     )
     # lakecore's instant times are UTC; say so, so that time-travel by wall clock agrees.
     props["hoodie.table.timeline.timezone"] = "UTC"
+    if options.metadata_enable:
+        if storage.exists(PROPERTIES_PATH):
+            raise TableExistsError(f"{storage.root} already holds a Hudi table")
+        props["hoodie.table.metadata.partitions"] = FILES_PARTITION
+        props["hoodie.table.metadata.partitions.inflight"] = ""
+        initialise_metadata_table(storage, props)
     data = render_table_config(props, comment="Created by lakecore")
     try:
         storage.put_if_absent(PROPERTIES_PATH, data)

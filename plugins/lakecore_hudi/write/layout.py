@@ -17,6 +17,7 @@ import pyarrow as pa
 from lakecore.errors import UnsupportedFeatureError
 from lakecore_hudi.avro_schema import arrow_to_avro
 from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.mdt.table import MAINTAINED_PARTITIONS, METADATA_TABLE_VERSIONS
 from lakecore_hudi.table_config import TableConfig
 
 #: Table versions lakecore writes (Hudi 0.14/0.15, 1.0 and 1.1).
@@ -166,12 +167,6 @@ def ensure_writable(config: TableConfig) -> None:
             f"the table's format is {config.get('hoodie.table.format')!r}, not native Hudi",
         ),
         (
-            bool(config.metadata_partitions or config.metadata_partitions_inflight),
-            "hudi-metadata-table",
-            "the table has a metadata table (hoodie.table.metadata.partitions); lakecore does "
-            "not maintain it, so its writes would be invisible to readers that use it",
-        ),
-        (
             not config.populate_meta_fields,
             "hudi-virtual-keys",
             "the table does not store meta fields (hoodie.populate.meta.fields=false)",
@@ -210,3 +205,34 @@ def ensure_writable(config: TableConfig) -> None:
     for failed, feature, why in checks:
         if failed:
             raise UnsupportedFeatureError(feature, f"cannot write this Hudi table: {why}")
+    _ensure_metadata_writable(config)
+
+
+def _ensure_metadata_writable(config: TableConfig) -> None:
+    """Refuse a metadata table lakecore cannot keep up to date, naming the partition.
+
+    lakecore maintains the ``files`` partition of version 8 and 9 tables (``mdt.maintain``); any
+    other partition (column_stats, partition_stats, record_index, bloom_filters, secondary or
+    expression indexes) would go stale, and a partition still being built is not ready.
+    """
+    building = list(config.metadata_partitions_inflight)
+    if building:
+        raise UnsupportedFeatureError(
+            f"hudi-metadata-{building[0]}",
+            f"cannot write this Hudi table: its metadata table partition {building[0]!r} is "
+            "still being built (hoodie.table.metadata.partitions.inflight)",
+        )
+    others = [p for p in config.metadata_partitions if p not in MAINTAINED_PARTITIONS]
+    if others:
+        raise UnsupportedFeatureError(
+            f"hudi-metadata-{others[0]}",
+            f"cannot write this Hudi table: lakecore does not maintain its metadata table "
+            f"partition {others[0]!r} (of {list(config.metadata_partitions)}), so its writes "
+            "would be invisible to readers that use it",
+        )
+    if config.metadata_partitions and config.table_version not in METADATA_TABLE_VERSIONS:
+        raise UnsupportedFeatureError(
+            f"hudi-metadata-table-v{config.table_version}",
+            "cannot write this Hudi table: lakecore maintains metadata tables of table "
+            f"versions 8 and 9, not {config.table_version}",
+        )

@@ -39,6 +39,7 @@ from collections import defaultdict
 from lakecore.errors import CommitConflictError, CorruptTableError
 from lakecore.storage import FileInfo, Storage
 from lakecore.storage.paths import contained_path
+from lakecore_hudi.mdt.rollback import rollback_in_metadata
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
 from lakecore_hudi.table_config import META_DIR, TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -398,6 +399,7 @@ def _finish(
     storage: Storage, config: TableConfig, ts: str, target_ts: str, meta: RollbackMetadata
 ) -> None:
     """Complete rollback ``ts``, then delete the target's pending files and heartbeat."""
+    rollback_in_metadata(storage, config, ts, target_ts)  # the metadata table's first
     with contextlib.suppress(CommitConflictError):  # another writer finished this rollback
         complete(storage, config, ROLLBACK, ts, encode_rollback_metadata(meta))
     timeline = load_timeline(storage, config)

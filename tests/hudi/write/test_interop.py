@@ -29,7 +29,7 @@ WRITABLE = [
 REFUSED = {
     "cow_v6_simplekeygen_hivestyle_no_metafields": "hudi-virtual-keys",
     "cow_v6_timebasedkeygen_nonhivestyle": "hudi-keygen-timestamp",
-    "mor_avro_v8_trips_8i3u1d": "hudi-metadata-table",
+    "mor_avro_v8_trips_8i3u1d": "hudi-metadata-column_stats",
 }
 
 

@@ -1,0 +1,171 @@
+"""The metadata table as a table: its ``hoodie.properties``, and creating it.
+
+Hudi 1.x (data table versions 8 and 9) keeps the metadata table at ``.hoodie/metadata``: a
+MERGE_ON_READ table of the data table's version with HFile base files, keyed by ``key``, merged by
+``HoodieMetadataPayload``. Initialising its ``files`` partition (instant
+``00000000000000000``, a delta commit) writes, as Hudi does:
+
+- ``files/.hoodie_partition_metadata``;
+- the base file ``files/files-0000-0_0-0-0_00000000000000000.hfile`` listing the data table's
+  partitions (none for a new table) under ``__all_partitions__``;
+- the log file ``files/.files-0000-0_00000000000000000.log.1_0-0-0`` holding one empty delete
+  block (Hudi creates every file group's first log file that way);
+- the instant's requested, inflight and completed files on the metadata timeline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from lakecore.errors import UnsupportedFeatureError
+from lakecore.storage import Storage
+from lakecore_hudi.log.format import BlockType, HeaderKey, encode_log_block
+from lakecore_hudi.mdt.files_records import (
+    ALL_PARTITIONS,
+    PARTITION_LIST,
+    encode_cells,
+    schema_json,
+)
+from lakecore_hudi.mdt.hfile_writer import write_hfile
+from lakecore_hudi.mdt.prefixed import PrefixedStorage
+from lakecore_hudi.names import base_file_name, log_file_name
+from lakecore_hudi.table_config import (
+    PROPERTIES_PATH,
+    TableConfig,
+    parse_properties,
+    render_table_config,
+)
+from lakecore_hudi.timeline.instants import DELTA_COMMIT
+from lakecore_hudi.timeline.lifecycle import complete, write_inflight, write_requested
+from lakecore_hudi.timeline.metadata import CommitMetadata, WriteStat, encode_commit_metadata
+
+__all__ = [
+    "FILES_FILE_ID",
+    "INIT_INSTANT",
+    "METADATA_DIR",
+    "MAINTAINED_PARTITIONS",
+    "METADATA_TABLE_VERSIONS",
+    "initialise_metadata_table",
+    "metadata_config",
+    "metadata_storage",
+]
+
+METADATA_DIR = ".hoodie/metadata"
+FILES_PARTITION = "files"
+FILES_FILE_ID = "files-0000-0"
+INIT_INSTANT = "00000000000000000"
+MAINTAINED_PARTITIONS = frozenset({FILES_PARTITION})
+METADATA_TABLE_VERSIONS = frozenset({8, 9})
+"""Data table versions whose metadata table lakecore creates and maintains."""
+"""Metadata-table partitions lakecore keeps up to date on every commit."""
+PAYLOAD = "org.apache.hudi.metadata.HoodieMetadataPayload"
+_WRITE_TOKEN = "0-0-0"
+# An empty HoodieDeleteBlock: version 3, then the length-prefixed Avro of an empty array.
+_EMPTY_DELETE_BLOCK = bytes.fromhex("000000030000000100")
+
+
+def metadata_storage(storage: Storage) -> PrefixedStorage:
+    """The metadata table's own Storage (rooted at ``.hoodie/metadata``)."""
+    return PrefixedStorage(storage, METADATA_DIR)
+
+
+def metadata_config(mdt: Storage) -> TableConfig | None:
+    """The metadata table's configuration, or None when it has no ``hoodie.properties``."""
+    try:
+        text = mdt.read(PROPERTIES_PATH).decode("latin-1")
+    except FileNotFoundError:
+        return None
+    return TableConfig.from_properties(parse_properties(text), f"{METADATA_DIR}/{PROPERTIES_PATH}")
+
+
+def metadata_properties(data: Mapping[str, str]) -> dict[str, str]:
+    """The ``hoodie.properties`` of the metadata table of a version 8 or 9 data table (the
+    metadata table takes the data table's version)."""
+    version = data.get("hoodie.table.version", "8")
+    if int(version) not in METADATA_TABLE_VERSIONS:
+        raise UnsupportedFeatureError(
+            f"hudi-metadata-table-v{version}",
+            f"lakecore maintains metadata tables of table versions 8 and 9, not {version}",
+        )
+    return {
+        "hoodie.table.name": f"{data['hoodie.table.name']}_metadata",
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": version,
+        "hoodie.table.initial.version": version,
+        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+        "hoodie.table.recordkey.fields": "key",
+        "hoodie.table.base.file.format": "HFILE",
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.compaction.payload.class": PAYLOAD,
+        "hoodie.record.merge.mode": "CUSTOM",
+        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        "hoodie.archivelog.folder": "history",
+        "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.path": "timeline",
+        "hoodie.timeline.history.path": "history",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+    }
+
+
+def files_hfile(records: list[dict[str, object]]) -> bytes:
+    """A ``files``-partition base HFile holding ``records`` (as Hudi's base files are
+    written: the writer schema and min/max record keys in the file info)."""
+    cells = encode_cells(records)
+    info = {"schema": schema_json().encode()}
+    if cells:
+        info["minRecordKey"] = cells[0][0]
+        info["maxRecordKey"] = cells[-1][0]
+    return write_hfile(cells, info, create_time_ms=int(time.time() * 1000))
+
+
+def initialise_metadata_table(storage: Storage, data_properties: Mapping[str, str]) -> None:
+    """Create the metadata table of a new, empty data table, its ``files`` partition built.
+
+    Must run before the data table's ``hoodie.properties`` (which then lists ``files`` in
+    ``hoodie.table.metadata.partitions``) is written.
+
+    Raises:
+        UnsupportedFeatureError: the data table is not of version 8 or 9.
+    """
+    props = metadata_properties(data_properties)
+    mdt = metadata_storage(storage)
+    mdt.put(PROPERTIES_PATH, render_table_config(props, comment="Created by lakecore"))
+    config = metadata_config(mdt)
+    assert config is not None
+    mdt.put(
+        f"{FILES_PARTITION}/.hoodie_partition_metadata",
+        f"#partition metadata\ncommitTime={INIT_INSTANT}\npartitionDepth=1\n".encode(),
+    )
+    write_requested(mdt, config, DELTA_COMMIT, INIT_INSTANT)
+    write_inflight(mdt, config, DELTA_COMMIT, INIT_INSTANT)
+    base = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, INIT_INSTANT, "hfile")
+    content = files_hfile(
+        [{"key": ALL_PARTITIONS, "type": PARTITION_LIST, "filesystemMetadata": {}}]
+    )
+    mdt.put(f"{FILES_PARTITION}/{base}", content)
+    log = log_file_name(FILES_FILE_ID, INIT_INSTANT, 1, _WRITE_TOKEN)
+    block = encode_log_block(
+        BlockType.DELETE, {HeaderKey.INSTANT_TIME: INIT_INSTANT}, _EMPTY_DELETE_BLOCK
+    )
+    mdt.put(f"{FILES_PARTITION}/{log}", block)
+    stats = [
+        WriteStat(
+            file_id=FILES_FILE_ID,
+            path=f"{FILES_PARTITION}/{base}",
+            partition_path=FILES_PARTITION,
+            prev_commit="null",
+            num_writes=1,
+            num_inserts=1,
+            total_write_bytes=len(content),
+            file_size_in_bytes=len(content),
+        )
+    ]
+    meta = CommitMetadata(
+        partition_to_write_stats={FILES_PARTITION: stats},
+        operation_type="BULK_INSERT_PREPPED",
+        extra_metadata={"schema": schema_json()},
+    )
+    complete(
+        mdt, config, DELTA_COMMIT, INIT_INSTANT, encode_commit_metadata(meta, config.table_version)
+    )
