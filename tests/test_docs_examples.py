@@ -7,7 +7,9 @@ What a block's language tag decides:
   ``data/events`` a partitioned Delta table, ``data/trips`` a Hudi merge-on-read table that
   lakecore can write (no metadata table), ``data/items`` a Lance dataset). Pages in
   ``S3_PAGES`` also get a moto S3 server, reached through the ``AWS_*`` environment (endpoint,
-  credentials, region), holding the tables listed.
+  credentials, region), holding the tables listed. A statement whose comment ends in
+  ``-> VALUE``, VALUE a Python literal (``table.count()  # from the file index -> 72``),
+  must evaluate to VALUE: what the docs say a call returns is checked, not only that it runs.
 - ``sh``: one command per line (``\\`` continues a line, ``#`` starts a comment). A ``lakecore
   ...`` command runs through the CLI (typer's runner, in the page's working directory, after
   the page's Python blocks above it) and must exit 0; any other command (``pip install``,
@@ -26,11 +28,14 @@ test lists and counts those blocks:
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import io
 import re
 import shlex
 import shutil
 import sys
+import tokenize
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,7 +133,8 @@ BLOCKS = {page.relative_to(ROOT).as_posix(): extract(page) for page in PAGES}
 def commands(block: Block) -> list[list[str]]:
     """The commands of a ``sh`` block, each split as a shell would (comments dropped)."""
     joined = block.text.replace("\\\n", " ")
-    return [shlex.split(line, comments=True) for line in joined.splitlines() if line.strip()]
+    split = [shlex.split(line, comments=True) for line in joined.splitlines()]
+    return [argv for argv in split if argv]
 
 
 def not_run_reason(argv: list[str]) -> str | None:
@@ -191,12 +197,14 @@ def test_every_block_has_a_known_language_and_the_listing_adds_up() -> None:
         ),
         "skip": sum(b.marker == "skip" for b in blocks),
         "slow": sum(b.marker == "slow" for b in blocks),
+        "stated values": sum(len(stated_values(b.text)) for b in blocks if b.language == "python"),
     }
     print(by_kind)
     # Floors, not exact counts (pages grow): extraction that finds nothing fails here.
     assert len(blocks) >= 28, len(blocks)
     assert by_kind["python"] >= 15, by_kind
     assert by_kind["cli"] >= 15, by_kind
+    assert by_kind["stated values"] >= 5, by_kind
     # Opting out is the exception: each one is listed above with its reason.
     assert by_kind["skip"] <= 3, by_kind
 
@@ -294,12 +302,52 @@ def serve_s3(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, pa
     fs.invalidate_cache()
 
 
-def run_python(block: Block, namespace: dict[str, Any]) -> None:
-    code = compile(block.text, block.where, "exec")
-    try:
-        exec(code, namespace)
-    except Exception:
-        pytest.fail(f"{block.where} failed:\n{block.text}\n{traceback.format_exc()}")
+NO_VALUE = object()
+
+
+def stated_values(text: str) -> dict[int, Any]:
+    """Line -> the value a ``# ... -> VALUE`` comment on it states (VALUE a Python literal;
+    a comment whose text after its last ``->`` is no literal, "rows outside -> error", states
+    nothing)."""
+    stated: dict[int, Any] = {}
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT and "->" in token.string:
+            tail = token.string.rsplit("->", 1)[1].strip()
+            try:
+                stated[token.start[0]] = ast.literal_eval(tail)
+            except (ValueError, SyntaxError):
+                continue
+    return stated
+
+
+def run_python(block: Block, namespace: dict[str, Any]) -> int:
+    """Execute ``block`` statement by statement in ``namespace``; a statement with a stated
+    value must be an expression equal to it. Return how many stated values were checked."""
+    stated = stated_values(block.text)
+    tree = ast.parse(block.text, filename=block.where)
+    statements = tree.body
+    last_on_line = {stmt.end_lineno: i for i, stmt in enumerate(statements)}
+    checked = 0
+    for i, stmt in enumerate(statements):
+        expected = (
+            stated.get(stmt.end_lineno, NO_VALUE)
+            if last_on_line[stmt.end_lineno] == i
+            else NO_VALUE
+        )
+        try:
+            if expected is NO_VALUE:
+                exec(compile(ast.Module([stmt], []), block.where, "exec"), namespace)
+                continue
+            assert isinstance(stmt, ast.Expr), (
+                f"line {stmt.lineno}: a stated value needs an expression"
+            )
+            value = eval(compile(ast.Expression(stmt.value), block.where, "eval"), namespace)
+        except Exception:
+            pytest.fail(f"{block.where} failed:\n{block.text}\n{traceback.format_exc()}")
+        line = block.text.splitlines()[stmt.end_lineno - 1].strip()
+        assert value == expected, f"{block.where}: {line!r} gives {value!r}"
+        checked += 1
+    return checked
 
 
 def run_sh(block: Block) -> int:
@@ -318,22 +366,31 @@ def run_sh(block: Block) -> int:
 def run_page(
     page: str, slow: bool, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[int, int]:
-    """Run the page's blocks in order; return (blocks run, CLI commands run)."""
+    """Run the page's blocks in order; return (blocks run, stated values checked)."""
     if page in S3_PAGES:
         serve_s3(request, monkeypatch, page)
     namespace: dict[str, Any] = {"__name__": f"doc:{page}"}
-    blocks = ran = 0
+    blocks = checked = 0
     for block in BLOCKS[page]:
         if not runs_here(block, slow):
             continue
         if block.language == "python":
-            run_python(block, namespace)
+            checked += run_python(block, namespace)
         elif block.language == "toml":
             tomllib.loads(block.text)
         else:
-            ran += run_sh(block)
+            assert run_sh(block) > 0
         blocks += 1
-    return blocks, ran
+    return blocks, checked
+
+
+def stated_in(page: str, slow: bool) -> int:
+    """How many ``-> VALUE`` comments the page's Python blocks run here hold."""
+    return sum(
+        len(stated_values(b.text))
+        for b in BLOCKS[page]
+        if b.language == "python" and runs_here(b, slow)
+    )
 
 
 def pages_with(slow: bool) -> list[str]:
@@ -350,8 +407,9 @@ def test_page_examples_run(
     page: str, page_dir: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The page's blocks run in order without error (slow-marked blocks left out)."""
-    blocks, _ = run_page(page, False, request, monkeypatch)
+    blocks, checked = run_page(page, False, request, monkeypatch)
     assert blocks == sum(runs_here(b, False) for b in BLOCKS[page]) > 0
+    assert checked == stated_in(page, False)  # a stated value off a statement's end is missed
 
 
 @pytest.mark.slow
@@ -362,8 +420,9 @@ def test_page_examples_run_with_slow_blocks(
     page: str, page_dir: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The whole page, its slow-marked blocks (Spark) included."""
-    blocks, _ = run_page(page, True, request, monkeypatch)
+    blocks, checked = run_page(page, True, request, monkeypatch)
     assert blocks == sum(runs_here(b, True) for b in BLOCKS[page]) > 0
+    assert checked == stated_in(page, True)
 
 
 def test_pages_with_runnable_examples() -> None:
