@@ -70,7 +70,7 @@ MARKER = re.compile(r"^\s*<!--\s*doctest:\s*(skip|slow)\s*\((.+)\)\s*-->\s*$")
 # Commands of ``sh`` blocks that are shown, not run here, and why.
 NOT_RUN = {
     "pip": "installs packages",
-    "make": "builds its own .venv (make demo/test run in CI on their own)",
+    "make": "builds its own .venv, then runs the demo or the whole suite",
     ".venv/bin/python": "runs a script of the repository (benchmarks: minutes)",
 }
 
@@ -179,7 +179,9 @@ def test_every_block_has_a_known_language_and_the_listing_adds_up() -> None:
         if b.marker:
             listing.append(f"{b.marker:9} {b.where}: {b.reason}")
         elif b.language == "text":
-            listing.append(f"text      {b.where}: not code")
+            synopsis = any(line.startswith("lakecore ") for line in b.text.splitlines())
+            what = "command synopsis, checked against --help" if synopsis else "not code"
+            listing.append(f"text      {b.where}: {what}")
         elif b.language == "sh":
             for argv in commands(b):
                 reason = not_run_reason(argv)
