@@ -439,3 +439,32 @@ def test_pages_with_runnable_examples() -> None:
         "docs/formats/hudi.md",
     }
     assert expected <= set(pages_with(slow=False)), sorted(pages_with(slow=False))
+
+
+def test_explain_sample_has_the_lines_of_real_output() -> None:
+    """docs/planning.md shows a sample ``explain()`` (a text block, numbers made up): its lines
+    must be the labels, in the order, that ``Scan.explain()`` prints, and the ``ScanExplain``
+    fields the text after it names must exist."""
+    import dataclasses
+
+    import lakecore
+    from lakecore.planning.explain import ScanExplain
+
+    page = "docs/planning.md"
+    [sample] = [b for b in BLOCKS[page] if b.language == "text" and b.text.startswith("Scan of")]
+    table = lakecore.open(str(CORPUS / TABLES["data/events"]))
+    real = str(table.scan("region = 'eu' AND id > 5", columns=["id", "day"]).explain())
+
+    def labels(text: str) -> list[str]:
+        return [
+            re.split(r":|\s(?=\S+ table )", line.strip(), maxsplit=1)[0]
+            for line in text.splitlines()
+        ]
+
+    assert labels(sample.text) == labels(real), (sample.text, real)
+    prose = (ROOT / page).read_text().split(sample.text, 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(\w+)`", prose)) - {"ScanExplain", "None"}
+    fields = {f.name for f in dataclasses.fields(ScanExplain)} | {
+        n for n in dir(ScanExplain) if not n.startswith("_")
+    }
+    assert named and named <= fields, sorted(named - fields)
