@@ -23,6 +23,11 @@ class HudiSnapshotSource:
         self._files: pa.Table | None = None
         self._lock = threading.Lock()
 
+    @property
+    def storage(self) -> Storage:
+        """The table's storage (what writers use to read footers of the snapshot's files)."""
+        return self._storage
+
     def files(self) -> pa.Table:
         with self._lock:
             if self._files is None:

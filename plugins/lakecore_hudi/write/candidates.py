@@ -6,28 +6,46 @@ stats, such as a slice with log files on a table without a metadata table, is al
 
 UPSERT and MERGE route rows by record key across ALL partitions (lakecore keeps a key unique in
 the table, like Hudi's global index), so the source's partitions cannot prune: a key may have
-to move out of another partition. What does prune is the key itself: a slice can hold a source
-key only if its record-key columns' min/max cover that key, so the predicate is the source's
-per-column key range. It is built only for the standard key generators (SIMPLE, COMPLEX,
-NON_PARTITION), whose ``_hoodie_record_key`` is the text of the key columns; for any other the
-slices are all read. The predicate is the one tree the row evaluator runs too
-(``lakecore.expr``); parts the planner cannot reason about (functions, arithmetic) may match, so
+to move out of another partition. They locate the file groups that may hold the incoming keys
+in order of cost, as Hudi's bloom index does:
+
+1. key ranges, from the file index (no file read beyond what the index already holds): the
+   source's range of each record-key column and of ``_hoodie_record_key`` against the slices'
+   min/max statistics (the metadata table's ``column_stats`` when the table has one, else the
+   base files' Parquet footers);
+2. each remaining slice's base-file footer: ``hoodie_min_record_key``/``hoodie_max_record_key``,
+   then the bloom filter (``lakecore_hudi.bloom_index``);
+3. only the slices left are read (by the planners), and their keys joined exactly.
+
+Stage 1 is built only for the standard key generators (SIMPLE, COMPLEX, NON_PARTITION), whose
+``_hoodie_record_key`` is the text of the key columns; for any other every slice is kept.
+Stage 2 needs the record keys themselves (see ``_keys_of``). A slice with log files, without a
+base file or whose footer has no filter is always kept. The predicates are the one tree the
+row evaluator runs too (``lakecore.expr``); parts the planner cannot reason about may match, so
 they never make a slice be skipped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from lakecore.errors import LakecoreError
 from lakecore.expr import tree as ex
 from lakecore.expr.binding import Where
 from lakecore.planning.candidates import dml_predicate
 from lakecore.planning.candidates import key_range as core_key_range
 from lakecore.planning.scan import prune
 from lakecore.snapshot import Snapshot
+from lakecore_hudi.bloom_index import slices_holding
+from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.source import HudiSnapshotSource
+from lakecore_hudi.state import HudiState
+from lakecore_hudi.write.layout import layout_for
+from lakecore_hudi.write.rows_in import KEY, record_keys
 
 _KEYED_BY_COLUMNS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION"})
 
@@ -74,10 +92,96 @@ def slices_for_keys(
     snapshot: Snapshot, rows: pa.Table, key_fields: Sequence[str], keygen_type: str | None
 ) -> list[int]:
     """The slices that may hold a record whose key is one of ``rows``' keys (none when
-    ``rows`` is empty; every slice when no key range can be trusted)."""
+    ``rows`` is empty): the planner's pruning by key ranges, then each remaining slice's
+    base-file footer (key range, then bloom filter: ``bloom_index.slices_holding``).
+
+    ``rows`` are either keyed rows (with ``rows_in.KEY``: an upsert) or a merge source (key
+    columns only; their record keys are rendered here when that is exact, see ``_keys_of``).
+    The result must be a superset of the slices holding one of the keys: each stage drops a
+    slice only when its statistics, footer range or filter prove it holds none of them.
+    """
     if rows.num_rows == 0:
         return []
-    predicate = key_range(rows, key_fields, keygen_type, snapshot.schema)
-    if predicate is None:
-        return candidate_slices(snapshot, None)
-    return candidate_slices(snapshot, predicate)
+    source = _source(snapshot)
+    keys = _keys_of(source.state, rows, keygen_type)
+    predicate = _and(
+        key_range(rows, key_fields, keygen_type, snapshot.schema),
+        _record_key_range(keys, snapshot.schema),
+    )
+    kept = candidate_slices(snapshot, predicate)
+    if keys is None:
+        return kept
+    return slices_holding(source.storage, source.state.slices, kept, keys)
+
+
+def _source(snapshot: Snapshot) -> HudiSnapshotSource:
+    source = snapshot.source
+    if not isinstance(source, HudiSnapshotSource):
+        raise TypeError("not a Hudi snapshot")
+    return source
+
+
+def _keys_of(state: HudiState, rows: pa.Table, keygen_type: str | None) -> pa.Array | None:
+    """The ``_hoodie_record_key`` values ``rows`` may match, or None when they cannot be known
+    exactly (then no footer is consulted).
+
+    Keyed rows carry them (``KEY``): an upsert matches stored keys by that text, so pruning by
+    it is exact. A merge matches key *columns*; their rendered text is the stored key only for
+    the standard key generators over string and integer columns (other types, such as floats
+    or timestamps, may render differently in the writer that stored them). A COMPLEX key over
+    one field is rendered both ways (``field:value`` and the bare value, HUDI-7001).
+    """
+    if KEY in rows.column_names:
+        return rows.column(KEY).combine_chunks().cast(pa.string())
+    config = state.config
+    fields = config.record_key_fields
+    if keygen_type not in _KEYED_BY_COLUMNS or not fields:
+        return None
+    if any(
+        f not in rows.column_names or not _exact_text(rows.schema.field(f).type) for f in fields
+    ):
+        return None
+    valid = pc.is_valid(rows.column(fields[0]))
+    for name in fields[1:]:
+        valid = pc.and_(valid, pc.is_valid(rows.column(name)))
+    complete = rows.filter(valid)
+    # ``value_only_keys`` only changes how one COMPLEX key field renders.
+    layouts = [layout_for(config, state.table_schema)]
+    if keygen_type == "COMPLEX" and len(fields) == 1:
+        layouts.append(replace(layouts[0], value_only_keys=not layouts[0].value_only_keys))
+    try:
+        rendered = [record_keys(complete, layout).combine_chunks() for layout in layouts]
+    except LakecoreError:
+        return None  # e.g. an empty key value: nothing a footer can rule out
+    return pa.concat_arrays([r.cast(pa.string()) for r in rendered])
+
+
+def _exact_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t))
+
+
+def _record_key_range(keys: pa.Array | None, schema: pa.Schema) -> ex.Predicate | None:
+    """``_hoodie_record_key`` between the keys' min and max: prunes by the record-key column
+    statistics of the file index (the metadata table's ``column_stats`` or the Parquet
+    footers). None when the keys are unknown or hold a character whose order differs between
+    UTF-8 bytes and Java's UTF-16 strings (U+E000 and above)."""
+    if keys is None or RECORD_KEY not in schema.names:
+        return None
+    keys = pc.drop_null(keys)
+    if len(keys) == 0 or pc.any(pc.match_substring_regex(keys, "[\ue000-\U0010ffff]")).as_py():
+        return None
+    bounds = pc.min_max(keys)
+    column = ex.Column(RECORD_KEY)
+    term = ex.and_(
+        ex.Comparison(">=", column, ex.Literal(bounds["min"].as_py())),
+        ex.Comparison("<=", column, ex.Literal(bounds["max"].as_py())),
+    )
+    try:
+        return dml_predicate(term, schema)
+    except LakecoreError:
+        return None
+
+
+def _and(*terms: ex.Predicate | None) -> ex.Predicate | None:
+    present = [t for t in terms if t is not None]
+    return ex.and_(*present) if present else None
