@@ -81,7 +81,7 @@ def lakecore_rows_at(table: lakecore.Table, instant: str) -> list[dict[str, obje
 def archived_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
     root = tmp_path_factory.mktemp(f"v{request.param}") / "t"
     archiving_table(root, request.param)
-    return commit_many(root, 8)
+    return commit_many(root, 6)
 
 
 def _version(run: Run) -> str:
@@ -89,7 +89,7 @@ def _version(run: Run) -> str:
 
 
 def test_archiving_keeps_history_and_time_travel(archived_run: Run) -> None:
-    assert check_archived(archived_run, _version(archived_run)) == 6
+    assert check_archived(archived_run, _version(archived_run)) == 4
 
 
 def test_active_timeline_holds_only_recent_instants(archived_run: Run) -> None:
@@ -128,7 +128,7 @@ def test_v6_archive_log_layout(archived_run: Run) -> None:
     records = decode_v1_archive(archived_dir / ".commits_.archive.1_1-0-1")
     # One record per state file: requested, inflight and completed of each archived commit.
     by_state = {(r["commitTime"], r["actionState"]) for r in records}
-    assert len(by_state) == len(records) == 3 * 6
+    assert len(by_state) == len(records) == 3 * 4
     completed = [r for r in records if r["actionState"] == "COMPLETED"]
     assert all(r["actionType"] == "commit" for r in completed)
     assert all(r["hoodieCommitMetadata"]["operationType"] == "UPSERT" for r in completed)
