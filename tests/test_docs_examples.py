@@ -62,7 +62,7 @@ TABLES = {
     "data/items": "lance/gen__deletions_v2_manifest",
 }
 # Pages whose examples read S3: bucket/key -> corpus table, served by moto.
-S3_PAGES = {"docs/user-guide.md": {"bucket/events": "delta/gen__partitioned_special_chars"}}
+S3_PAGES = {"docs/user-guide.md": {"bucket/events": "delta/deltars__delta-0.8.0"}}
 
 LANGUAGES = {"python", "sh", "toml", "text"}
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
