@@ -17,6 +17,7 @@ index where it is exact (``lakecore.planning.counting``).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from lakecore.model.schema import checked_columns
 from lakecore.planning.bounds import FileBounds, Mask
 from lakecore.planning.counting import limited, matching, needed_prefix, rechunked
 from lakecore.planning.explain import ScanExplain
+from lakecore.planning.index import planning_index
 from lakecore.planning.pruning import may_be
 from lakecore.planning.read import read_files, reading_columns
 from lakecore.planning.tasks import ScanContext, ScanTask
@@ -55,6 +57,8 @@ class PrunedFiles:
     files_total: int
     after_partitions: int
     bytes_total: int
+    full_stats: bool = True
+    """Whether ``files`` holds every column's stats (else only those planning needed)."""
 
 
 DEFAULT_BATCH_SIZE = 131_072
@@ -87,6 +91,7 @@ class Scan:
         self.limit_rows: int | None = None if limit is None else _checked_limit(limit)
         self._context: ScanContext | None = None
         self._pruned: PrunedFiles | None = None
+        self._full: pa.Table | None = None
 
     def __repr__(self) -> str:
         limit = "" if self.limit_rows is None else f", limit={self.limit_rows}"
@@ -105,13 +110,30 @@ class Scan:
         return self._context
 
     def files(self) -> pa.Table:
-        """The file index rows the scan reads (a subset of ``snapshot.files()``)."""
-        return self._prune().files
+        """The file index rows the scan reads (a subset of ``snapshot.files()``, with all
+        its columns; ``reading_files()`` is cheaper when the stats are not needed)."""
+        pruned = self._prune()
+        if pruned.full_stats:
+            return pruned.files
+        if self._full is None:
+            what = f"planning a scan of version {self.snapshot.version}"
+            with storage_faults(what, StorageError):
+                self._full = prune(self.snapshot.files(), self.predicate, self.context).files
+        return self._full
+
+    def reading_files(self) -> pa.Table:
+        """The rows of ``files()`` without the stats columns: what readers need (what
+        ``lakecore.spark.read`` ships to executors).
+
+        Planning converts only the stats of the predicate's columns where the format can
+        (see ``lakecore.planning.index``), so this costs no stats parsing of other columns.
+        """
+        return reading_columns(self._prune().files)
 
     def tasks(self) -> list[ScanTask]:
         """One ``ScanTask`` per file-index row to read, in file-index order (a description
         of ``files()`` for users; reading goes through ``to_batches``)."""
-        return build_tasks(self.files(), self.context, self.predicate)
+        return build_tasks(self._prune().files, self.context, self.predicate)
 
     def to_batches(self, batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[pa.RecordBatch]:
         """Yield the matching rows (row-level deletes applied) in the output schema.
@@ -126,7 +148,7 @@ class Scan:
         check_number("batch_size", batch_size, minimum=1, integral=True)
         what = f"reading the rows of version {self.snapshot.version}"
         with storage_faults(what, StorageError):
-            files = self.files()
+            files = self._prune().files
             if self.limit_rows is not None:
                 found = matching(files, self.predicate, self.context.partition_columns)
                 files = files.slice(0, needed_prefix(found, self.limit_rows))
@@ -195,7 +217,7 @@ class Scan:
         """
         what = f"counting the rows of version {self.snapshot.version}"
         with storage_faults(what, StorageError):
-            files = self.files()
+            files = self._prune().files
             found = matching(files, self.predicate, self.context.partition_columns)
             total = int(found.live[found.counted].sum())
             if found.decided:
@@ -237,7 +259,9 @@ class Scan:
         if self._pruned is None:
             what = f"planning a scan of version {self.snapshot.version}"
             with storage_faults(what, StorageError):
-                self._pruned = prune(self.snapshot.files(), self.predicate, self.context)
+                index, full = planning_index(self.snapshot, self.predicate)
+                pruned = prune(index, self.predicate, self.context)
+                self._pruned = dataclasses.replace(pruned, full_stats=full)
         return self._pruned
 
 

@@ -25,7 +25,6 @@ from lakecore.errors import UnsupportedFeatureError
 from lakecore.expr import tree as ex
 from lakecore.model import files as fi
 from lakecore.planning import ScanContext, read_files
-from lakecore.planning.read import reading_columns
 from lakecore.spark.types import spark_arrow_schema, to_spark_schema
 
 if TYPE_CHECKING:
@@ -98,7 +97,7 @@ def read(
     context = scan.context
     schema = scan.snapshot.output_schema(scan.columns)
     spark_schema = to_spark_schema(schema)
-    files = reading_columns(scan.files())
+    files = scan.reading_files()
     if files.num_rows == 0:
         return spark.createDataFrame([], spark_schema)
     parallelism = default_parallelism(spark)

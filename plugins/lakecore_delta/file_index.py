@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -13,7 +13,7 @@ from lakecore.model import files as fi
 from lakecore_delta.deletion_vectors import DeletionVectorDescriptor
 from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.state import DeltaState
-from lakecore_delta.stats import merge_stats, parse_stats, stats_from_struct
+from lakecore_delta.stats import merge_stats, parse_stats, record_counts, stats_from_struct
 from lakecore_delta.widened_stats import drop_imprecise_bounds
 
 DELETION_TYPE = fi.DELETION_TYPE
@@ -22,19 +22,27 @@ _DV_FIELDS = ("storageType", "offset", "sizeInBytes", "pathOrInlineDv")
 _SEPARATOR = "|"
 
 
-def build_file_index(state: DeltaState) -> pa.Table:
-    """Return the file index of ``state`` (see ``lakecore.model.files`` for the layout)."""
-    return index_actions(state.adds, state)
+def build_file_index(state: DeltaState, stats_columns: Collection[str] | None = None) -> pa.Table:
+    """Return the file index of ``state`` (see ``lakecore.model.files`` for the layout).
+
+    With ``stats_columns``, the ``min``/``max``/``null_count`` structs hold only those data
+    columns (top-level names; others are left out, which planning reads as "unknown") and
+    only their stats text is turned into values: the stats JSON of the other columns is
+    never converted, and ``record_count`` comes from a scan for ``numRecords``.
+    """
+    return index_actions(state.adds, state, stats_columns)
 
 
-def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
-    """Return the file index of add actions (columns as ``DeltaState.adds``) under ``state``."""
-    stats = parse_stats(adds.column("stats"), state.data_fields())
-    if "stats_parsed" in adds.column_names:
-        parsed = adds.column("stats_parsed")
-        use_struct = pc.and_(pc.is_null(adds.column("stats")), pc.is_valid(parsed))
-        stats = merge_stats(stats, stats_from_struct(parsed, state.data_fields()), use_struct)
-    stats = drop_imprecise_bounds(stats, state.data_fields())
+def index_actions(
+    adds: pa.Table, state: DeltaState, stats_columns: Collection[str] | None = None
+) -> pa.Table:
+    """Return the file index of add actions (columns as ``DeltaState.adds``) under ``state``
+    (``stats_columns`` as ``build_file_index``)."""
+    fields = state.data_fields()
+    if stats_columns is not None:
+        fields = [f for f in fields if f.name in set(stats_columns)]
+    stats = _stats(adds, fields, counts_only=stats_columns is not None and not fields)
+    stats = drop_imprecise_bounds(stats, fields)
     deletion = deletion_column(adds.column("deletionVector").combine_chunks())
     return pa.table(
         {
@@ -51,6 +59,19 @@ def index_actions(adds: pa.Table, state: DeltaState) -> pa.Table:
             fi.DELETION: deletion,
         }
     )
+
+
+def _stats(adds: pa.Table, fields: list[pa.Field], counts_only: bool) -> pa.Table:
+    """``numRecords`` and the ``min``/``max``/``null_count`` structs of ``fields``."""
+    text = adds.column("stats")
+    parsed = adds.column("stats_parsed") if "stats_parsed" in adds.column_names else None
+    if counts_only and parsed is None:
+        return parse_stats(text, fields, records=record_counts(text))
+    stats = parse_stats(text, fields)
+    if parsed is not None:
+        use_struct = pc.and_(pc.is_null(text), pc.is_valid(parsed))
+        stats = merge_stats(stats, stats_from_struct(parsed, fields), use_struct)
+    return stats
 
 
 def deletion_column(dv: pa.StructArray) -> pa.StructArray:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
@@ -47,23 +51,59 @@ def stats_json_schema(fields: Sequence[pa.Field]) -> pa.Schema:
     return pa.schema(out)
 
 
-def parse_stats(stats: pa.Array | pa.ChunkedArray, fields: Sequence[pa.Field]) -> pa.Table:
+def parse_stats(
+    stats: pa.Array | pa.ChunkedArray,
+    fields: Sequence[pa.Field],
+    records: pa.Array | pa.ChunkedArray | None = None,
+) -> pa.Table:
     """Parse ``stats`` strings into ``numRecords`` plus ``min``/``max``/``null_count`` structs.
 
-    Fields are the table's data (non-partition) columns; results use logical names. A stat that
-    is absent or unparsable is null ("unknown"), never an error: stats only guide pruning.
+    Fields are the table's data (non-partition) columns, or the subset whose stats are wanted;
+    results use logical names. A stat that is absent or unparsable is null ("unknown"), never
+    an error: stats only guide pruning. ``records`` (``record_counts(stats)``) stands for
+    ``numRecords`` when ``fields`` is empty: then no JSON is parsed at all.
     """
-    if isinstance(stats, pa.ChunkedArray):
-        stats = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
+    if isinstance(stats, pa.Array):
+        stats = pa.chunked_array([stats], stats.type)
     n = len(stats)
+    if records is not None and not fields:
+        empty = _empty_structs(n)
+        return pa.table({"numRecords": records, "min": empty, "max": empty, "null_count": empty})
     schema = stats_json_schema(fields)
-    parsed = _read_stats(stats, schema)
+    parsed = _read_stats_direct(stats, schema)
+    if parsed is None:
+        whole = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
+        parsed = _read_stats(whole, schema)
     out = {"numRecords": parsed.column("numRecords") if parsed else pa.nulls(n, pa.int64())}
     for key, name in _STAT_KINDS:
         logical = _stats_struct(fields, key, logical=True) or pa.struct([])
         col = parsed.column(key) if parsed and key in parsed.column_names else None
         out[name] = _to_logical(col, fields, logical, n)
     return pa.table(out)
+
+
+_RECORDS = r'^\{"numRecords":(?P<n>[0-9]{1,18})[,}]'
+"""Where writers put ``numRecords`` (Spark, delta-rs, lakecore: first, compact JSON)."""
+
+
+def record_counts(stats: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    """``numRecords`` of each ``stats`` string (null where unknown), as ``parse_stats`` reads it.
+
+    Values that start with ``{"numRecords":<digits>`` are read by one regular expression over
+    all of them; only the others go through the JSON parser.
+    """
+    if isinstance(stats, pa.Array):
+        stats = pa.chunked_array([stats], stats.type)
+    out = []
+    for chunk in stats.chunks:
+        found = pc.extract_regex(chunk, _RECORDS)
+        counts = pc.cast(pc.struct_field(found, [0]), pa.int64())
+        missed = pc.and_(pc.is_null(counts), pc.is_valid(chunk))
+        if pc.any(missed).as_py():
+            others = parse_stats(chunk.filter(missed), []).column("numRecords").combine_chunks()
+            counts = pc.replace_with_mask(counts, missed, others)
+        out.append(counts)
+    return pa.chunked_array(out, pa.int64())
 
 
 def stats_from_struct(parsed: pa.Array | pa.ChunkedArray, fields: Sequence[pa.Field]) -> pa.Table:
@@ -94,6 +134,118 @@ def merge_stats(json_stats: pa.Table, struct_stats: pa.Table, use_struct: pa.Arr
             for name in json_stats.column_names
         }
     )
+
+
+_PIECE_BYTES = 8 << 20
+"""Stats text parsed per call of the JSON reader: pieces are parsed on a few threads."""
+
+
+def _read_stats_direct(stats: pa.ChunkedArray, schema: pa.Schema) -> pa.Table | None:
+    """Parse the stats straight from the strings' own data buffers (no joined copy).
+
+    A string array's data buffer holds its values back to back (null and empty values hold
+    no bytes), and the JSON reader parses a run of concatenated objects as one row each, so
+    every piece of the buffer cut at value boundaries is parsed as it is, pieces on parallel
+    threads (pyarrow releases the GIL). Returns None, for the careful path, unless every
+    non-empty value starts with ``{`` and ends with ``}`` and each piece yields exactly one
+    row per value; rows of null or empty values are null.
+    """
+    jobs: list[tuple[pa.Buffer, int]] = []
+    present_chunks: list[npt.NDArray[np.bool_]] = []
+    for chunk in stats.chunks:
+        if len(chunk) == 0:
+            continue
+        if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+            return None
+        pieces = _pieces(chunk)
+        if pieces is None:
+            return None
+        jobs += pieces[0]
+        present_chunks.append(pieces[1])
+    if not jobs:
+        return None
+    parsed = _parse_pieces(jobs, schema)
+    if parsed is None:
+        return None
+    present_all = np.concatenate(present_chunks)
+    if bool(present_all.all()):
+        return parsed
+    # Rows for the values with stats, null rows for the others: one take.
+    rows = np.cumsum(present_all, dtype=np.int64) - 1
+    return parsed.take(pa.array(rows, pa.int64(), mask=~present_all))
+
+
+def _pieces(
+    chunk: pa.Array,
+) -> tuple[list[tuple[pa.Buffer, int]], npt.NDArray[np.bool_]] | None:
+    """``chunk``'s value bytes cut at value boundaries into pieces of about ``_PIECE_BYTES``,
+    each with the number of (non-empty) values it holds, and which values are non-empty.
+
+    None when a non-empty value does not start with ``{`` and end with ``}``. With that,
+    values cannot run into each other: a value written by a JSON serializer closes its
+    strings, and after an unterminated string the next value's ``{"key`` is a syntax error,
+    so the count check of ``_parse_pieces`` sees any value that is not one object.
+    """
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[
+        chunk.offset : chunk.offset + len(chunk) + 1
+    ].astype(np.int64)
+    data = chunk.buffers()[2]
+    lengths = np.diff(offsets)
+    if chunk.null_count:
+        valid = np.asarray(pc.is_valid(chunk).to_numpy(zero_copy_only=False))
+        if bool(np.any(lengths[~valid])):
+            return None  # a null slot holding bytes (Arrow allows it) would be parsed
+    present = lengths > 0
+    if data is None or not present.any():
+        return [], present
+    raw = np.frombuffer(data, dtype=np.uint8)
+    starts = offsets[:-1][present]
+    if not (
+        bool(np.all(raw[starts] == ord("{")))
+        and bool(np.all(raw[offsets[1:][present] - 1] == ord("}")))
+    ):
+        return None
+    counts = np.concatenate(([0], np.cumsum(present)))
+    targets = np.arange(offsets[0], offsets[-1], _PIECE_BYTES)[1:]
+    cuts = np.unique(np.concatenate(([0], np.searchsorted(offsets, targets), [len(chunk)])))
+    out = []
+    for a, b in itertools.pairwise(cuts):
+        start, end = int(offsets[a]), int(offsets[b])
+        values = int(counts[b] - counts[a])
+        if values:
+            out.append((data.slice(start, end - start), values))
+    return out, present
+
+
+def _parse_pieces(jobs: list[tuple[pa.Buffer, int]], schema: pa.Schema) -> pa.Table | None:
+    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+
+    def parse(job: tuple[pa.Buffer, int]) -> pa.Table | None:
+        buffer, values = job
+        try:
+            table = pj.read_json(
+                pa.BufferReader(buffer),
+                # One block per piece: values may hold line breaks, pieces run in parallel.
+                read_options=pj.ReadOptions(block_size=buffer.size + 1, use_threads=False),
+                parse_options=options,
+            )
+        except (pa.ArrowInvalid, ValueError):
+            return None
+        return table if table.num_rows == values else None
+
+    if len(jobs) == 1:
+        tables = [parse(jobs[0])]
+    else:
+        with ThreadPoolExecutor(min(len(jobs), _parse_threads())) as pool:
+            tables = list(pool.map(parse, jobs))
+    if any(t is None for t in tables):
+        return None
+    return pa.concat_tables([t for t in tables if t is not None])
+
+
+def _parse_threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def _read_stats(stats: pa.Array, schema: pa.Schema) -> pa.Table | None:
@@ -232,9 +384,14 @@ def _to_logical(
             values = pc.struct_field(col, [index])
         children.append(_convert(values, source, target.type, n))
     if not children:
-        return pa.array([{}] * n, pa.struct([]))
+        return _empty_structs(n)
     names = [t.name for t in logical]
     return pa.StructArray.from_arrays(children, names=names)
+
+
+def _empty_structs(n: int) -> pa.StructArray:
+    """``n`` valid structs without fields (no Python objects: n can be millions)."""
+    return pa.StructArray.from_buffers(pa.struct([]), n, [None])
 
 
 def _convert(values: pa.Array | None, source: pa.Field, target: pa.DataType, n: int) -> pa.Array:

@@ -22,6 +22,10 @@ from lakecore_delta.log.segment import Checkpoint
 from lakecore_delta.log.validate import file_action_problem
 
 _ADD_CHILDREN = ("path", "partitionValues", "size", "modificationTime", "stats", "deletionVector")
+_ADD_READ = tuple(f"add.{c}" for c in (*_ADD_CHILDREN, "stats_parsed"))
+"""The parts of a checkpoint's add column replay needs: its other fields (``tags``,
+``dataChange``, row tracking, clustering ...) are never decoded (they cost more than half the
+time and memory of reading the whole column)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +104,7 @@ def read_checkpoint_adds(
     Partition values come back as a struct of strings by physical column name.
     """
     pieces = [
-        _adds_of(_read_parquet(storage, p, ("add",)), p, physical_partition_columns)
+        _adds_of(_read_parquet(storage, p, _ADD_READ), p, physical_partition_columns)
         for p in actions.add_sources
     ]
     if actions.json_adds is not None:
@@ -266,17 +270,32 @@ def _read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Tab
         source = io.BytesIO(_read(storage, path))
     try:
         pf = pq.ParquetFile(source, memory_map=isinstance(source, str))
-        present = [c for c in columns if pf.schema_arrow.get_field_index(c) >= 0]
-        if isinstance(source, io.BytesIO):
-            source.seek(0)
-        # read_table decodes row groups in parallel; ParquetFile.read decodes one at a time.
-        table = pq.read_table(source, columns=present, memory_map=isinstance(source, str))
+        present = [c for c in columns if _has_column(pf.schema_arrow, c)]
+        if any("." in c for c in present):
+            # Nested projection: ParquetFile.read keeps the parent struct and its validity
+            # (read_table would flatten the selected children into top-level columns).
+            table = pf.read(columns=present)
+        else:
+            if isinstance(source, io.BytesIO):
+                source.seek(0)
+            # read_table decodes row groups in parallel; ParquetFile.read one at a time.
+            table = pq.read_table(source, columns=present, memory_map=isinstance(source, str))
         # Parquet readers do not check that strings are UTF-8: a damaged page would surface as
         # a UnicodeDecodeError far from here. Full validation is fast and copies nothing.
         table.validate(full=True)
         return table
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptTableError(f"{path}: unreadable checkpoint parquet: {exc}") from exc
+
+
+def _has_column(schema: pa.Schema, name: str) -> bool:
+    """Whether ``schema`` holds ``name``: a top-level column, or ``parent.child`` of a struct."""
+    parent, _, child = name.partition(".")
+    index: int = schema.get_field_index(parent)
+    if index < 0 or not child:
+        return index >= 0
+    t = schema.field(index).type
+    return bool(pa.types.is_struct(t)) and int(t.get_field_index(child)) >= 0
 
 
 def _first_struct(table: pa.Table, name: str) -> dict[str, Any] | None:
