@@ -12,8 +12,9 @@ What a block's language tag decides:
   must evaluate to VALUE: what the docs say a call returns is checked, not only that it runs.
 - ``sh``: one command per line (``\\`` continues a line, ``#`` starts a comment). A ``lakecore
   ...`` command runs through the CLI (typer's runner, in the page's working directory, after
-  the page's Python blocks above it) and must exit 0; any other command (``pip install``,
-  ``make``, a benchmark run) is listed as not run, with the reason.
+  the page's Python blocks above it) and must exit 0, as must a quick repository script
+  (``QUICK_SCRIPTS``: ``run_all.py --list``); any other command (``pip install``, ``make``, a
+  benchmark run) is listed as not run, with the reason.
 - ``toml``: parsed.
 - ``text``: not code (diagrams, command synopses, sample output): listed, not run.
 
@@ -34,6 +35,7 @@ import io
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tokenize
 import traceback
@@ -73,6 +75,8 @@ NOT_RUN = {
     "make": "builds its own .venv, then runs the demo or the whole suite",
     ".venv/bin/python": "runs a script of the repository (benchmarks: minutes)",
 }
+# Repository scripts quick enough to run (from the repository root, with this interpreter).
+QUICK_SCRIPTS = {("benchmarks/run_all.py", "--list")}
 
 
 @dataclass(frozen=True)
@@ -138,8 +142,11 @@ def commands(block: Block) -> list[list[str]]:
 
 
 def not_run_reason(argv: list[str]) -> str | None:
-    """Why a shell command is not run here, or None for a ``lakecore`` command."""
-    if argv[0] == "lakecore":
+    """Why a shell command is not run here, or None for one that runs (``lakecore ...``, a
+    script in ``QUICK_SCRIPTS``)."""
+    if argv[0] == "lakecore" or (
+        argv[0] == ".venv/bin/python" and tuple(argv[1:]) in QUICK_SCRIPTS
+    ):
         return None
     return NOT_RUN.get(argv[0], "")
 
@@ -191,7 +198,7 @@ def test_every_block_has_a_known_language_and_the_listing_adds_up() -> None:
 
     by_kind = {
         "python": sum(b.language == "python" and b.marker is None for b in blocks),
-        "cli": sum(
+        "commands": sum(
             not_run_reason(argv) is None
             for b in blocks
             if b.language == "sh" and b.marker is None
@@ -205,7 +212,7 @@ def test_every_block_has_a_known_language_and_the_listing_adds_up() -> None:
     # Floors, not exact counts (pages grow): extraction that finds nothing fails here.
     assert len(blocks) >= 28, len(blocks)
     assert by_kind["python"] >= 15, by_kind
-    assert by_kind["cli"] >= 15, by_kind
+    assert by_kind["commands"] >= 15, by_kind
     assert by_kind["stated values"] >= 5, by_kind
     # Opting out is the exception: each one is listed above with its reason.
     assert by_kind["skip"] <= 3, by_kind
@@ -357,10 +364,15 @@ def run_sh(block: Block) -> int:
     for argv in commands(block):
         if not_run_reason(argv) is not None:
             continue
-        result = CliRunner().invoke(app, argv[1:])
-        assert result.exit_code == 0, (
-            f"{block.where}: {shlex.join(argv)} exited {result.exit_code}\n{result.output}"
-        )
+        if argv[0] == "lakecore":
+            result = CliRunner().invoke(app, argv[1:])
+            code, output = result.exit_code, result.output
+        else:
+            done = subprocess.run(
+                [sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=60
+            )
+            code, output = done.returncode, done.stdout + done.stderr
+        assert code == 0, f"{block.where}: {shlex.join(argv)} exited {code}\n{output}"
         ran += 1
     return ran
 
@@ -437,6 +449,7 @@ def test_pages_with_runnable_examples() -> None:
         "docs/migration.md",
         "docs/plugins.md",
         "docs/formats/hudi.md",
+        "docs/performance.md",
     }
     assert expected <= set(pages_with(slow=False)), sorted(pages_with(slow=False))
 
