@@ -95,11 +95,10 @@ class Block:
         return f"{self.page}:{self.line}"
 
 
-def extract(path: Path) -> list[Block]:
-    """Every fenced block of ``path`` in order; the marker is the nearest non-blank line above
-    the fence (an unterminated fence fails)."""
-    page = path.relative_to(ROOT).as_posix()
-    lines = path.read_text().splitlines()
+def extract(page: str, text: str) -> list[Block]:
+    """Every fenced block of ``text`` (the page ``page``) in order; the marker is the nearest
+    non-blank line above the fence (an unterminated fence fails)."""
+    lines = text.splitlines()
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
@@ -131,7 +130,8 @@ def extract(path: Path) -> list[Block]:
     return blocks
 
 
-BLOCKS = {page.relative_to(ROOT).as_posix(): extract(page) for page in PAGES}
+PAGE_NAMES = {p.relative_to(ROOT).as_posix(): p for p in PAGES}
+BLOCKS = {name: extract(name, path.read_text()) for name, path in PAGE_NAMES.items()}
 
 
 def commands(block: Block) -> list[list[str]]:
@@ -216,6 +216,61 @@ def test_every_block_has_a_known_language_and_the_listing_adds_up() -> None:
     assert by_kind["stated values"] >= 5, by_kind
     # Opting out is the exception: each one is listed above with its reason.
     assert by_kind["skip"] <= 3, by_kind
+
+
+SAMPLE = """
+Text.
+
+<!-- doctest: skip (needs a cluster) -->
+```python
+a = 1  # -> 1
+```
+
+  ```sh
+  lakecore info data/events   # a comment
+  pip install lakecore
+  # only a comment
+  lakecore scan data/events \\
+    --where "region = 'a # b'"
+  ```
+
+<!-- doctest: slow (starts Spark) -->
+
+~~~text
+diagram
+~~~
+
+```
+untagged
+```
+"""
+
+
+def test_extract_reads_languages_markers_and_commands() -> None:
+    """The extraction itself, on a page made for it: indented fences, ~~~ fences, markers a
+    blank line above, continued lines, '#' inside quotes, a block without a language."""
+    blocks = extract("sample.md", SAMPLE)
+    assert [(b.line, b.language, b.marker, b.reason) for b in blocks] == [
+        (5, "python", "skip", "needs a cluster"),
+        (9, "sh", None, None),
+        (19, "text", "slow", "starts Spark"),
+        (23, "", None, None),
+    ]
+    assert blocks[0].text == "a = 1  # -> 1\n"
+    assert commands(blocks[1]) == [
+        ["lakecore", "info", "data/events"],
+        ["pip", "install", "lakecore"],
+        ["lakecore", "scan", "data/events", "--where", "region = 'a # b'"],
+    ]
+    assert [not_run_reason(argv) for argv in commands(blocks[1])] == [
+        None,
+        "installs packages",
+        None,
+    ]
+    assert not runs_here(blocks[0], slow=True) and runs_here(blocks[1], slow=False)
+    assert stated_values(blocks[0].text) == {1: 1}
+    with pytest.raises(AssertionError, match="unterminated"):
+        extract("bad.md", "```python\nx = 1\n")
 
 
 def test_markers_are_only_on_fences() -> None:
