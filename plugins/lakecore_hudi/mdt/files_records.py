@@ -25,8 +25,8 @@ commit time as the base instant.
 
 from __future__ import annotations
 
+import functools
 import io
-import json
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -35,7 +35,7 @@ from typing import Any
 import fastavro
 
 from lakecore_hudi.mdt.hfile_writer import java_hash_order
-from lakecore_hudi.mdt.record_schema import METADATA_RECORD_SCHEMA
+from lakecore_hudi.mdt.record_schema import metadata_record_schema, metadata_record_schema_json
 
 __all__ = [
     "ALL_PARTITIONS",
@@ -58,12 +58,16 @@ PARTITION_LIST = 1
 FILE_LIST = 2
 EXTERNAL_SUFFIX = "_hudiext"
 
-_PARSED = fastavro.parse_schema(METADATA_RECORD_SCHEMA)
+
+def schema_json(table_version: int = 8) -> str:
+    """The writer schema of a data table of ``table_version``, as the text Hudi writes
+    (file info, SCHEMA header, commit metadata)."""
+    return metadata_record_schema_json(table_version)
 
 
-def schema_json() -> str:
-    """The writer schema as the compact JSON text Hudi writes (file info, SCHEMA header)."""
-    return json.dumps(METADATA_RECORD_SCHEMA, separators=(",", ":"))
+@functools.lru_cache(maxsize=4)
+def _parsed(table_version: int) -> Any:
+    return fastavro.parse_schema(metadata_record_schema(table_version))
 
 
 def partition_key(partition: str) -> str:
@@ -140,8 +144,11 @@ def fold_listing(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, in
     return {k: {n: int(i["size"]) for n, i in v.items()} for k, v in merged.items()}
 
 
-def encode_cells(records: Iterable[Mapping[str, Any]]) -> list[tuple[bytes, bytes]]:
-    """HFile cells (row key, Avro value) of ``records``, sorted by key.
+def encode_cells(
+    records: Iterable[Mapping[str, Any]], table_version: int = 8
+) -> list[tuple[bytes, bytes]]:
+    """HFile cells (row key, Avro value) of ``records`` in the writer schema of
+    ``table_version`` (``schema_json``), sorted by key.
 
     Hudi's HFile writer blanks the ``key`` field (the row key holds it); records of one key
     must have been combined already.
@@ -157,7 +164,9 @@ def encode_cells(records: Iterable[Mapping[str, Any]]) -> list[tuple[bytes, byte
         out = io.BytesIO()
         # Hudi fills the map as a java.util.HashMap; its iteration order is the byte order.
         files = dict(java_hash_order(record["filesystemMetadata"]))
-        fastavro.schemaless_writer(out, _PARSED, {**record, "key": "", "filesystemMetadata": files})
+        fastavro.schemaless_writer(
+            out, _parsed(table_version), {**record, "key": "", "filesystemMetadata": files}
+        )
         cells[row] = out.getvalue()
     return sorted(cells.items())
 

@@ -124,9 +124,11 @@ def record_listing(storage: Storage, config: TableConfig, ts: str, change: FileL
     if mconfig is None:
         return
     _compact_if_due(storage, config, mdt, mconfig, ts)
-    cells = encode_cells(combine(listing_records(change)))
-    data = write_hfile(cells, {"schema": schema_json().encode()}, create_time_ms=_now_ms())
-    header = {HeaderKey.INSTANT_TIME: ts, HeaderKey.SCHEMA: schema_json()}
+    version = mconfig.table_version
+    cells = encode_cells(combine(listing_records(change)), version)
+    schema = schema_json(version)
+    data = write_hfile(cells, {"schema": schema.encode()}, create_time_ms=_now_ms())
+    header = {HeaderKey.INSTANT_TIME: ts, HeaderKey.SCHEMA: schema}
     block = encode_log_block(BlockType.HFILE_DATA, header, data)
     name = log_file_name(FILES_FILE_ID, ts, 1, _WRITE_TOKEN)
     path = f"{FILES_PARTITION}/{name}"
@@ -150,7 +152,7 @@ def record_listing(storage: Storage, config: TableConfig, ts: str, change: FileL
     meta = CommitMetadata(
         partition_to_write_stats={FILES_PARTITION: [stat]},
         operation_type="UPSERT_PREPPED",
-        extra_metadata={"schema": schema_json()},
+        extra_metadata={"schema": schema},
     )
     complete(mdt, mconfig, DELTA_COMMIT, ts, encode_commit_metadata(meta, mconfig.table_version))
 
@@ -204,8 +206,11 @@ def _compact(
             storage, mconfig.table_version, timeline_state, *valid_data_instants(storage, config)
         )
     )
-    content = files_hfile(snapshot_records(listing))
     name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, instant, "hfile")
+    records = snapshot_records(listing)
+    if mconfig.table_version >= 9:  # Hudi 1.1 names the file in its compacted records
+        records = [{**r, "_hoodie_file_name": name} for r in records]
+    content = files_hfile(records, mconfig.table_version)
     write_requested(mdt, mconfig, COMPACTION, instant, plan)
     write_inflight(mdt, mconfig, COMPACTION, instant, plan)
     mdt.put(f"{FILES_PARTITION}/{name}", content)
@@ -223,7 +228,7 @@ def _compact(
     meta = CommitMetadata(
         partition_to_write_stats={FILES_PARTITION: [stat]},
         operation_type="COMPACT",
-        extra_metadata={"schema": schema_json()},
+        extra_metadata={"schema": schema_json(mconfig.table_version)},
         compacted=True,
     )
     complete(mdt, mconfig, COMPACTION, instant, encode_commit_metadata(meta, mconfig.table_version))

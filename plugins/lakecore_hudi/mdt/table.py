@@ -16,10 +16,14 @@ MERGE_ON_READ table of the data table's version with HFile base files, keyed by 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
 
 from lakecore.errors import UnsupportedFeatureError
 from lakecore.storage import Storage
+from lakecore_hudi.bloom import DYNAMIC_V0, BloomSettings, build_filter
 from lakecore_hudi.log.format import BlockType, HeaderKey, encode_log_block
 from lakecore_hudi.mdt.files_records import (
     ALL_PARTITIONS,
@@ -61,6 +65,7 @@ METADATA_TABLE_VERSIONS = frozenset({8, 9})
 """Metadata-table partitions lakecore keeps up to date on every commit."""
 PAYLOAD = "org.apache.hudi.metadata.HoodieMetadataPayload"
 _WRITE_TOKEN = "0-0-0"
+_BLOOM = BloomSettings(DYNAMIC_V0, num_entries=10_000, fpp=1e-9, max_entries=100_000)
 # An empty HoodieDeleteBlock: version 3, then the length-prefixed Avro of an empty array.
 _EMPTY_DELETE_BLOCK = bytes.fromhex("000000030000000100")
 
@@ -108,15 +113,24 @@ def metadata_properties(data: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def files_hfile(records: list[dict[str, object]]) -> bytes:
-    """A ``files``-partition base HFile holding ``records`` (as Hudi's base files are
-    written: the writer schema and min/max record keys in the file info)."""
-    cells = encode_cells(records)
-    info = {"schema": schema_json().encode()}
-    if cells:
-        info["minRecordKey"] = cells[0][0]
-        info["maxRecordKey"] = cells[-1][0]
-    return write_hfile(cells, info, create_time_ms=int(time.time() * 1000))
+def files_hfile(
+    records: Sequence[Mapping[str, Any]], table_version: int, create_time_ms: int | None = None
+) -> bytes:
+    """A ``files``-partition base HFile holding ``records``, as Hudi writes base files: the
+    writer schema, a ``DYNAMIC_V0`` bloom filter of the record keys (10000 entries per row,
+    fpp 1e-9: Hudi's metadata-table settings) as meta block ``bloomFilter`` with its type
+    code, and the min/max record keys in the file info."""
+    cells = encode_cells(records, table_version)
+    keys = pa.array([row.decode() for row, _ in cells], pa.string())
+    bloom = build_filter(keys, _BLOOM).serialize().encode("ascii")
+    info = {
+        "schema": schema_json(table_version).encode(),
+        "bloomFilterTypeCode": DYNAMIC_V0.encode(),
+        "minRecordKey": cells[0][0] if cells else b"",
+        "maxRecordKey": cells[-1][0] if cells else b"",
+    }
+    created = int(time.time() * 1000) if create_time_ms is None else create_time_ms
+    return write_hfile(cells, info, meta_blocks=[("bloomFilter", bloom)], create_time_ms=created)
 
 
 def initialise_metadata_table(storage: Storage, data_properties: Mapping[str, str]) -> None:
@@ -140,9 +154,8 @@ def initialise_metadata_table(storage: Storage, data_properties: Mapping[str, st
     write_requested(mdt, config, DELTA_COMMIT, INIT_INSTANT)
     write_inflight(mdt, config, DELTA_COMMIT, INIT_INSTANT)
     base = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, INIT_INSTANT, "hfile")
-    content = files_hfile(
-        [{"key": ALL_PARTITIONS, "type": PARTITION_LIST, "filesystemMetadata": {}}]
-    )
+    record = {"key": ALL_PARTITIONS, "type": PARTITION_LIST, "filesystemMetadata": {}}
+    content = files_hfile([record], config.table_version)
     mdt.put(f"{FILES_PARTITION}/{base}", content)
     log = log_file_name(FILES_FILE_ID, INIT_INSTANT, 1, _WRITE_TOKEN)
     block = encode_log_block(
@@ -164,7 +177,7 @@ def initialise_metadata_table(storage: Storage, data_properties: Mapping[str, st
     meta = CommitMetadata(
         partition_to_write_stats={FILES_PARTITION: stats},
         operation_type="BULK_INSERT_PREPPED",
-        extra_metadata={"schema": schema_json()},
+        extra_metadata={"schema": schema_json(config.table_version)},
     )
     complete(
         mdt, config, DELTA_COMMIT, INIT_INSTANT, encode_commit_metadata(meta, config.table_version)
