@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
@@ -100,9 +101,8 @@ def parse_file_actions(
     schema = file_action_json_schema(physical_partition_columns)
     if not chunks:
         return schema.empty_table()
-    data = b"\n".join(chunks)
     try:
-        actions = _read_json(data, schema)
+        actions = _read_json_pieces(chunks, schema)
     except (pa.ArrowInvalid, ValueError) as exc:
         _raise_for_json(chunks, files, schema, exc)
     check_file_actions(
@@ -124,13 +124,56 @@ def _raise_for_json(
 
 
 _BLOCK_SIZE = 8 << 20
+_PARSE_THREADS = 4
+
+
+def _read_json_pieces(chunks: Sequence[bytes], schema: pa.Schema) -> pa.Table:
+    """Parse commits as ``_read_json`` would parse them joined by newlines, in log order.
+
+    The text is cut (at line ends) into pieces of about ``_BLOCK_SIZE`` parsed on parallel
+    threads, one block each: faster than the reader's own block threads, and only a big
+    commit is copied (commits are grouped, not joined into one buffer).
+    """
+    pieces = list(_json_pieces(chunks))
+    if len(pieces) == 1:
+        return _read_json(pieces[0], schema)
+    threads = max(1, min(_PARSE_THREADS, os.cpu_count() or 1, len(pieces)))
+    with ThreadPoolExecutor(threads) as pool:
+        tables = list(pool.map(lambda piece: _read_json(piece, schema, whole=True), pieces))
+    return pa.concat_tables(tables)
+
+
+def _json_pieces(chunks: Sequence[bytes]) -> Iterator[bytes]:
+    group: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        if size and size + len(chunk) > _BLOCK_SIZE:
+            yield b"\n".join(group)
+            group, size = [], 0
+        if len(chunk) <= _BLOCK_SIZE:
+            group.append(chunk)
+            size += len(chunk) + 1
+            continue
+        start = 0
+        while len(chunk) - start > _BLOCK_SIZE:
+            end = chunk.find(b"\n", start + _BLOCK_SIZE)
+            if end < 0:
+                break
+            yield chunk[start:end]
+            start = end + 1
+        group, size = [chunk[start:]], len(chunk) - start + 1
+    if group:
+        yield b"\n".join(group)
+
+
 # A line whose value starts with null. (JSON strings hold no raw line breaks, so every "\n"
 # in a commit ends a line; the search for the literal "\n" prefix is fast.)
 _NULL_FIRST_LINE = re.compile(rb"[ \t\r\n]*null")
 _NULL_LINE = re.compile(rb"\n[ \t\r]*null")
 
 
-def _read_json(data: bytes, schema: pa.Schema) -> pa.Table:
+def _read_json(data: bytes, schema: pa.Schema, whole: bool = False) -> pa.Table:
+    """Parse JSON lines (``whole``: as one block, on this thread only)."""
     if not data or (len(data) < 4096 and not data.strip()):
         return schema.empty_table()
     if _NULL_FIRST_LINE.match(data) or _NULL_LINE.search(data):
@@ -142,7 +185,11 @@ def _read_json(data: bytes, schema: pa.Schema) -> pa.Table:
     try:
         table = pj.read_json(
             io.BytesIO(data),
-            read_options=pj.ReadOptions(block_size=_BLOCK_SIZE),
+            read_options=(
+                pj.ReadOptions(block_size=len(data) + 1, use_threads=False)
+                if whole
+                else pj.ReadOptions(block_size=_BLOCK_SIZE)
+            ),
             parse_options=parse,
         )
     except pa.ArrowInvalid as exc:

@@ -50,13 +50,14 @@ def commit_adds(actions: pa.Table) -> tuple[pa.Table, np.ndarray]:
 
     Returns the adds and, for every add-or-remove row in log order, whether it is an add.
     """
-    add = actions.column("add").combine_chunks()
-    remove = actions.column("remove").combine_chunks()
+    add, remove = actions.column("add"), actions.column("remove")
     is_add = pc.is_valid(pc.struct_field(add, "path"))
     is_remove = pc.is_valid(pc.struct_field(remove, "path"))
     file_rows = pc.or_(is_add, is_remove)
+    # Chunk by chunk: no combined copy of the (large) stats text, one filtered copy.
+    kept = add.filter(is_add)
     adds = pa.Table.from_arrays(
-        [pc.struct_field(add, c).filter(is_add) for c in _ADD_CHILDREN], names=list(_ADD_CHILDREN)
+        [pc.struct_field(kept, c) for c in _ADD_CHILDREN], names=list(_ADD_CHILDREN)
     )
     return adds, is_add.filter(file_rows).to_numpy(zero_copy_only=False)
 
@@ -79,8 +80,7 @@ def reconcile(
     if actions.num_rows == 0:
         return cp
     new_adds, is_add = commit_adds(actions)
-    add = actions.column("add").combine_chunks()
-    remove = actions.column("remove").combine_chunks()
+    add, remove = actions.column("add"), actions.column("remove")
     file_rows = pc.or_(
         pc.is_valid(pc.struct_field(add, "path")), pc.is_valid(pc.struct_field(remove, "path"))
     )
