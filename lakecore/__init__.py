@@ -36,6 +36,7 @@ from lakecore.errors import (
 )
 from lakecore.format import Capability, WritableFormat, require
 from lakecore.model.history import HistoryEntry
+from lakecore.model.metrics import WriteMetrics, WriteResult
 from lakecore.plugins import load_registry
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage, open_storage
@@ -254,6 +255,8 @@ __all__ = [
     "UnknownFormatError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
+    "WriteMetrics",
+    "WriteResult",
     "create",
     "is_table",
     "migrate",

@@ -129,7 +129,7 @@ def hudi_write_demo(console: Console) -> None:
             },
         )
         console.rule(f"writing a Hudi merge-on-read table {uri}")
-        first = table.append(rows)
+        first = table.append(rows).version
         table.upsert(pa.table({"id": ["t2", "t4"], "ts": [2, 2], "fare": [25.0, 40.0],
                                "city": ["sf", "nyc"]}))  # fmt: skip
         table.delete("id = 't1'")

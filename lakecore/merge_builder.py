@@ -12,6 +12,7 @@ from lakecore.model.merge import MergeClause, MergeClauses, check_clause_order
 
 if TYPE_CHECKING:
     from lakecore.expr.assign import SetValue
+    from lakecore.model.metrics import WriteResult
     from lakecore.planning.merge_eval import MergeOn
     from lakecore.table import Table
 
@@ -126,8 +127,9 @@ class MergeBuilder:
         table."""
         return self._add("not_matched_by_source", "delete", None, condition, predicate)
 
-    def execute(self) -> int | str:
-        """Run the merge and commit it; returns the new version.
+    def execute(self) -> WriteResult:
+        """Run the merge and commit it; returns the ``WriteResult``: the new version and the
+        rows inserted/updated/deleted/copied and files written.
 
         Raises ``InvalidArgumentError`` for a merge without clauses (as deltalake),
         ``MergeConflictError`` when a target row matches several source rows, and the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -31,6 +32,7 @@ from lakecore.format import (
 from lakecore.merge_builder import MergeBuilder
 from lakecore.model.actions import CommitInfo, SetProperties
 from lakecore.model.history import HistoryEntry
+from lakecore.model.metrics import WriteResult, index_change
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore.transaction import Transaction
@@ -318,21 +320,29 @@ class Table:
         self._latest = snapshot
         return Transaction(self, snapshot, app_metadata, timestamp_ms)
 
-    def _run(self, stage: Callable[[Transaction], None]) -> int | str:
-        """Stage and commit one operation.
+    def _run(self, stage: Callable[[Transaction], None]) -> WriteResult:
+        """Stage and commit one operation; return its version and metrics.
 
-        Storage faults are typed: before the commit ``CommitStorageError`` (nothing landed),
-        during it ``CommitStateUnknownError`` unless the format resolved the outcome.
+        An operation that staged nothing commits nothing: its result has the current
+        version and ``committed=False``. Storage faults are typed: before the commit
+        ``CommitStorageError`` (nothing landed), during it ``CommitStateUnknownError`` unless
+        the format resolved the outcome.
         """
         with storage_faults(f"writing to {self.uri}"):
             with self.transaction() as tx:
                 stage(tx)
-            if tx.version is None:
-                return self._format.latest_version(self._storage)
-            return tx.version
+            if tx.result is None:
+                version = self._format.latest_version(self._storage)
+                return WriteResult.of(
+                    version, tx.operation, tx.metrics, tx.elapsed(), committed=False
+                )
+            return tx.result
 
-    def append(self, data: Any) -> int | str:
-        """Append rows (pyarrow Table/RecordBatch/RecordBatchReader, pandas); returns the version.
+    def append(self, data: Any) -> WriteResult:
+        """Append rows (pyarrow Table/RecordBatch/RecordBatchReader, pandas).
+
+        Returns the ``WriteResult`` (``.version`` committed, rows/files/bytes written), as
+        every write does.
 
         Raises ``SchemaError`` for data that does not fit the schema and
         ``ConstraintViolationError`` for rows that break NOT NULL, CHECK or append-only rules;
@@ -340,7 +350,7 @@ class Table:
         """
         return self._run(lambda tx: tx.append(data))
 
-    def overwrite(self, data: Any, where: str | None = None) -> int | str:
+    def overwrite(self, data: Any, where: str | None = None) -> WriteResult:
         """Replace the rows matching ``where`` (all rows if None) by ``data``.
 
         With ``where``, every row of ``data`` must match it (else ``ConstraintViolationError``).
@@ -348,12 +358,12 @@ class Table:
         self._require(Capability.OVERWRITE)
         return self._run(lambda tx: tx.overwrite(data, where))
 
-    def delete(self, where: str | None = None) -> int | str:
+    def delete(self, where: str | None = None) -> WriteResult:
         """Delete the rows matching the SQL predicate ``where`` (all rows if None)."""
         self._require(Capability.DELETE)
         return self._run(lambda tx: tx.delete(where))
 
-    def update(self, set: Mapping[str, SetValue], where: str | None = None) -> int | str:
+    def update(self, set: Mapping[str, SetValue], where: str | None = None) -> WriteResult:
         """Set columns where the Spark SQL predicate ``where`` holds (every row if None).
 
         Each value of ``set`` is SQL text (``{"price": "price * 2"}``), a
@@ -367,8 +377,8 @@ class Table:
         self._require(Capability.UPDATE)
         return self._run(lambda tx: tx.update(set, where))
 
-    def upsert(self, data: Any) -> int | str:
-        """Insert ``data``, replacing the rows whose record key already exists; returns the version.
+    def upsert(self, data: Any) -> WriteResult:
+        """Insert ``data``, replacing the rows whose record key already exists.
 
         Formats whose tables have record keys only (capability ``upsert``, e.g. Hudi); others
         raise ``UnsupportedFeatureError`` before any IO (use ``merge`` with explicit key
@@ -463,13 +473,14 @@ class Table:
                 f"up through the {' or '.join(others)} table's own maintenance instead",
             )
 
-    def restore(self, version: int | str) -> int | str:
-        """Commit a new version whose rows are those of ``version``; returns it."""
+    def restore(self, version: int | str) -> WriteResult:
+        """Commit a new version whose rows are those of ``version`` (the files it brings back
+        are ``files_added``; no row is written)."""
         fmt = self._maintainable(Capability.RESTORE)
         return self._run(lambda tx: tx.stage(*fmt.restore(self._storage, tx.snapshot, version)))
 
-    def optimize(self, target_file_size: int | None = None) -> int | str:
-        """Compact small files (rows unchanged, ``dataChange=false``); returns the version.
+    def optimize(self, target_file_size: int | None = None) -> WriteResult:
+        """Compact small files (rows unchanged, ``dataChange=false``: ``rows_copied``).
 
         ``InvalidArgumentError`` for a target size that is not a positive integer.
         """
@@ -485,16 +496,28 @@ class Table:
         self._require(capability)
         return cast(MergeOnReadFormat, self._format)
 
-    def compact(self) -> int | str | None:
-        """Merge log files into new base files (Hudi MoR compaction); returns the instant.
+    def compact(self) -> WriteResult | None:
+        """Merge log files into new base files (Hudi MoR compaction); returns the instant
+        (``.version``) and what it rewrote (base and log files removed, base files added,
+        their rows as ``rows_copied``: compaction changes no row).
 
-        Returns None when no file slice has log files. Rows are unchanged. Raises
-        ``StorageError`` when the storage fails.
+        Returns None when no file slice has log files. Raises ``StorageError`` when the
+        storage fails.
         """
+        started = time.monotonic()
         fmt = self._merge_on_read(Capability.COMPACT)
         snapshot = self.snapshot()
         with storage_faults(f"compacting {self.uri}", StorageError):
-            return fmt.compact(self._storage, snapshot)
+            instant = fmt.compact(self._storage, snapshot)
+            if instant is None:
+                return None
+            # Counted from the two file indexes: the files compaction stopped and started
+            # reading (log files' sizes are not in the index: their heads are read).
+            after = self.snapshot(instant)
+            metrics = index_change(
+                snapshot.files(), after.files(), lambda p: self._storage.head(p).size
+            )
+        return WriteResult.of(instant, "COMPACTION", metrics, time.monotonic() - started)
 
     def clean(self, retain_commits: int = 10) -> list[str]:
         """Delete files only the commits before the last ``retain_commits`` need (Hudi clean).
@@ -542,8 +565,8 @@ class Table:
         with storage_faults(f"deleting tag {name!r} of {self.uri}", StorageError):
             fmt.delete_tag(self._storage, name)
 
-    def set_properties(self, properties: dict[str, str | None]) -> int | str:
-        """Set table properties (a value of None unsets the key); returns the new version."""
+    def set_properties(self, properties: dict[str, str | None]) -> WriteResult:
+        """Set table properties (a value of None unsets the key)."""
         self._require(Capability.SET_PROPERTIES)
         changes = {k: (None if v is None else str(v)) for k, v in properties.items()}
         return self._run(
@@ -552,7 +575,7 @@ class Table:
             )
         )
 
-    def add_constraint(self, name: str, sql: str) -> int | str:
+    def add_constraint(self, name: str, sql: str) -> WriteResult:
         """Add a CHECK constraint; every existing row must satisfy it.
 
         Raises ``ConstraintViolationError`` (naming how many rows fail) or ``PredicateError``
@@ -587,7 +610,7 @@ class Table:
 
         return self._run(check_and_stage)
 
-    def drop_constraint(self, name: str) -> int | str:
+    def drop_constraint(self, name: str) -> WriteResult:
         """Remove a CHECK constraint; raises ``SchemaError`` if there is none of that name."""
         self._require(Capability.CONSTRAINTS)
         return self._run(

@@ -23,8 +23,16 @@ from lakecore.errors import (
 from lakecore.faults import storage_faults
 from lakecore.format.capabilities import Capability
 from lakecore.format.committer import Committer, Prepared
-from lakecore.model.actions import Action, AddFiles, CommitInfo, Committed, SetTransaction
+from lakecore.model.actions import (
+    Action,
+    AddFiles,
+    CommitInfo,
+    Committed,
+    SetTransaction,
+    action_metrics,
+)
 from lakecore.model.files import PATH
+from lakecore.model.metrics import WriteMetrics, WriteResult, file_metrics, record_count
 from lakecore.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -70,8 +78,11 @@ class Transaction:
         self._committer: Committer | None = None
         self._app_metadata = {str(k): str(v) for k, v in (app_metadata or {}).items()}
         self._timestamp_ms = timestamp_ms
+        self._started = time.monotonic()
         self.version: int | str | None = None
         """The committed version, once committed."""
+        self.result: WriteResult | None = None
+        """The committed version and what the transaction wrote, once committed."""
 
     @property
     def snapshot(self) -> Snapshot:
@@ -79,11 +90,31 @@ class Transaction:
         return self._snapshot
 
     def stage(self, actions: list[Action], info: CommitInfo) -> None:
-        """Add already-planned actions (what ``append``/``delete``/... produce)."""
+        """Add already-planned actions (what ``append``/``delete``/... produce).
+
+        ``info.metrics`` counts what they wrote; when None, the files and bytes of the
+        neutral file actions are counted (``action_metrics``).
+        """
         if self._state != OPEN:
             raise CommitError(f"the transaction is already {self._state}")
+        if info.metrics is None:
+            info = replace(info, metrics=action_metrics(actions))
         self._actions.extend(actions)
         self._operations.append(info)
+
+    @property
+    def metrics(self) -> WriteMetrics:
+        """What the staged operations wrote so far (their sum)."""
+        return sum((i.metrics or WriteMetrics() for i in self._operations), WriteMetrics())
+
+    @property
+    def operation(self) -> str:
+        """The operation the commit records (``"WRITE"``, ``"DELETE"``, ``"A + B"``, ...)."""
+        return _merge_infos(self._operations).operation if self._operations else ""
+
+    def elapsed(self) -> float:
+        """Seconds since the transaction started."""
+        return time.monotonic() - self._started
 
     def _writer(self) -> Any:
         return self._table._format_writer(self._snapshot, self._timestamp_ms)
@@ -167,10 +198,9 @@ class Transaction:
                 )
             if not path.lower().endswith(".parquet"):
                 raise InvalidArgumentError(f"cannot adopt {path!r}: it is not a .parquet file")
-        self.stage(
-            [AddFiles(files, owned=False)],
-            CommitInfo("ADOPT FILES", {"adoptedFiles": str(files.num_rows)}),
-        )
+        adopted = file_metrics([files], []).with_rows(inserted=record_count(files))
+        info = CommitInfo("ADOPT FILES", {"adoptedFiles": str(files.num_rows)}, metrics=adopted)
+        self.stage([AddFiles(files, owned=False)], info)
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
         """Record that ``app_id`` wrote its ``version`` in this commit (``txn`` action).
@@ -180,8 +210,9 @@ class Transaction:
         self._table._require(Capability.APP_TRANSACTIONS)
         self.stage([SetTransaction(app_id, int(version))], CommitInfo("SET TRANSACTION"))
 
-    def commit(self) -> int | str:
-        """Commit the staged changes; returns the new version.
+    def commit(self) -> WriteResult:
+        """Commit the staged changes; returns the new version and what was written
+        (``WriteResult``; also kept as ``result``, the version as ``version``).
 
         Retries after concurrent commits that do not conflict; raises ``CommitConflictError``
         naming the winning version otherwise, and on storage faults ``CommitStorageError``
@@ -201,6 +232,7 @@ class Transaction:
                 app_metadata={**info.app_metadata, **self._app_metadata},
                 timestamp_ms=self._timestamp_ms,
             )
+        info = replace(info, elapsed_ms=int(self.elapsed() * 1000))
         try:
             with storage_faults("preparing the commit"):
                 prepared = committer.prepare(self._actions, info)
@@ -217,7 +249,9 @@ class Transaction:
             self._abort_quietly()
             raise
         self._state = COMMITTED
-        return self.version
+        metrics = info.metrics or WriteMetrics()
+        self.result = WriteResult.of(self.version, info.operation, metrics, self.elapsed())
+        return self.result
 
     def abort(self) -> None:
         """Drop the staged changes and delete what the transaction wrote.
@@ -276,14 +310,16 @@ class Transaction:
 
 def _merge_infos(infos: list[CommitInfo]) -> CommitInfo:
     real = [i for i in infos if i.operation != "SET TRANSACTION"] or infos
+    metrics = sum((i.metrics or WriteMetrics() for i in infos), WriteMetrics())
     if len(real) == 1:
-        return real[0]
+        return replace(real[0], metrics=metrics)
     predicates = [i.read_predicate for i in real if i.read_predicate]
     return CommitInfo(
         operation=" + ".join(i.operation for i in real) if real else "WRITE",
         parameters={"operations": [i.operation for i in real]},
         read_predicate=" OR ".join(f"({p})" for p in predicates) if predicates else None,
         read_whole_table=any(i.read_whole_table for i in real),
+        metrics=metrics,
     )
 
 

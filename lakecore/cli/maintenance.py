@@ -24,6 +24,7 @@ from lakecore.cli.base import (
     progress,
     working,
 )
+from lakecore.cli.write_metrics import metrics_doc, metrics_text
 
 
 def _report(as_json: bool, document: dict[str, Any], text: str, paths: Sequence[str] = ()) -> None:
@@ -105,20 +106,22 @@ def optimize(
     before = table.snapshot()
     files_before = before.files().num_rows
     with working("optimize: rewriting small files"):
-        version = table.optimize(target_file_size)
+        result = table.optimize(target_file_size)
+    version = result.version
     files_after = table.snapshot(version).files().num_rows
-    changed = version != before.version
     text = (
-        f"optimize: {files_before} -> {files_after} file(s), version {version}"
-        if changed
+        f"optimize: {files_before} -> {files_after} file(s), version {version}\n"
+        + metrics_text(result)
+        if result.committed
         else f"optimize: nothing to do ({files_before} file(s), version {version})"
     )
     doc = doc_header(table) | {
         "operation": "optimize",
         "version": version,
-        "committed": changed,
+        "committed": result.committed,
         "files_before": files_before,
         "files_after": files_after,
+        "metrics": metrics_doc(result),
     }
     _report(as_json, doc, text)
 
@@ -133,13 +136,15 @@ def compact(
     """Merge log files into new base files (Hudi merge-on-read compaction)."""
     table = open_table(uri, fmt, storage_options)
     with working("compact: merging log files"):
-        instant = table.compact()
-    text = (
-        "compact: no file slice has log files, nothing to do"
-        if instant is None
-        else f"compact: wrote version {instant}"
-    )
-    _report(as_json, doc_header(table) | {"operation": "compact", "version": instant}, text)
+        result = table.compact()
+    doc: dict[str, Any]
+    if result is None:
+        text = "compact: no file slice has log files, nothing to do"
+        doc = {"operation": "compact", "version": None}
+    else:
+        text = f"compact: wrote version {result.version}\n{metrics_text(result)}"
+        doc = {"operation": "compact", "version": result.version, "metrics": metrics_doc(result)}
+    _report(as_json, doc_header(table) | doc, text)
 
 
 @command()
@@ -170,11 +175,13 @@ def restore(
     """Commit a new version whose rows are those of VERSION (Delta, Lance)."""
     table = open_table(uri, fmt, storage_options)
     restored = given_version(version)
-    new_version = table.restore(restored)
+    result = table.restore(restored)
+    doc = {"operation": "restore", "restored": restored, "version": result.version}
     _report(
         as_json,
-        doc_header(table) | {"operation": "restore", "restored": restored, "version": new_version},
-        f"restore: version {new_version} holds the rows of version {restored}",
+        doc_header(table) | doc | {"metrics": metrics_doc(result)},
+        f"restore: version {result.version} holds the rows of version {restored}\n"
+        + metrics_text(result),
     )
 
 

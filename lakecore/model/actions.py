@@ -7,10 +7,13 @@ file).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+
+from lakecore.model.metrics import WriteMetrics, file_metrics, record_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +143,15 @@ class CommitInfo:
     ``HistoryEntry.timestamp``, ``snapshot(timestamp=...)``), and raise ``CommitError`` when
     it is not later than the base version's timestamp; others must raise
     ``UnsupportedFeatureError`` when it is set."""
+    metrics: WriteMetrics | None = None
+    """What the operation wrote, counted by the writer from the files it wrote and the rows
+    it changed (``lakecore.model.metrics``). None: the transaction counts the files and bytes
+    of the neutral ``AddFiles``/``RemoveFiles`` actions (and rows of ``data_change=False``
+    adds as copied). A transaction's commit carries the sum over its operations; formats
+    record it where they keep operation metrics (Delta: ``commitInfo.operationMetrics``)."""
+    elapsed_ms: int | None = None
+    """Milliseconds from the transaction's start until its commit was prepared (set by the
+    transaction; Delta records it as ``executionTimeMs``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +169,18 @@ class Conflict:
 
 
 CommitOutcome = Committed | Conflict
+
+
+def action_metrics(actions: Sequence[Action]) -> WriteMetrics:
+    """Files and bytes of the neutral file actions: ``AddFiles`` rows added, ``RemoveFiles``
+    rows removed (a path re-added by ``DeleteRows``, a file that only gained deletes, counts
+    in neither); rows of ``data_change=False`` adds (a rewrite: optimize) count as copied.
+    Format payloads (``FormatPayload``) count nothing: their writer must count."""
+    added = [a.files for a in actions if isinstance(a, AddFiles)]
+    kept = [a.files for a in actions if isinstance(a, DeleteRows)]
+    removed = [a.files for a in actions if isinstance(a, RemoveFiles)]
+    metrics = file_metrics(added, removed, kept)
+    copied = sum(
+        record_count(a.files) for a in actions if isinstance(a, AddFiles) and not a.data_change
+    )
+    return metrics.with_rows(copied=copied)

@@ -42,6 +42,7 @@ from lakecore.errors import (
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.format import Capability, FormatWriter, WritableFormat, require
 from lakecore.format.writing import DataFileWriter
+from lakecore.model.metrics import WriteMetrics, WriteResult
 from lakecore.model.schema import is_ordered_scalar
 from lakecore.plugins import load_registry
 from lakecore.snapshot import Snapshot
@@ -74,16 +75,17 @@ def write(
     *,
     format: str | None = None,
     properties: Mapping[str, str] | None = None,
-) -> int | str:
-    """Write ``df`` to the table at ``uri`` and return the committed version.
+) -> WriteResult:
+    """Write ``df`` to the table at ``uri``; return the ``WriteResult`` (``.version``
+    committed, files and rows written, as ``Table.append`` returns).
 
     The table's format writes the data files inside Spark tasks (each task writes its
     partition's rows, checked as ``Table.append`` checks them); lakecore commits them as one
     version, with the usual conflict checks and retries. A missing table is first created
     (version 0) as ``format`` (Delta by default) from the DataFrame's schema, every column
     nullable, partitioned by ``partition_by``, with ``properties`` (Hudi needs its
-    ``record_key`` there); a first write then returns version 1 (Hudi: its instant time).
-    Appending no rows commits nothing and returns the current version.
+    ``record_key`` there); a first write then commits version 1 (Hudi: its instant time).
+    Appending no rows commits nothing (``committed=False``, the current version).
 
     Args:
         df: the rows to write; its columns must be the table's, by name (any order) and type
@@ -114,8 +116,9 @@ def write(
         >>> spark = lakecore.spark.session("local[2]")  # doctest: +SKIP
         >>> rows = [(1, "eu"), (2, "us")]
         >>> df = spark.createDataFrame(rows, "id long, region string")  # doctest: +SKIP
-        >>> lakecore.spark.write(df, "/tmp/events", partition_by=["region"])  # doctest: +SKIP
-        1
+        >>> result = lakecore.spark.write(df, "/tmp/events")  # doctest: +SKIP
+        >>> result.version, result.rows_inserted  # doctest: +SKIP
+        (1, 2)
         >>> lakecore.open("/tmp/events").to_arrow().num_rows  # doctest: +SKIP
         2
     """
@@ -145,7 +148,9 @@ def write(
         files = write_files(ordered, file_writer)
         if mode == "append" and files.num_rows == 0:
             writer.discard(file_writer)
-            return snapshot.version
+            return WriteResult.of(
+                snapshot.version, "WRITE", WriteMetrics(), tx.elapsed(), committed=False
+            )
         actions, info = writer.add_files(file_writer, files, mode, where)
         tx.stage(actions, info)
         return tx.commit()

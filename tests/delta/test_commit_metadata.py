@@ -93,7 +93,7 @@ def test_app_metadata_survives_a_rebase(tmp_path: Path) -> None:
     tx = t.transaction(app_metadata={"k": "v"})
     tx.append(rows(1))
     lakecore.open(t.uri).append(rows(2))  # wins version 1; the appends do not conflict
-    assert tx.commit() == 2
+    assert tx.commit().version == 2
     assert lakecore.open(t.uri).history(1)[0].app_metadata == {"k": "v"}
 
 
@@ -203,7 +203,7 @@ def test_a_concurrent_commit_before_the_given_time_rebases(tmp_path: Path) -> No
     tx = t.transaction(timestamp_ms=FUTURE)
     tx.append(rows(1))
     lakecore.open(t.uri).append(rows(2))
-    assert tx.commit() == 2
+    assert tx.commit().version == 2
     assert commit_info(t, 2)["inCommitTimestamp"] == FUTURE
     assert lakecore.open(t.uri).snapshot(timestamp=FUTURE - 1).version == 1
 

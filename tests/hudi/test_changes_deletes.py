@@ -236,7 +236,7 @@ def test_empty_table_has_no_changes(tmp_path: Path) -> None:
 def test_start_whose_previous_version_is_archived_raises(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = create(root)
-    first = table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x")))
+    first = table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"))).version
     second = upsert(table, rows((1, "A", 2, "x")))
     third = upsert(table, rows((2, "B", 3, "x")))
     # Archive the first instant as far as readers can tell: its timeline files leave the
@@ -350,7 +350,7 @@ def _cdc_table(root: Path, mode: str) -> tuple[Table, list[str]]:
         f.write(
             f"hoodie.table.cdc.enabled=true\nhoodie.table.cdc.supplemental.logging.mode={mode}\n"
         )
-    first = str(table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"))))
+    first = str(table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"))).version)
     second = str(upsert(table, rows((1, "A", 2, "x"))))
     table.delete("id = 2")
     return table, [first, second, str(table.version)]

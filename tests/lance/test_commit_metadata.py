@@ -58,7 +58,7 @@ def test_app_metadata_is_the_transactions_properties(tmp_path: Path) -> None:
     with table.transaction(app_metadata=meta) as tx:
         tx.append(rows(1, 2))
         tx.delete("id = 1")
-    version = table.append(rows(3))  # none
+    version = table.append(rows(3)).version  # none
     dataset = lance.dataset(str(path))
     assert dataset.read_transaction(version - 1).transaction_properties == meta
     assert not dataset.read_transaction(version).transaction_properties
@@ -118,7 +118,7 @@ def test_app_metadata_survives_a_rebase(tmp_path: Path) -> None:
     tx = table.transaction(app_metadata={"k": "v"})
     tx.append(rows(1))
     lance.write_dataset(rows(2), str(path), mode="append")  # wins the race
-    version = int(tx.commit())
+    version = int(tx.commit().version)
     assert version == 3
     assert table.history(1)[0].app_metadata == {"k": "v"}
     assert lance.dataset(str(path)).read_transaction(3).transaction_properties == {"k": "v"}
@@ -196,6 +196,6 @@ def test_a_timestamp_is_checked_again_against_a_concurrent_winner(tmp_path: Path
         late.commit()
     assert type(raised.value) is CommitConflictError
     assert raised.value.winning_version == 2
-    assert ahead.commit() == 3  # rebased: still later than the winner
+    assert ahead.commit().version == 3  # rebased: still later than the winner
     assert table.snapshot(3).timestamp == base + 3_600_000
     assert ids(table) == [2, 3]

@@ -57,7 +57,7 @@ class Replace:
         self.tx.stage(*self.writer.replace_files(self.file_writer, self.files, self.removed))
 
     def commit(self) -> int:
-        return int(self.tx.commit())
+        return int(self.tx.commit().version)
 
 
 def parts_schema_empty() -> pa.Table:

@@ -173,7 +173,7 @@ def test_large_deletes_write_a_bitmap_and_small_ones_arrow(tmp_path: Path) -> No
 def test_bad_input_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "bad"
     table = lakecore.create(str(path), SCHEMA, format="lance")
-    version = table.append(rows([1]))
+    version = table.append(rows([1])).version
     with pytest.raises(SchemaError):
         table.append(pa.table({"id": ["x"]}))
     with pytest.raises(SchemaError):
@@ -204,10 +204,10 @@ def test_restore_commits_an_older_versions_content(tmp_path: Path) -> None:
     path = tmp_path / "r"
     table = lakecore.create(str(path), SCHEMA, format="lance")
     table.append(rows([1, 2, 3]))
-    with_deletion = table.delete("id = 2")
+    with_deletion = table.delete("id = 2").version
     lance.dataset(str(path)).tags.create("before-overwrite", with_deletion)
     table.overwrite(rows([9]))
-    restored = table.restore(with_deletion)
+    restored = table.restore(with_deletion).version
     assert lakecore_rows(path).column("id").to_pylist() == [1, 3]
     table.append(rows([4]))  # new fragment ids stay unique past the restore
     assert sorted(int(f.id) for f in manifest(path, table.version).fragments) == [0, 2]

@@ -41,8 +41,8 @@ def test_two_appends_from_one_snapshot_both_land(tmp_path: Path) -> None:
     first, second = table.transaction(), table.transaction()
     first.append(rows([7]))
     second.append(rows([8]))
-    won = first.commit()
-    assert second.commit() == int(won) + 1
+    won = first.commit().version
+    assert second.commit().version == int(won) + 1
     assert ids(table) == [1, 2, 3, 4, 5, 6, 7, 8]
     assert assert_same_as_pylance(tmp_path / "t") == 5
 
@@ -67,7 +67,7 @@ def test_a_delete_racing_a_delete_on_one_fragment_conflicts(tmp_path: Path) -> N
     staged = files(path)
     second.delete("id = 2")
     losers = files(path) - staged
-    won = first.commit()
+    won = first.commit().version
     with pytest.raises(CommitConflictError) as info:
         second.commit()
     assert info.value.winning_version == won

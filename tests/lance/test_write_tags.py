@@ -15,7 +15,7 @@ from tests.lance.helpers import lance
 def test_tags_as_pylance_writes_them(tmp_path: Path) -> None:
     path = tmp_path / "t"
     table = lakecore.create(str(path), pa.schema([("id", pa.int64())]), format="lance")
-    first = int(table.append(pa.table({"id": [1]})))
+    first = int(table.append(pa.table({"id": [1]})).version)
     table.append(pa.table({"id": [2]}))
     table.create_tag("first", first)
     assert lance.dataset(str(path)).tags.list()["first"]["version"] == first

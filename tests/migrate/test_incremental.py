@@ -43,7 +43,7 @@ def one_more_commit(kind: str, root: Path) -> int | str:
     """One more source commit, a row-level delete (a deletion vector, a Hudi delete, a Lance
     deletion file); returns its version. (One operation: a Hudi transaction of a delete and an
     append commits two instants.)"""
-    return lakecore.open(str(root)).delete("id = 4")
+    return lakecore.open(str(root)).delete("id = 4").version
 
 
 @pytest.mark.parametrize("history", [True, False], ids=["history", "latest"])

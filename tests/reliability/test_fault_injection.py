@@ -254,7 +254,7 @@ def test_a_failed_post_commit_checkpoint_is_a_warning(
     )
     faulty.arm(checkpoint_put, persistent=True)
     with caplog.at_level(logging.WARNING):
-        assert table.append(delta_rows(10, 11)) == 4
+        assert table.append(delta_rows(10, 11)).version == 4
     assert any("checkpoint of version 4 failed" in r.getMessage() for r in caplog.records)
     assert state("delta", root).version == 4
     assert not list((root / "_delta_log").glob("*4.checkpoint.parquet"))
@@ -278,7 +278,7 @@ def test_a_put_answered_exists_for_our_own_landed_request_is_our_commit(
 
     store = RetryingStore(faulty.inner)
     table = lakecore.open(str(root), storage=store)
-    assert table.append(delta_rows(10, 11)) == 4
+    assert table.append(delta_rows(10, 11)).version == 4
     assert lakecore.open(str(root)).version == 4  # committed once, not again as version 5
     assert state("delta", root).rows == with_rows("delta", before, delta_rows(10, 11))
 
@@ -302,7 +302,7 @@ def test_open_and_create_take_a_ready_storage(tmp_path: Path) -> None:
     assert table.storage is faulty
     assert [c.method for c in faulty.calls].count("put_if_absent") == 1  # commit 0
     faulty.reset()
-    assert lakecore.open(str(root), storage=faulty).append(delta_rows(1)) == 1
+    assert lakecore.open(str(root), storage=faulty).append(delta_rows(1)).version == 1
     assert any(c.path.endswith("00000000000000000001.json") for c in faulty.calls)
     with pytest.raises(InvalidArgumentError):
         lakecore.open(str(root), storage=faulty, storage_options={"anon": True})
@@ -378,7 +378,8 @@ def test_a_lost_reply_to_the_commit_put_on_s3_is_resolved(
     from lakecore.storage import open_storage
 
     lakecore.create(s3_uri, delta_rows(1).schema, storage_options=s3_storage_options)
-    assert lakecore.open(s3_uri, storage_options=s3_storage_options).append(delta_rows(1)) == 1
+    table = lakecore.open(s3_uri, storage_options=s3_storage_options)
+    assert table.append(delta_rows(1)).version == 1
     faulty = FaultyStorage(open_storage(s3_uri, s3_storage_options))
     table = lakecore.open(s3_uri, storage=faulty)
     faulty.arm(
@@ -386,7 +387,7 @@ def test_a_lost_reply_to_the_commit_put_on_s3_is_resolved(
         "after" if mode == "after" else "before",
         match=lambda c: c.method == "put_if_absent" and c.path.startswith("_delta_log/"),
     )
-    assert table.append(delta_rows(2)) == 2
+    assert table.append(delta_rows(2)).version == 2
     assert faulty.faults and faulty.faults[0].method == "put_if_absent"
     reread = lakecore.open(s3_uri, storage_options=s3_storage_options)
     assert reread.version == 2
@@ -435,6 +436,6 @@ def test_a_post_commit_checkpoint_that_fails_in_any_way_is_a_warning(
     copy_table(templates["delta"], root)
     monkeypatch.setattr(checkpoint_out, "write_checkpoint", broken)
     with caplog.at_level(logging.WARNING):
-        assert lakecore.open(str(root)).append(delta_rows(10)) == 4
+        assert lakecore.open(str(root)).append(delta_rows(10)).version == 4
     assert any("checkpoint of version 4 failed" in r.getMessage() for r in caplog.records)
     assert state("delta", root).version == 4

@@ -131,7 +131,7 @@ def test_a_completion_that_landed_or_can_be_retried_is_a_success(
     root, model = _table(tmp_path, version)
     flaky = FlakyStorage(str(root), Fault("put_if_absent", COMPLETED, mode))
     table = lakecore.open(str(root), storage=flaky)
-    version_out = table.upsert(rows((1, "b", 2, "x")))
+    version_out = table.upsert(rows((1, "b", 2, "x"))).version
     assert flaky.faults[0].struck == 1
     assert str(version_out) == str(lakecore.open(str(root)).version)
     assert_reads(root, model_of(rows((1, "b", 2, "x"))))

@@ -89,7 +89,7 @@ WORKER = textwrap.dedent(
             else:  # its own row only
                 staged = writer.delete(f"id = {1 + worker}")
             tx.stage(*staged)
-            version = tx.commit()
+            version = tx.commit().version
         except CommitConflictError:
             conflicts += 1
             continue

@@ -334,9 +334,9 @@ def test_new_instants_follow_every_instant_of_any_action_and_state(
     freeze_clock(monkeypatch)  # FROZEN is in 2031: later than every instant so far
     future = "20400101000000000"
     (root / ".hoodie" / "timeline" / f"{future}.clean.requested").write_bytes(b"")
-    version = table.append(rows((2, "b", 1, "y")))
+    version = table.append(rows((2, "b", 1, "y"))).version
     assert str(version) > future
-    again = table.append(rows((3, "c", 1, "z")))
+    again = table.append(rows((3, "c", 1, "z"))).version
     assert str(again) > str(version)
 
 

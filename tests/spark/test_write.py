@@ -79,7 +79,7 @@ def _leftovers(root: Path, table: lakecore.Table) -> set[str]:
 
 def test_round_trip_every_type(spark: Any, corpus: Path, tmp_path: Path) -> None:
     df = _df(spark)
-    version = lakecore.spark.write(df, str(tmp_path))
+    version = lakecore.spark.write(df, str(tmp_path)).version
     assert version == 1
     table = lakecore.open(str(tmp_path))
     expected = rows(corpus, to_arrow(df))
@@ -127,13 +127,13 @@ def test_append_twice_then_overwrite(spark: Any, corpus: Path, tmp_path: Path) -
     uri = str(tmp_path)
     first = spark.range(0, 10).selectExpr("id", "id * 2 as double_id")
     second = spark.range(10, 15).selectExpr("id", "id * 2 as double_id")
-    assert lakecore.spark.write(first, uri) == 1
-    assert lakecore.spark.write(second, uri, mode="append") == 2
+    assert lakecore.spark.write(first, uri).version == 1
+    assert lakecore.spark.write(second, uri, mode="append").version == 2
     both = rows(corpus, to_arrow(first.union(second)))
     assert rows(corpus, lakecore.open(uri).to_arrow()) == both
     assert _delta_rs_rows(corpus, uri) == both
     third = spark.range(100, 103).selectExpr("id", "id * 2 as double_id")
-    assert lakecore.spark.write(third, uri, mode="overwrite") == 3
+    assert lakecore.spark.write(third, uri, mode="overwrite").version == 3
     assert rows(corpus, lakecore.open(uri).to_arrow()) == rows(corpus, to_arrow(third))
     assert _delta_rs_rows(corpus, uri) == rows(corpus, to_arrow(third))
     assert rows(corpus, lakecore.open(uri).to_arrow(version=2)) == both  # time travel
@@ -153,7 +153,7 @@ as t(id, region, day, x)
 def test_partitioned_by_a_string_and_a_date(spark: Any, corpus: Path, tmp_path: Path) -> None:
     uri = str(tmp_path)
     df = spark.sql(PARTITION_SQL)
-    assert lakecore.spark.write(df, uri, partition_by=["region", "day"]) == 1
+    assert lakecore.spark.write(df, uri, partition_by=["region", "day"]).version == 1
     table = lakecore.open(uri)
     snapshot = table.snapshot()
     assert snapshot.partition_columns == ("region", "day")
@@ -163,7 +163,7 @@ def test_partitioned_by_a_string_and_a_date(spark: Any, corpus: Path, tmp_path: 
     assert table.scan("region = 'a/b=c%d'").to_arrow().column("id").to_pylist() == [2]
     assert table.scan("day IS NULL").explain().files_after_partition_pruning == 1
     # Appending keeps the table's partitioning; a different one is refused.
-    assert lakecore.spark.write(df.limit(1), uri) == 2
+    assert lakecore.spark.write(df.limit(1), uri).version == 2
     with pytest.raises(SchemaError, match="partitioned by"):
         lakecore.spark.write(df, uri, partition_by=["day"])
 
@@ -173,7 +173,7 @@ def test_overwrite_where_replaces_matching_rows(spark: Any, corpus: Path, tmp_pa
     df = spark.sql(PARTITION_SQL).drop("day")
     lakecore.spark.write(df, uri, partition_by=["region"])
     new = spark.sql("select * from values (10, 'eu', 0.5D) as t(id, region, x)")
-    assert lakecore.spark.write(new, uri, mode="overwrite", where="region = 'eu'") == 2
+    assert lakecore.spark.write(new, uri, mode="overwrite", where="region = 'eu'").version == 2
     ids = sorted(lakecore.open(uri).to_arrow().column("id").to_pylist())
     assert ids == [2, 3, 4, 10]
     assert sorted(r.split('"id":')[1].split(",")[0] for r in _delta_rs_rows(corpus, uri)) == [
@@ -204,7 +204,7 @@ def test_failed_writes_leave_no_files(spark: Any, tmp_path: Path) -> None:
     assert table.version == 0
     assert _old_dirs(tmp_path) == []
     ok = spark.sql("select * from values (1L, 1.0D) as t(id, x)")
-    assert lakecore.spark.write(ok, str(tmp_path)) == 1
+    assert lakecore.spark.write(ok, str(tmp_path)).version == 1
 
 
 def test_check_constraints_are_enforced(spark: Any, tmp_path: Path) -> None:
@@ -215,14 +215,14 @@ def test_check_constraints_are_enforced(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ConstraintViolationError, match="positive"):
         lakecore.spark.write(spark.range(-1, 2), str(tmp_path))
     assert table.version == 0 and _old_dirs(tmp_path) == []
-    assert lakecore.spark.write(spark.range(1, 3), str(tmp_path)) == 1
+    assert lakecore.spark.write(spark.range(1, 3), str(tmp_path)).version == 1
 
 
 def test_append_only_tables_refuse_overwrite(spark: Any, tmp_path: Path) -> None:
     lakecore.create(
         str(tmp_path), pa.schema([("id", pa.int64())]), properties={"delta.appendOnly": "true"}
     )
-    assert lakecore.spark.write(spark.range(3), str(tmp_path)) == 1
+    assert lakecore.spark.write(spark.range(3), str(tmp_path)).version == 1
     with pytest.raises(ConstraintViolationError, match="append-only"):
         lakecore.spark.write(spark.range(3), str(tmp_path), mode="overwrite")
     assert len(_old_dirs(tmp_path)) == 1
@@ -240,7 +240,7 @@ def test_schema_must_match(spark: Any, tmp_path: Path) -> None:
         with pytest.raises(SchemaError, match=message):
             lakecore.spark.write(spark.sql(sql), uri)
     # Column order does not matter; names and types do.
-    assert lakecore.spark.write(spark.sql("select 'b' as s, 2L as id"), uri) == 2
+    assert lakecore.spark.write(spark.sql("select 'b' as s, 2L as id"), uri).version == 2
     assert sorted(lakecore.open(uri).to_arrow().column("s").to_pylist()) == ["a", "b"]
     assert len(_old_dirs(tmp_path)) == 2
 
@@ -274,7 +274,7 @@ def test_column_mapped_tables_are_written(spark: Any, tmp_path: Path) -> None:
         pa.schema([("id", pa.int64())]),
         properties={"delta.columnMapping.mode": "name"},
     )
-    assert lakecore.spark.write(spark.range(3), str(tmp_path)) == 1
+    assert lakecore.spark.write(spark.range(3), str(tmp_path)).version == 1
     assert sorted(lakecore.open(str(tmp_path)).to_arrow().column("id").to_pylist()) == [0, 1, 2]
     assert len(_old_dirs(tmp_path)) == 1
 
@@ -282,9 +282,9 @@ def test_column_mapped_tables_are_written(spark: Any, tmp_path: Path) -> None:
 def test_empty_dataframe(spark: Any, tmp_path: Path) -> None:
     uri = str(tmp_path)
     lakecore.spark.write(spark.range(5), uri)
-    assert lakecore.spark.write(spark.range(0), uri) == 1  # nothing to commit
+    assert lakecore.spark.write(spark.range(0), uri).version == 1  # nothing to commit
     assert lakecore.open(uri).to_arrow().num_rows == 5
-    assert lakecore.spark.write(spark.range(0), uri, mode="overwrite") == 2
+    assert lakecore.spark.write(spark.range(0), uri, mode="overwrite").version == 2
     assert lakecore.open(uri).to_arrow().num_rows == 0
 
 

@@ -75,14 +75,15 @@ def test_hudi_new_table_every_mode(spark: Any, tmp_path: Path, table_type: str) 
     first = first.slice(0, 3)
     v1 = lakecore.spark.write(
         _df(spark, first), str(root), partition_by=["city"], format="hudi", properties=properties
-    )
+    ).version
     assert isinstance(v1, str) and lakecore.open(str(root)).format == "hudi"
     model: dict[int, Row] = model_of(first)
     assert_reads(root, model)
     assert (root / "city=__HIVE_DEFAULT_PARTITION__" / ".hoodie_partition_metadata").exists()
 
     more = rows((5, "e", 2, "x"), (6, "f", 2, "z"))
-    v2 = lakecore.spark.write(_df(spark, more), str(root))  # an existing table: its format
+    # An existing table: its format.
+    v2 = lakecore.spark.write(_df(spark, more), str(root)).version
     assert v2 > v1
     model |= model_of(more)
     assert_reads(root, model)
@@ -124,7 +125,7 @@ def test_hudi_existing_table_and_where_partial_slices(spark: Any, tmp_path: Path
     # No rows: an append commits nothing (its instant is rolled back), an overwrite empties.
     version = lakecore.open(str(root)).version
     empty = _df(spark, rows()).limit(0)
-    assert lakecore.spark.write(empty, str(root)) == version
+    assert lakecore.spark.write(empty, str(root)).version == version
     assert _pending(root) == []
     lakecore.spark.write(empty, str(root), mode="overwrite")
     assert lakecore_rows(root) == hudi_rs_rows(root) == []
@@ -167,7 +168,7 @@ def test_delta_existing_table(spark: Any, corpus: Path, tmp_path: Path) -> None:
     table = lakecore.create(str(root), SCHEMA, partition_by=["city"])
     table.append(rows((1, "a", 1, "x")))
     df = _df(spark, rows((2, "b", 2, "x"), (3, "c", 3, "y")))
-    assert lakecore.spark.write(df, str(root)) == 2
+    assert lakecore.spark.write(df, str(root)).version == 2
     expected = digest_rows(
         corpus, pa.concat_tables([rows((1, "a", 1, "x")), rows((2, "b", 2, "x"), (3, "c", 3, "y"))])
     )
@@ -189,7 +190,7 @@ def test_delta_column_mapped_table(spark: Any, tmp_path: Path) -> None:
     properties = {"delta.columnMapping.mode": "name"}
     lakecore.create(str(root), SCHEMA, partition_by=["city"], properties=properties)
     data = rows((1, "a", 1, "x"), (2, "b", 2, None))
-    assert lakecore.spark.write(_df(spark, data), str(root)) == 1
+    assert lakecore.spark.write(_df(spark, data), str(root)).version == 1
     assert lakecore_rows(root) == sorted(data.to_pylist(), key=lambda r: r["id"])
     snapshot = lakecore.open(str(root)).snapshot()
     for path in snapshot.files().column("path").to_pylist():

@@ -36,7 +36,9 @@ from lakecore.model.actions import (
     AddChangeFiles,
     DeleteRows,
     RemoveFiles,
+    action_metrics,
 )
+from lakecore.model.metrics import WriteMetrics
 from lakecore.storage import Storage
 from lakecore_delta.deletion_vectors import (
     DeletionVectorDescriptor,
@@ -60,13 +62,28 @@ CHANGE_TYPE = "_change_type"
 
 @dataclass
 class ChangeSet:
-    """What a DML statement produced, accumulated over the files it touched."""
+    """What a DML statement produced, accumulated over the files it touched.
+
+    The row counts are those the statement wrote (``lakecore.model.metrics``): ``deleted``
+    and ``updated`` live rows, ``inserted`` new rows, ``copied`` rows rewritten unchanged
+    (the rest of a copy-on-write file).
+    """
 
     removed: list[dict[str, Any]] = field(default_factory=list)
     new_dvs: list[dict[str, Any]] = field(default_factory=list)
     new_rows: list[pa.Table] = field(default_factory=list)
     changes: list[pa.Table] = field(default_factory=list)
-    rows_changed: int = 0
+    deleted: int = 0
+    updated: int = 0
+    inserted: int = 0
+    copied: int = 0
+
+    def metrics(self, actions: Sequence[Action]) -> WriteMetrics:
+        """The statement's metrics: files and bytes of ``actions`` (its actions), rows
+        counted here."""
+        return action_metrics(actions).with_rows(
+            inserted=self.inserted, updated=self.updated, deleted=self.deleted, copied=self.copied
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +172,7 @@ def _drop_rows(
             out.new_dvs.append(_dv_row(ctx, row, deleted, table.num_rows))
     elif remaining.any():
         out.new_rows.append(table.filter(pa.array(remaining)))
+        out.copied += int(remaining.sum())
 
 
 def delete_rows(ctx: DmlContext, files: pa.Table, where: Condition) -> ChangeSet:
@@ -170,14 +188,14 @@ def delete_rows(ctx: DmlContext, files: pa.Table, where: Condition) -> ChangeSet
         truth = pa.array(np.ones(files.num_rows, dtype=bool))  # every row of every file
     if truth is not None:
         for row in files.filter(truth).to_pylist():
-            count = _live_count(row)
+            count = live_count(ctx, row)
             if count != 0:  # a file whose rows are all deleted already stays as it is
                 out.removed.append(row)
-                out.rows_changed += count or 0
+                out.deleted += count
         return out
     for row, table, live, match in touched_files(ctx, files, where):
         _drop_rows(ctx, out, row, table, live, match)
-        out.rows_changed += int(match.sum())
+        out.deleted += int(match.sum())
         if ctx.cdf:
             out.changes.append(tagged(table.filter(pa.array(match)), "delete"))
     return out
@@ -204,13 +222,23 @@ def partition_truth(
     return truth.combine_chunks()
 
 
-def _live_count(row: Mapping[str, Any]) -> int | None:
-    """Rows of the file not deleted by its deletion vector (None: the count is unknown)."""
+def live_count(ctx: DmlContext, row: Mapping[str, Any]) -> int:
+    """Rows of the file not deleted by its deletion vector: from its index row, or (a file
+    whose ``numRecords`` the log lacks) its Parquet footer."""
     records = row.get(fi.RECORD_COUNT)
     if records is None:
-        return None
+        # No columns asked: the reader takes the count from the footer alone.
+        records = ctx.reader.read_batch(row, pa.schema([])).num_rows
     deletion = row.get(fi.DELETION) or {}
     return int(records) - int(deletion.get("cardinality") or 0)
+
+
+def live_rows(ctx: DmlContext, files: pa.Table) -> int:
+    """Live rows of every file of ``files`` (``live_count``, the footer read only for the
+    files without a record count)."""
+    unknown = pc.is_null(files.column(fi.RECORD_COUNT))
+    known = fi.live_record_count(files.filter(pc.invert(unknown)))
+    return known + sum(live_count(ctx, row) for row in files.filter(unknown).to_pylist())
 
 
 def update_rows(
@@ -224,7 +252,7 @@ def update_rows(
         after = apply_assignments(before, assignments, schema)
         _drop_rows(ctx, out, row, table, live, match)
         out.new_rows.append(after)
-        out.rows_changed += before.num_rows
+        out.updated += before.num_rows
         if ctx.cdf:
             out.changes.append(tagged(before, "update_preimage"))
             out.changes.append(tagged(after, "update_postimage"))

@@ -27,6 +27,7 @@ from lakecore.model.files import DELETION, MAX, MIN, NULL_COUNT, RECORD_COUNT
 from lakecore.model.schema import physical_name
 from lakecore_delta.commit_metadata import app_metadata_field
 from lakecore_delta.file_index import deletion_descriptor
+from lakecore_delta.write.metrics_out import operation_metrics
 from lakecore_delta.write.partition_out import log_value
 from lakecore_delta.write.stats_out import render_stats_json
 
@@ -144,7 +145,8 @@ def commit_info_line(
     """The ``commitInfo`` action (``inCommitTimestamp`` first when the table uses ICT).
 
     ``timestamp`` is ``info.timestamp_ms`` when the commit was given one (then it is the
-    in-commit timestamp too), else ``now``; ``info.app_metadata`` goes in ``appMetadata``.
+    in-commit timestamp too), else ``now``; ``info.app_metadata`` goes in ``appMetadata``,
+    ``info.metrics`` in ``operationMetrics`` (``metrics_out``).
     """
     body: dict[str, Any] = {}
     if ict is not None:
@@ -164,6 +166,9 @@ def commit_info_line(
     )
     if read_version is not None:
         body["readVersion"] = read_version
+    metrics = operation_metrics(info)
+    if metrics is not None:
+        body["operationMetrics"] = metrics
     body.update(app_metadata_field(info))
     return {"commitInfo": body}
 

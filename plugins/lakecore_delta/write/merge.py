@@ -49,7 +49,8 @@ def merge_rows(
         gone[positions[outcome.updated]] = True
         gone[positions[outcome.deleted]] = True
         _drop_rows(ctx, out, row, table, live, gone)
-        out.rows_changed += outcome.changed
+        out.updated += int(outcome.updated.size)
+        out.deleted += int(outcome.deleted.size)
         if outcome.updated.size:
             out.new_rows.append(outcome.after)
         if ctx.cdf:

@@ -21,10 +21,18 @@ from lakecore.expr import tree as ex
 from lakecore.expr.assign import SetValue, assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.format.writing import DataFileWriter
-from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles, SetProperties
+from lakecore.model.actions import (
+    Action,
+    AddFiles,
+    CommitInfo,
+    RemoveFiles,
+    SetProperties,
+    action_metrics,
+)
 from lakecore.model.data_input import cast_lossless, to_arrow_table
 from lakecore.model.files import PATH
 from lakecore.model.merge import MergeClauses, changes_target
+from lakecore.model.metrics import record_count
 from lakecore.planning.candidates import (
     candidate_files,
     dml_predicate,
@@ -54,7 +62,15 @@ from lakecore_delta.write.constraints import (
 )
 from lakecore_delta.write.data_files import DEFAULT_TARGET_FILE_SIZE, FileLayout, write_data_files
 from lakecore_delta.write.data_in import conform_to_schema, relaxed_type
-from lakecore_delta.write.dml import DmlContext, delete_rows, tagged, to_actions, update_rows
+from lakecore_delta.write.dml import (
+    ChangeSet,
+    DmlContext,
+    delete_rows,
+    live_rows,
+    tagged,
+    to_actions,
+    update_rows,
+)
 from lakecore_delta.write.features import ensure_writable
 from lakecore_delta.write.file_writer import DeltaFileWriter, new_write_directory
 from lakecore_delta.write.merge import merge_rows
@@ -227,9 +243,11 @@ class DeltaWriter:
         return None if where is None else dml_predicate(where, self._state.schema)
 
     def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
-        add = self._write_conformed(self._conformed(data))
+        table = self._conformed(data)
+        add = self._write_conformed(table)
         mode = {"mode": "Append", "partitionBy": list(self._state.partition_columns)}
-        return [add], CommitInfo("WRITE", mode)
+        metrics = action_metrics([add]).with_rows(inserted=table.num_rows)
+        return [add], CommitInfo("WRITE", mode, metrics=metrics)
 
     def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
         mode = {"mode": "Overwrite", "partitionBy": list(self._state.partition_columns)}
@@ -238,7 +256,10 @@ class DeltaWriter:
         if where is None:
             actions: list[Action] = [RemoveFiles(self._snapshot.files())]
             actions.append(self._write_conformed(table))
-            return actions, CommitInfo("WRITE", mode, read_whole_table=True)
+            metrics = action_metrics(actions).with_rows(
+                inserted=table.num_rows, deleted=live_rows(self._dml(), self._snapshot.files())
+            )
+            return actions, CommitInfo("WRITE", mode, read_whole_table=True, metrics=metrics)
         predicate = self._validate(where)
         assert predicate is not None
         outside = pc.invert(pc.fill_null(evaluate_predicate(predicate, table), False))
@@ -249,19 +270,27 @@ class DeltaWriter:
         changes = delete_rows(self._dml(), self._candidates(predicate), predicate)
         # With change files in a commit, readers take only them: the new rows go in too.
         changes.new_rows.append(table)
+        changes.inserted += table.num_rows
         if self._dml().cdf:
             changes.changes.append(tagged(table, "insert"))
         actions = to_actions(self._dml(), changes, self._write_conformed)
-        return actions, CommitInfo("WRITE", {**mode, "predicate": where}, read_predicate=where)
+        params = {**mode, "predicate": where}
+        info = CommitInfo("WRITE", params, read_predicate=where, metrics=changes.metrics(actions))
+        return actions, info
 
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
         self._ensure_not_append_only()
         predicate = self._validate(where)
         changes = delete_rows(self._dml(), self._candidates(predicate), predicate)
+        actions = to_actions(self._dml(), changes, self._write_conformed)
         info = CommitInfo(
-            "DELETE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
+            "DELETE",
+            _predicate_param(where),
+            read_predicate=where,
+            read_whole_table=where is None,
+            metrics=changes.metrics(actions),
         )
-        return to_actions(self._dml(), changes, self._write_conformed), info
+        return actions, info
 
     def update(
         self, set: Mapping[str, SetValue], where: str | None
@@ -274,10 +303,15 @@ class DeltaWriter:
         for name, sql in set.items():
             _check_assignment(self._state.schema.empty_table(), self._state.schema, name, sql)
         changes = update_rows(self._dml(), self._candidates(predicate), set, predicate)
+        actions = to_actions(self._dml(), changes, self._write_conformed)
         info = CommitInfo(
-            "UPDATE", _predicate_param(where), read_predicate=where, read_whole_table=where is None
+            "UPDATE",
+            _predicate_param(where),
+            read_predicate=where,
+            read_whole_table=where is None,
+            metrics=changes.metrics(actions),
         )
-        return to_actions(self._dml(), changes, self._write_conformed), info
+        return actions, info
 
     def merge(
         self, source: Any, on: Sequence[str], clauses: MergeClauses
@@ -302,10 +336,12 @@ class DeltaWriter:
             # As an append: generated columns the clause does not give are computed.
             table = self._conformed(rows)
             changes.new_rows.append(table)
+            changes.inserted += table.num_rows
             if self._dml().cdf:
                 changes.changes.append(tagged(table, "insert"))
         # The conflict check prunes a winner's files with the range that picked ``files``.
         whole = whole_table(keys, clauses)
+        actions = to_actions(self._dml(), changes, self._write_conformed)
         info = CommitInfo(
             "MERGE",
             {
@@ -316,8 +352,9 @@ class DeltaWriter:
             if whole
             else merge_read_predicate(keyed_source(src, keys), on, self._state.schema),
             read_whole_table=whole,
+            metrics=changes.metrics(actions),
         )
-        return to_actions(self._dml(), changes, self._write_conformed), info
+        return actions, info
 
     def schema_update(self) -> DeltaSchemaUpdate:
         return DeltaSchemaUpdate(self._state)
@@ -367,23 +404,26 @@ class DeltaWriter:
         matching ``where`` (whole files, deletion vectors or rewrites, as ``delete`` does)."""
         partition_by = list(self._state.partition_columns)
         actions: list[Action] = []
+        changes = ChangeSet(inserted=record_count(files))
         if mode == "append":
             info = CommitInfo("WRITE", {"mode": "Append", "partitionBy": partition_by})
         elif where is None:
             self._ensure_not_append_only()
             actions.append(RemoveFiles(self._snapshot.files()))
+            changes.deleted = live_rows(self._dml(), self._snapshot.files())
             params = {"mode": "Overwrite", "partitionBy": partition_by}
             info = CommitInfo("WRITE", params, read_whole_table=True)
         else:
             self._ensure_not_append_only()
             predicate = self._validate(where)
             changes = delete_rows(self._dml(), self._candidates(predicate), predicate)
+            changes.inserted = record_count(files)
             actions.extend(to_actions(self._dml(), changes, self._write_conformed))
             params = {"mode": "Overwrite", "partitionBy": partition_by, "predicate": where}
             info = CommitInfo("WRITE", params, read_predicate=where)
         if files.num_rows:
             actions.append(AddFiles(files))
-        return actions, info
+        return actions, replace(info, metrics=changes.metrics(actions))
 
     def replace_files(
         self, file_writer: DataFileWriter, files: pa.Table, removed: pa.Table
@@ -421,7 +461,12 @@ class DeltaWriter:
             # migration records its progress in that commit's app metadata.
             actions.append(AddFiles(files, owned=True))
         params = {"addedFiles": str(files.num_rows), "removedFiles": str(gone.num_rows)}
-        return actions, CommitInfo("REPLACE FILES", params)
+        # The removed files go whole: their live rows are deleted, the new files' inserted.
+        changes = ChangeSet(
+            inserted=record_count(files) if files.num_rows else 0,
+            deleted=live_rows(self._dml(), gone) if gone.num_rows else 0,
+        )
+        return actions, CommitInfo("REPLACE FILES", params, metrics=changes.metrics(actions))
 
     def _live_files(self, removed: pa.Table) -> pa.Table:
         """The snapshot's index rows of the paths ``removed`` lists (``InvalidArgumentError``

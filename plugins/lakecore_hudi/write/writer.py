@@ -21,6 +21,7 @@ import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -34,11 +35,12 @@ from lakecore.model import files as fi
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
 from lakecore.model.data_input import to_arrow_table
 from lakecore.model.merge import MergeClauses
+from lakecore.model.metrics import WriteMetrics
 from lakecore.planning.candidates import merge_read_predicate
 from lakecore.planning.merge_eval import check_merge as check_merge_clauses
 from lakecore.planning.merge_eval import merge_on, whole_table
 from lakecore.snapshot import Snapshot
-from lakecore.storage import Storage
+from lakecore.storage import FileInfo, Storage
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.source import HudiSnapshotSource
@@ -51,6 +53,7 @@ from lakecore_hudi.timeline.metadata import (
     encode_commit_metadata,
     encode_requested_replace,
 )
+from lakecore_hudi.view import FileSlice
 from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.apply import FileJob, plan_jobs, planned_stat, run_job
 from lakecore_hudi.write.candidates import candidate_slices, slices_for_keys
@@ -132,11 +135,12 @@ class HudiWriter:
         rows = self._keyed(data)
         candidates = candidate_slices(self._snapshot, where)
         changes, replaced = plan_overwrite(self._rows, self._layout, rows, where, candidates)
+        n = rows.num_rows
         if where is None:
             info = CommitInfo("INSERT_OVERWRITE_TABLE", {}, read_whole_table=True)
-            return self._replace(changes, replaced, "INSERT_OVERWRITE_TABLE", info, True)
+            return self._replace(changes, replaced, "INSERT_OVERWRITE_TABLE", info, True, n)
         info = CommitInfo("INSERT_OVERWRITE", {"predicate": where}, read_predicate=where)
-        return self._replace(changes, replaced, "INSERT_OVERWRITE", info, False)
+        return self._replace(changes, replaced, "INSERT_OVERWRITE", info, False, n)
 
     def update(
         self, set: Mapping[str, SetValue], where: str | None
@@ -228,10 +232,12 @@ class HudiWriter:
         fw = _own(file_writer)
         try:
             stats = self._insert_stats(files)
+            inserted = sum(s.num_inserts for s in stats)
             replaced: set[int] = set()
             if mode == "overwrite":
                 kept, replaced = self._kept_on_overwrite(fw.instant, where)
                 stats += kept
+            metrics = self._metrics(stats, replaced, inserted)
         except BaseException:
             self.discard(fw)
             raise
@@ -242,6 +248,7 @@ class HudiWriter:
         else:
             info = CommitInfo("INSERT_OVERWRITE", {"predicate": where}, read_predicate=where)
         exclusive = mode == "overwrite" and where is None
+        info = replace(info, metrics=metrics)
         return self._publish(fw, stats, self._groups_of(replaced), exclusive), info
 
     def replace_files(
@@ -265,12 +272,14 @@ class HudiWriter:
                 )
             replaced = self._slices_at(removed)
             stats = self._insert_stats(files)
+            metrics = self._metrics(stats, replaced, sum(s.num_inserts for s in stats))
         except BaseException:
             self.discard(fw)
             raise
         info = CommitInfo(
             "REPLACE FILES",
             {"added": len(stats), "removed": len(replaced)},
+            metrics=metrics,
         )
         return self._publish(fw, stats, self._groups_of(replaced), False), info
 
@@ -413,9 +422,53 @@ class HudiWriter:
         operation: str,
         info: CommitInfo,
         exclusive: bool,
+        inserted: int = 0,
     ) -> tuple[list[Action], CommitInfo]:
         groups = self._groups_of(replaced)
-        return self._write(changes, operation, info, REPLACE_COMMIT, groups, exclusive)
+        return self._write(
+            changes, operation, info, REPLACE_COMMIT, groups, exclusive, replaced, inserted
+        )
+
+    # ---------------------------------------------------------------- metrics
+
+    def _metrics(
+        self, stats: list[WriteStat], gone: set[int], inserted: int | None
+    ) -> WriteMetrics:
+        """What an instant wrote, from its write stats: files written (base and log files)
+        are added, the files of the slices in ``gone`` (rewritten or replaced) removed.
+        Rows: the stats' inserts, update writes and deletes; records a rewrite carried over
+        are copied. With ``inserted`` (a replacecommit), the new records beyond ``inserted``
+        are carried over from the replaced slices (copied), and the replaced slices' other
+        live records are deleted."""
+        files = [f for i in sorted(gone) for f in _files_of(self._rows.slices[i])]
+        written = [s for s in stats if s.path]
+        metrics = WriteMetrics(
+            files_added=len(written),
+            files_removed=len(files),
+            rows_inserted=sum(s.num_inserts for s in stats),
+            rows_updated=sum(s.num_update_writes for s in stats),
+            rows_deleted=sum(s.num_deletes for s in stats),
+            rows_copied=sum(_carried(s) for s in stats),
+            bytes_added=sum(s.file_size_in_bytes for s in written),
+            bytes_removed=sum(f.size for f in files),
+        )
+        if inserted is None:
+            return metrics
+        copied = metrics.rows_inserted - inserted
+        deleted = self._live_records(gone) - copied
+        return metrics.with_rows(inserted=inserted, copied=copied, deleted=deleted)
+
+    def _live_records(self, slices: set[int]) -> int:
+        """Live records of ``slices``: the file index's count of a base-only slice, else
+        the slice's keys read (merged with its log files)."""
+        index = self._snapshot.files()
+        paths, records = index.column(fi.PATH), index.column(fi.RECORD_COUNT)
+        counts = dict(zip(paths.to_pylist(), records.to_pylist(), strict=True))
+        total = 0
+        for i in slices:
+            known = counts.get(self._rows.slices[i].path)
+            total += known if known is not None else self._rows.columns(i, [RECORD_KEY]).num_rows
+        return total
 
     # ---------------------------------------------------------------- the instant
 
@@ -427,7 +480,12 @@ class HudiWriter:
         action: str | None = None,
         replaced: set[FileGroup] | None = None,
         exclusive: bool = False,
+        replaced_slices: set[int] | None = None,
+        inserted: int | None = None,
     ) -> tuple[list[Action], CommitInfo]:
+        """Write ``changes`` as one instant; ``replaced_slices`` (their groups ``replaced``)
+        go whole, and ``inserted``, when given, is how many of the new records are new rows
+        (the rest are records of replaced slices written again: copied)."""
         action = action or self._layout.write_action
         rollback_failed_writes(self._storage, self._config)
         requested = encode_requested_replace(operation) if action == REPLACE_COMMIT else b""
@@ -438,6 +496,10 @@ class HudiWriter:
         metadata = self._metadata(stats, operation, action, set(replaced or ()))
         slices = self._rows.slices
         touched = {(slices[i].partition_path, slices[i].file_id) for i in changes.touched()}
+        superseded = {
+            j.slice_index for j in jobs if j.kind == "rewrite" and j.slice_index is not None
+        }
+        metrics = self._metrics(stats, superseded | (replaced_slices or set()), inserted)
         planned = PlannedInstant(
             timestamp=ts,
             action=action,
@@ -446,7 +508,7 @@ class HudiWriter:
             touched=frozenset(touched | set(replaced or ())),
             exclusive=exclusive,
         )
-        return [FormatPayload(FORMAT, planned)], info
+        return [FormatPayload(FORMAT, planned)], replace(info, metrics=metrics)
 
     def _write_files(
         self, changes: ChangeSet, operation: str, action: str, ts: str, per_file: int | None
@@ -494,6 +556,16 @@ def _by_partition(stats: list[WriteStat]) -> dict[str, tuple[WriteStat, ...]]:
     for s in stats:
         out[s.partition_path or ""].append(s)
     return {p: tuple(v) for p, v in out.items()}
+
+
+def _carried(stat: WriteStat) -> int:
+    """Records a write carried over unchanged (a CoW rewrite's other records)."""
+    return max(stat.num_writes - stat.num_inserts - stat.num_update_writes, 0)
+
+
+def _files_of(s: FileSlice) -> list[FileInfo]:
+    """The data files of a slice (its base file, then its log files)."""
+    return ([s.base_file] if s.base_file is not None else []) + list(s.log_files)
 
 
 def _own(file_writer: DataFileWriter) -> HudiFileWriter:

@@ -21,6 +21,7 @@ from lakecore_lance.proto import table_pb2
 from lakecore_lance.state import DATA_DIR, load_state
 from lakecore_lance.write.changes import FORMAT, LanceChange
 from lakecore_lance.write.files_out import write_fragments
+from lakecore_lance.write.metrics import change_metrics, new_rows
 from lakecore_lance.write.writer import LanceWriter, ensure_writable, state_of
 
 
@@ -39,7 +40,9 @@ def restore_actions(
     ensure_writable(target)
     raw = target.manifest.SerializeToString(deterministic=True)
     change = LanceChange("restore", restored=raw)
-    info = CommitInfo("RESTORE", {"version": str(version)}, read_whole_table=True)
+    metrics = change_metrics(storage, state_of(snapshot).manifest, change)
+    params = {"version": str(version)}
+    info = CommitInfo("RESTORE", params, read_whole_table=True, metrics=metrics)
     return [FormatPayload(FORMAT, change)], info
 
 
@@ -185,5 +188,8 @@ def optimize_actions(
         written=tuple(written),
         groups=tuple(shape),
     )
-    info = CommitInfo("OPTIMIZE", {"groups": len(shape), "target_rows": target})
+    # Compaction rewrites the live rows of its groups unchanged: they are copied.
+    metrics = change_metrics(storage, m, change).with_rows(copied=new_rows(change))
+    params = {"groups": len(shape), "target_rows": target}
+    info = CommitInfo("OPTIMIZE", params, metrics=metrics)
     return [FormatPayload(FORMAT, change)], info

@@ -11,7 +11,7 @@ fragments a ``file_writer("replace")`` wrote, reading nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 import numpy as np
@@ -55,6 +55,7 @@ from lakecore_lance.write.files_out import (
     write_deletion_file,
     write_fragments,
 )
+from lakecore_lance.write.metrics import change_metrics, live_rows, new_rows
 
 if TYPE_CHECKING:
     from lakecore.expr.assign import SetValue
@@ -136,6 +137,11 @@ class Marked:
     physical_rows: int
     rows: pa.Table | None
     """The matching rows themselves (updates)."""
+
+
+def _count(marked: Sequence[Marked]) -> int:
+    """Live rows a delete or update takes (the matching rows of every fragment)."""
+    return sum(len(m.positions) for m in marked)
 
 
 P = ParamSpec("P")
@@ -271,7 +277,13 @@ class LanceWriter:
             updated.append(fragment.SerializeToString(deterministic=True))
         return tuple(updated), tuple(removed), tuple(written)
 
-    def _stage(self, change: LanceChange, info: CommitInfo) -> tuple[list[Action], CommitInfo]:
+    def _stage(
+        self, change: LanceChange, info: CommitInfo, **rows: int
+    ) -> tuple[list[Action], CommitInfo]:
+        """Stage ``change`` with its metrics: its files (``change_metrics``) and ``rows``
+        (``inserted``/``updated``/``deleted``/``copied`` counted by the write)."""
+        files = change_metrics(self._storage, self._state.manifest, change)
+        info = replace(info, metrics=files.with_rows(**rows))
         return [FormatPayload(FORMAT, change)], info
 
     # ------------------------------------------------------------------ the writes
@@ -281,7 +293,7 @@ class LanceWriter:
         rows = conform(data, self._schema)
         fragments, paths = self._new_rows(rows)
         change = LanceChange("append", new_fragments=fragments, written=paths)
-        return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}))
+        return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}), inserted=rows.num_rows)
 
     @_undo_on_error
     def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
@@ -304,12 +316,15 @@ class LanceWriter:
         matching ``where`` (deleted as ``delete`` deletes them)."""
         if mode == "append":
             change = LanceChange("append", new_fragments=fragments, written=paths)
-            return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}))
+            info = CommitInfo("WRITE", {"mode": "Append"})
+            return self._stage(change, info, inserted=new_rows(change))
         if where is None:
             change = LanceChange("overwrite", new_fragments=fragments, written=paths)
             info = CommitInfo("WRITE", {"mode": "Overwrite"}, read_whole_table=True)
-            return self._stage(change, info)
-        updated, removed, deletions = self._deletions(self._marked(self._predicate(where), False))
+            deleted = live_rows(self._state.manifest.fragments)
+            return self._stage(change, info, inserted=new_rows(change), deleted=deleted)
+        marked = self._marked(self._predicate(where), False)
+        updated, removed, deletions = self._deletions(marked)
         change = LanceChange(
             "update",
             new_fragments=fragments,
@@ -319,12 +334,13 @@ class LanceWriter:
             predicate=where,
         )
         info = CommitInfo("WRITE", {"mode": "Overwrite", "where": where}, read_predicate=where)
-        return self._stage(change, info)
+        return self._stage(change, info, inserted=new_rows(change), deleted=_count(marked))
 
     @_undo_on_error
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
         predicate = self._predicate(where)
-        updated, removed, written = self._deletions(self._marked(predicate, False))
+        marked = self._marked(predicate, False)
+        updated, removed, written = self._deletions(marked)
         change = LanceChange(
             "delete",
             updated_fragments=updated,
@@ -333,7 +349,7 @@ class LanceWriter:
             predicate=where,
         )
         info = CommitInfo("DELETE", {"predicate": where or ""}, read_predicate=where)
-        return self._stage(change, info)
+        return self._stage(change, info, deleted=_count(marked))
 
     @_undo_on_error
     def update(
@@ -368,7 +384,7 @@ class LanceWriter:
             predicate=where,
         )
         info = CommitInfo("UPDATE", {"predicate": where or ""}, read_predicate=where)
-        return self._stage(change, info)
+        return self._stage(change, info, updated=_count(marked))
 
     @_undo_on_error
     def merge(
@@ -396,6 +412,7 @@ class LanceWriter:
         matched_source = np.zeros(src.num_rows, dtype=bool)
         marked: list[Marked] = []
         rewritten: list[pa.Table] = []
+        counts = {"inserted": 0, "updated": 0, "deleted": 0}
         for i in range(files.num_rows):
             fid, physical, already, table = self.fragment_rows(files.slice(i, 1))
             live = np.flatnonzero(~np.isin(np.arange(table.num_rows), already))
@@ -406,11 +423,14 @@ class LanceWriter:
                 continue
             if outcome.updated.size:
                 rewritten.append(conform(outcome.after, self._schema))
+            counts["updated"] += int(outcome.updated.size)
+            counts["deleted"] += int(outcome.deleted.size)
             gone = np.concatenate([live[outcome.updated], live[outcome.deleted]])
             positions = np.sort(gone.astype(np.uint64))
             marked.append(Marked(fid, positions, already, physical, None))
         for inserts in merge_inserts(src, matched_source, clauses, schema):
             rewritten.append(conform(inserts, self._schema))
+            counts["inserted"] += inserts.num_rows
         updated, removed, deletions = self._deletions(marked)
         new_rows = pa.concat_tables(rewritten) if rewritten else empty
         fragments, paths = self._new_rows(new_rows)
@@ -423,7 +443,7 @@ class LanceWriter:
             keyed=True,
         )
         info = CommitInfo("MERGE", {"on": list(on)}, read_whole_table=whole)
-        return self._stage(change, info)
+        return self._stage(change, info, **counts)
 
     # ------------------------------------------------ distributed writes (lakecore.spark)
 
@@ -491,7 +511,9 @@ class LanceWriter:
         # No read predicate: the committer's fragment check makes a concurrent change to a
         # removed fragment a conflict (and lets appends through), as Lance's resolver does.
         info = CommitInfo("REPLACE FILES", {"removed": len(ids), "added": len(fragments)})
-        return self._stage(change, info)
+        # The removed fragments go whole (their live rows), the new ones' rows come in.
+        gone = [f for f in self._state.manifest.fragments if int(f.id) in set(ids)]
+        return self._stage(change, info, inserted=new_rows(change), deleted=live_rows(gone))
 
     def _fragment_ids(self, removed: pa.Table) -> tuple[int, ...]:
         """The fragment ids of the file-index rows ``removed`` (by ``path``), in index order.
@@ -556,8 +578,8 @@ class LanceWriter:
                 "use merge(on=...)",
             )
         clauses = MergeClauses(matched_update_all=True, insert_all=True)
-        actions, _ = self.merge(data, keys, clauses)
-        return actions, CommitInfo("UPSERT", {"on": keys})
+        actions, merged = self.merge(data, keys, clauses)
+        return actions, CommitInfo("UPSERT", {"on": keys}, metrics=merged.metrics)
 
     # ------------------------------------------------------------------ not declared
 

@@ -57,7 +57,7 @@ def appended_25(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[st
     path = tmp_path_factory.mktemp("ckpt") / "t"
     table = lakecore.create(str(path), SCHEMA, partition_by=["p"])
     for i in range(25):
-        assert table.append(rows(10 * i)) == i + 1
+        assert table.append(rows(10 * i)).version == i + 1
     return path, canonical(pa.concat_tables([rows(10 * i) for i in range(25)]))
 
 
@@ -108,7 +108,7 @@ def test_checkpoint_keeps_app_transactions_drops_removed_files(tmp_path: Path) -
         with table.transaction() as tx:
             tx.append(rows(10 * i))
             tx.set_app_transaction("ingest", i)
-    assert table.overwrite(rows(100, 4)) == 6
+    assert table.overwrite(rows(100, 4)).version == 6
     for i in range(7, 10):
         table.append(rows(10 * i))
     with table.transaction() as tx:
@@ -133,12 +133,12 @@ def test_checkpoint_of_an_empty_table(tmp_path: Path) -> None:
     table = lakecore.create(str(path), SCHEMA, partition_by=["p"])
     for i in range(9):
         table.append(rows(10 * i))
-    assert table.delete() == 10
+    assert table.delete().version == 10
     assert checkpoints(path) == [10]
     assert last_checkpoint(path)["numOfAddFiles"] == 0
     drop_commits(path, 10)
     assert lakecore_rows(path) == delta_rs_rows(path) == []
-    assert table.append(rows(500)) == 11
+    assert table.append(rows(500)).version == 11
     assert lakecore_rows(path) == delta_rs_rows(path) == canonical(rows(500))
 
 
@@ -243,7 +243,7 @@ def test_crash_between_checkpoint_and_hint(tmp_path: Path, monkeypatch: pytest.M
     table = lakecore.create(str(path), SCHEMA)
     failed = _failing_put(monkeypatch, "_last_checkpoint")
     for i in range(10):
-        assert table.append(rows(10 * i)) == i + 1
+        assert table.append(rows(10 * i)).version == i + 1
     assert failed == [f"{LOG}/_last_checkpoint"]
     assert checkpoints(path) == [10]
     assert not (path / LOG / "_last_checkpoint").exists()
@@ -262,7 +262,7 @@ def test_failed_checkpoint_does_not_fail_the_commit(
     table = lakecore.create(str(path), SCHEMA)
     failed = _failing_put(monkeypatch, ".checkpoint.parquet")
     for i in range(10):
-        assert table.append(rows(10 * i)) == i + 1
+        assert table.append(rows(10 * i)).version == i + 1
     assert len(failed) == 1
     assert checkpoints(path) == []
     assert not (path / LOG / "_last_checkpoint").exists()
@@ -284,7 +284,7 @@ def test_unparsable_interval_does_not_fail_the_commit(tmp_path: Path, interval: 
     first.write_text(first.read_text().replace(valid, f'"delta.checkpointInterval":"{interval}"'))
     assert table.snapshot().properties["delta.checkpointInterval"] == interval
     for i in range(10):
-        assert table.append(rows(10 * i)) == i + 1
+        assert table.append(rows(10 * i)).version == i + 1
     assert checkpoints(path) == []
     assert lakecore_rows(path) == canonical(pa.concat_tables([rows(10 * i) for i in range(10)]))
 

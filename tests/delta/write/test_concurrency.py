@@ -45,7 +45,7 @@ WORKER = textwrap.dedent(
     for j in range(m):
         ids = [worker * 100_000 + j * r + k for k in range(r)]
         data = pa.table({"id": ids, "worker": pa.array([worker] * r, pa.int32())})
-        versions.append(table.append(data))
+        versions.append(table.append(data).version)
     print(json.dumps(versions))
     """
 )
@@ -150,7 +150,7 @@ def test_listing_survives_a_file_vanishing_mid_listing(
     monkeypatch.setattr(os, "scandir", scandir)
     table = lakecore.open(str(path))
     assert table.version == 1
-    assert table.append(batch(2)) == 2
+    assert table.append(batch(2)).version == 2
     assert lakecore_rows(path) == canonical(batch(1, 2))
 
 
@@ -171,7 +171,7 @@ def batch(*ids: int) -> pa.Table:
 def test_delete_all_loses_to_a_concurrent_append(table: lakecore.Table) -> None:
     loser = table.transaction()
     loser.delete()
-    winner = table.append(batch(3))
+    winner = table.append(batch(3)).version
     with pytest.raises(lakecore.CommitConflictError) as info:
         loser.commit()
     assert info.value.winning_version == winner == 2
@@ -195,7 +195,7 @@ def test_two_deletes_of_the_same_files_conflict(table: lakecore.Table) -> None:
     first, second = table.transaction(), table.transaction()
     first.delete()
     second.delete()
-    assert first.commit() == 2
+    assert first.commit().version == 2
     with pytest.raises(lakecore.CommitConflictError) as info:
         second.commit()
     assert info.value.winning_version == 2
@@ -208,7 +208,7 @@ def test_same_application_transaction_twice(table: lakecore.Table) -> None:
     for tx in (first, second):
         tx.append(batch(7))
         tx.set_app_transaction("nightly-job", 42)
-    assert second.commit() == 2
+    assert second.commit().version == 2
     with pytest.raises(lakecore.CommitConflictError) as info:
         first.commit()
     assert info.value.winning_version == 2
@@ -219,8 +219,8 @@ def test_concurrent_appends_both_land(table: lakecore.Table) -> None:
     first, second = table.transaction(), table.transaction()
     first.append(batch(10))
     second.append(batch(20))
-    assert second.commit() == 2
-    assert first.commit() == 3  # retried past version 2
+    assert second.commit().version == 2
+    assert first.commit().version == 3  # retried past version 2
     assert lakecore_rows(table.uri) == delta_rs_rows(table.uri) == canonical(batch(1, 2, 10, 20))
     assert [h.info.get("readVersion") for h in table.history(limit=2)] == [1, 1]
 
@@ -228,8 +228,8 @@ def test_concurrent_appends_both_land(table: lakecore.Table) -> None:
 def test_blind_append_survives_a_concurrent_delete(table: lakecore.Table) -> None:
     appender = table.transaction()
     appender.append(batch(5))
-    assert table.delete() == 2
-    assert appender.commit() == 3
+    assert table.delete().version == 2
+    assert appender.commit().version == 3
     assert lakecore_rows(table.uri) == canonical(batch(5))
 
 

@@ -56,7 +56,7 @@ GOOD = pa.Table.from_pylist(
 @pytest.fixture
 def table(tmp_path: Path) -> Iterator[lakecore.Table]:
     t = lakecore.create(str(tmp_path / "t"), SCHEMA)
-    assert t.append(GOOD) == 1
+    assert t.append(GOOD).version == 1
     yield t
 
 
@@ -178,7 +178,7 @@ def test_null_struct_with_not_null_child_is_allowed(table: lakecore.Table) -> No
         {"id": 5, "s": None, "deep": {"inner": None}, "tags": None, "attrs": None},
         {"id": 6, "s": {"req": 7, "opt": None}, "deep": None},
     ]
-    assert table.append(pa.Table.from_pylist(new, schema=SCHEMA)) == 2
+    assert table.append(pa.Table.from_pylist(new, schema=SCHEMA)).version == 2
     expected = canonical(pa.Table.from_pylist(GOOD.to_pylist() + new, schema=SCHEMA))
     assert lakecore_rows(table.uri) == delta_rs_rows(table.uri, scan=True) == expected
 
@@ -186,10 +186,10 @@ def test_null_struct_with_not_null_child_is_allowed(table: lakecore.Table) -> No
 def test_accepted_inputs(table: lakecore.Table) -> None:
     """Batches, readers, dicts, reordered columns and safe casts are all fine."""
     batch = pa.record_batch({"name": ["b"], "id": pa.array([10], pa.int32())})
-    assert table.append(batch) == 2
+    assert table.append(batch).version == 2
     reader = pa.RecordBatchReader.from_batches(batch.schema, [batch])
-    assert table.append(reader) == 3
-    assert table.append({"id": [11], "small": [-128]}) == 4
+    assert table.append(reader).version == 3
+    assert table.append({"id": [11], "small": [-128]}).version == 4
     ids = sorted(r["id"] for r in lakecore.open(table.uri).to_arrow().to_pylist())
     assert ids == [1, 2, 3, 10, 10, 11]
 
@@ -209,7 +209,7 @@ def test_delete_on_append_only_table(append_only: lakecore.Table) -> None:
     with pytest.raises(lakecore.ConstraintViolationError):
         t.overwrite(GOOD)
     assert (t.version, log_names(path), lakecore_rows(path)) == before
-    assert t.append(GOOD) == 2  # appends stay allowed
+    assert t.append(GOOD).version == 2  # appends stay allowed
 
 
 def test_overwrite_on_append_only_table_writes_no_data_file(append_only: lakecore.Table) -> None:

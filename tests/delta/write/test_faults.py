@@ -57,7 +57,7 @@ def test_planned_but_never_committed(table: lakecore.Table) -> None:
     actions, _info = table._format_writer(table.snapshot()).append(rows(10, 11, 12))
     assert actions
     assert_unchanged_with_orphans(table, 1, before)
-    assert table.append(rows(4)) == 2  # the next writer is not disturbed
+    assert table.append(rows(4)).version == 2  # the next writer is not disturbed
     assert lakecore_rows(table.uri) == canonical(rows(1, 2, 3, 4))
 
 
@@ -124,5 +124,5 @@ def test_process_killed_before_its_commit_lands(table: lakecore.Table, where: st
     else:
         assert not leftovers
     # A later writer takes version 2 as if nothing happened.
-    assert table.append(rows(4)) == 2
+    assert table.append(rows(4)).version == 2
     assert lakecore_rows(table.uri) == delta_rs_rows(table.uri) == canonical(rows(1, 2, 3, 4))

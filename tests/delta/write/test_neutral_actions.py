@@ -144,7 +144,7 @@ def test_restore_re_adds_files_with_their_stats(tmp_path: Path) -> None:
         assert "stats" not in add.files.column_names
         assert add.files.column(fi.PATH).to_pylist() == [path]
         assert not add.owned
-        new_version = table.restore(version)
+        new_version = table.restore(version).version
         line = _adds(tmp_path, int(new_version))[path]
         assert ("deletionVector" in line) is dv
         _assert_rerendered(_stats(line), _stats(original[path]), dv=dv)
@@ -263,7 +263,7 @@ def test_restore_across_a_rename_keeps_the_renamed_columns_stats(tmp_path: Path)
     with table.update_schema() as update:
         update.rename_column("i", "k")
     table.overwrite(pa.table({"k": [9], "s": ["z"]}))
-    version = table.restore(2)
+    version = table.restore(2).version
     line = _adds(tmp_path, int(version))[path]
     new, old = _stats(line), _stats(original[path])
     assert new == {**old, "tightBounds": False}

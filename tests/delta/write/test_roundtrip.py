@@ -140,13 +140,13 @@ def test_every_version_reads_the_same_in_delta_rs_and_lakecore(
         live = sorted(rows if replace else live + rows)
         expected[version] = live
 
-    check(table.append(make_rows(0, 40)), make_rows(0, 40))
-    check(table.append(make_rows(40, 13)), make_rows(40, 13))
-    check(table.append(make_rows(53, 1)), make_rows(53, 1))
-    check(table.overwrite(make_rows(100, 30)), make_rows(100, 30), replace=True)
-    check(table.append(make_rows(130, 5)), make_rows(130, 5))
-    check(table.delete(), None, replace=True)
-    check(table.append(make_rows(200, 20)), make_rows(200, 20))
+    check(table.append(make_rows(0, 40)).version, make_rows(0, 40))
+    check(table.append(make_rows(40, 13)).version, make_rows(40, 13))
+    check(table.append(make_rows(53, 1)).version, make_rows(53, 1))
+    check(table.overwrite(make_rows(100, 30)).version, make_rows(100, 30), replace=True)
+    check(table.append(make_rows(130, 5)).version, make_rows(130, 5))
+    check(table.delete().version, None, replace=True)
+    check(table.append(make_rows(200, 20)).version, make_rows(200, 20))
 
     assert commit_versions(path) == list(range(8))
     assert sorted(expected) == list(range(8))
@@ -241,11 +241,11 @@ def test_delta_rs_table_appended_to_by_lakecore(
 
     table = lakecore.open(uri)
     assert table.snapshot().partition_columns == tuple(partition_by or ())
-    assert table.append(rs_rows(30, 7, "lakecore ü")) == 3
+    assert table.append(rs_rows(30, 7, "lakecore ü")).version == 3
     written.append(rs_rows(30, 7, "lakecore ü"))
     deltalake.write_deltalake(uri, rs_rows(40, 3, "a"), mode="append")  # delta-rs again on top
     written.append(rs_rows(40, 3, "a"))
-    assert table.append(rs_rows(50, 2, None)) == 5
+    assert table.append(rs_rows(50, 2, None)).version == 5
     written.append(rs_rows(50, 2, None))
 
     expected = canonical(pa.concat_tables(written))
@@ -254,9 +254,9 @@ def test_delta_rs_table_appended_to_by_lakecore(
     assert lakecore_rows(path, 3) == delta_rs_rows(path, 3)
     assert commit_versions(path) == list(range(6))
 
-    assert table.overwrite(rs_rows(60, 4, "o")) == 6
+    assert table.overwrite(rs_rows(60, 4, "o")).version == 6
     assert lakecore_rows(path) == delta_rs_rows(path) == canonical(rs_rows(60, 4, "o"))
-    assert table.delete() == 7
+    assert table.delete().version == 7
     assert lakecore_rows(path) == delta_rs_rows(path) == []
     deltalake.write_deltalake(uri, rs_rows(70, 2), mode="append")
     assert lakecore_rows(path) == delta_rs_rows(path) == canonical(rs_rows(70, 2))

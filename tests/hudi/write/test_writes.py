@@ -175,7 +175,7 @@ def test_null_partition_value_and_plain_paths(tmp_path: Path) -> None:
 def test_meta_fields(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = create(root, "COPY_ON_WRITE")
-    version = table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x")))
+    version = table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"))).version
     got = lakecore.open(str(root)).to_arrow().sort_by("id").to_pylist()
     base = sorted(p.name for p in (root / "city=x").iterdir() if parse_base_file_name(p.name))
     assert [r["_hoodie_commit_time"] for r in got] == [version, version]
