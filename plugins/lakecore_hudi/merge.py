@@ -51,6 +51,17 @@ class MergeSpec:
         return self.event_time and self.ordering_field is not None
 
 
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """The live rows of a merge; ``positions``: each one's row number in the base rows
+    followed by the log rows; ``repeated_base_keys``: the base rows repeated a key (then a
+    data run deduplicated every key of the state, base rows included)."""
+
+    rows: pa.Table
+    positions: np.ndarray
+    repeated_base_keys: bool
+
+
 def merge_slice(
     base: pa.Table,
     log_data: pa.Table,
@@ -67,19 +78,37 @@ def merge_slice(
     Base rows keep their order (an updated row stays in place); rows of new keys follow, in
     the order of their winning records.
     """
-    schema = base.schema
     if log_data.num_rows == 0 and log_deletes.num_rows == 0:
         return base
     data_seqs = _seqs(log_data)
     if len(data_seqs) > 1 and not bool(np.all(data_seqs[1:] >= data_seqs[:-1])):
-        order = np.argsort(data_seqs, kind="stable")
-        log_data, data_seqs = log_data.take(pa.array(order)), data_seqs[order]
+        log_data = log_data.take(pa.array(np.argsort(data_seqs, kind="stable")))
+    return merge_sorted(base, log_data, log_deletes, spec).rows
+
+
+def merge_sorted(
+    base: pa.Table,
+    log_data: pa.Table,
+    log_deletes: pa.Table,
+    spec: MergeSpec,
+    groups: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Merged:
+    """``merge_slice`` for ``log_data`` already in seq order, with what ``Merged`` adds.
+
+    With ``groups`` (the group number of each row of ``base`` and of ``log_data``) several
+    slices merge at once: keys match within a group only, so ``log_deletes``' ``record_key``
+    must already be ``group_keys(<its groups>, <keys>)``.
+    """
+    schema = base.schema
+    data_seqs = _seqs(log_data)
     rows = conform(log_data.drop_columns([SEQ]), schema)
     # The merge moves only these small helper tables (key, ordering value, seq, row number in
     # base + rows, deleted flag); the rows themselves are taken once, at the end.
-    state = _helpers(base, spec, np.full(base.num_rows, -1, dtype=np.int64), 0)
-    logs = _helpers(rows, spec, data_seqs, base.num_rows)
+    base_groups, data_groups = groups if groups is not None else (None, None)
+    state = _helpers(base, spec, np.full(base.num_rows, -1, dtype=np.int64), 0, base_groups)
+    logs = _helpers(rows, spec, data_seqs, base.num_rows, data_groups)
     distinct: bool | None = None  # whether the state's keys are distinct; known after a run
+    repeated = False  # whether the base rows repeated a key
     for is_delete, low, high in _runs(data_seqs, _seqs(log_deletes)):
         if is_delete:
             state = _apply_delete_run(state, _between(log_deletes, low, high), spec)
@@ -89,12 +118,21 @@ def merge_slice(
         if distinct is None:
             keys = state.column(_KEY)
             distinct = pc.count_distinct(keys).as_py() == len(keys) if len(keys) else True
+            repeated = not distinct
         state = _combine(state, logs.slice(first, last - first), spec, distinct=distinct)
-        distinct = True
+        distinct = True  # a combine leaves one row per key
     live = state.filter(pc.invert(state.column(_DEL))).column(_POS)
     # One chunk first: take over a chunked table is ~2x slower than concatenating and taking.
     out = pa.concat_tables([base, rows], promote_options="none").combine_chunks().take(live)
-    return pa.Table.from_arrays(out.columns, schema=schema)
+    positions = live.to_numpy() if live.num_chunks else np.zeros(0, dtype=np.int64)
+    rows = pa.Table.from_arrays(out.columns, schema=schema)
+    return Merged(rows, positions, repeated_base_keys=repeated)
+
+
+def group_keys(groups: np.ndarray, keys: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
+    """``keys`` made distinct per group: ``<group>\x1f<key>`` (record keys hold no \x1f)."""
+    prefixed = pc.binary_join_element_wise(pa.array(groups).cast(pa.string()), keys, "\x1f")
+    return prefixed if isinstance(prefixed, pa.ChunkedArray) else pa.chunked_array([prefixed])
 
 
 def _seqs(table: pa.Table) -> np.ndarray:
@@ -107,6 +145,8 @@ def _runs(data_seqs: np.ndarray, delete_seqs: np.ndarray) -> list[tuple[bool, in
     """(is_delete, first seq, last seq) of each maximal run of data or delete records."""
     seqs = np.concatenate([data_seqs, delete_seqs])
     kinds = np.concatenate([np.zeros(len(data_seqs), bool), np.ones(len(delete_seqs), bool)])
+    if len(seqs) == 0:
+        return []
     order = np.argsort(seqs, kind="stable")  # data before deletes of the same seq
     seqs, kinds = seqs[order], kinds[order]
     starts = np.flatnonzero(np.r_[True, kinds[1:] != kinds[:-1]])
@@ -125,11 +165,20 @@ def _between(table: pa.Table, low: int, high: int) -> pa.Table:
     return table.take(pa.array(np.argsort(seqs, kind="stable")))
 
 
-def _helpers(rows: pa.Table, spec: MergeSpec, seqs: np.ndarray, first_row: int) -> pa.Table:
-    """The merge's view of ``rows``: key, ordering value, seq, row number (``first_row`` + i)
-    and whether the record is a delete (``_hoodie_is_deleted``)."""
+def _helpers(
+    rows: pa.Table,
+    spec: MergeSpec,
+    seqs: np.ndarray,
+    first_row: int,
+    groups: np.ndarray | None = None,
+) -> pa.Table:
+    """The merge's view of ``rows``: key (``group_keys`` with ``groups``), ordering value,
+    seq, row number (``first_row`` + i) and whether the record is a delete
+    (``_hoodie_is_deleted``)."""
     n = rows.num_rows
     keys = record_keys(rows, spec.key_fields) if n else pa.chunked_array([], pa.string())
+    if groups is not None and n:
+        keys = group_keys(groups, keys)
     if spec.orders and spec.ordering_field in rows.column_names:
         order = rows.column(spec.ordering_field)
     else:

@@ -10,7 +10,7 @@ blocks and are merged by key, so ``deleted_positions`` never has anything to ans
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -78,8 +78,17 @@ def scan_state(context: ScanContext) -> HudiScanState:
     return context.state
 
 
+# Merged slices are read in batches of at most this many slices and about this many bytes
+# of files: one decoding and one merge per batch (``SliceReader.read_merged``).
+MERGE_BATCH_SLICES = 256
+MERGE_BATCH_BYTES = 64 * 1024 * 1024
+
+
 def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) -> Iterator[FileRows]:
-    """The live rows of each file slice of ``files``, merged (MoR), one ``FileRows`` each."""
+    """The live rows of each file slice of ``files``, merged (MoR), one ``FileRows`` each.
+
+    Slices come out in order; consecutive slices with log files are merged in batches.
+    """
     state = scan_state(context)
     reader = SliceReader(
         context.open_storage(),
@@ -89,23 +98,65 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
         state.options.read_optimized,
     )
     out_schema = pa.schema([context.schema.field(c) for c in columns])
-    names = context.schema.names
+    wanted = list(columns) or context.schema.names[:1]
+    sizes = _sizes(files)
+    batch: list[tuple[int, str | None, list[str]]] = []
+    batch_bytes = 0
     for index, unit in enumerate(slice_files(files)):
         base = unit[0] if unit and not is_log_file(unit[0]) else None
         logs = unit[1:] if base is not None else unit
-        # No columns (a count): read one anyway, since a file read with none has no rows.
-        offset = 0
-        for piece in reader.read_pieces(base, logs, list(columns) or names[:1]):
-            rows = piece.combine_chunks()
-            if not columns:
-                yield FileRows(index, offset, _no_columns(rows.num_rows))
-                offset += rows.num_rows
-                continue
-            for batch in rows.to_batches():
-                yield FileRows(
-                    index, offset, pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
-                )
-                offset += batch.num_rows
+        if logs and not reader.read_optimized:
+            batch.append((index, base, logs))
+            batch_bytes += sizes[index]
+            if len(batch) >= MERGE_BATCH_SLICES or batch_bytes >= MERGE_BATCH_BYTES:
+                yield from _merged_rows(reader, batch, wanted, columns, out_schema)
+                batch, batch_bytes = [], 0
+            continue
+        yield from _merged_rows(reader, batch, wanted, columns, out_schema)
+        batch, batch_bytes = [], 0
+        pieces = reader.read_pieces(base, logs, wanted)
+        yield from _file_rows(index, pieces, columns, out_schema)
+    yield from _merged_rows(reader, batch, wanted, columns, out_schema)
+
+
+def _merged_rows(
+    reader: SliceReader,
+    batch: list[tuple[int, str | None, list[str]]],
+    wanted: list[str],
+    columns: Sequence[str],
+    out_schema: pa.Schema,
+) -> Iterator[FileRows]:
+    if not batch:
+        return
+    tables = reader.read_merged([(base, logs) for _, base, logs in batch], wanted)
+    for (index, _, _), table in zip(batch, tables, strict=True):
+        yield from _file_rows(index, [table], columns, out_schema)
+
+
+def _file_rows(
+    index: int, pieces: Iterable[pa.Table], columns: Sequence[str], out_schema: pa.Schema
+) -> Iterator[FileRows]:
+    # No columns (a count): one column was read anyway, since a file read with none has no
+    # rows.
+    offset = 0
+    for piece in pieces:
+        rows = piece.combine_chunks()
+        if not columns:
+            yield FileRows(index, offset, _no_columns(rows.num_rows))
+            offset += rows.num_rows
+            continue
+        for batch in rows.to_batches():
+            yield FileRows(
+                index, offset, pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
+            )
+            offset += batch.num_rows
+
+
+def _sizes(files: pa.Table) -> list[int]:
+    """Each slice's size in bytes as the file index has it (0 where unknown)."""
+    if fi.SIZE not in files.column_names:
+        return [0] * files.num_rows
+    return [int(v or 0) for v in files.column(fi.SIZE).to_pylist()]
 
 
 def _no_columns(n: int) -> pa.RecordBatch:

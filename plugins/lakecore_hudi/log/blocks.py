@@ -51,6 +51,7 @@ __all__ = [
     "DELETE_BLOCK_VERSION",
     "DELETE_SCHEMA",
     "conform_table",
+    "avro_record_count",
     "decode_avro_block",
     "decode_avro_blocks",
     "decode_data_block",
@@ -234,7 +235,7 @@ def decode_avro_blocks(
         # Rare path: classify again, naming the block (cached plans are shared by blocks).
         avro_to_arrow(schema_json, f"{block.path}: SCHEMA header of the block at {block.offset}")
         raise _fail(block, f"unusable writer schema in the SCHEMA header: {exc}") from None
-    few = sum(_block_count(b) for b in blocks) < _COLUMNAR_MIN_RECORDS
+    few = sum(avro_record_count(b) for b in blocks) < _COLUMNAR_MIN_RECORDS
     if compiled is None or few:  # arrays or maps, or too few records: fastavro, per block
         tables = [_decode_with_fastavro(b) for b in blocks]
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
@@ -275,7 +276,7 @@ def _record_bounds(block: LogBlock) -> tuple[memoryview, np.ndarray, np.ndarray]
     """The records' payload (content after the 8-byte head) and each record's start and end
     in it, from the int32 length prefixes."""
     content = memoryview(block.content)
-    count = _block_count(block)
+    count = avro_record_count(block)
     payload = content[8:]
     size = len(payload)
     starts = np.empty(count, dtype=np.int64)
@@ -297,8 +298,13 @@ def _record_bounds(block: LogBlock) -> tuple[memoryview, np.ndarray, np.ndarray]
     return payload, starts, starts + lengths
 
 
-def _block_count(block: LogBlock) -> int:
-    """The record count of an Avro data block's head (checking version and size)."""
+def avro_record_count(block: LogBlock) -> int:
+    """The record count in an Avro data block's head.
+
+    Raises:
+        CorruptTableError: the head is cut short or the count is negative.
+        UnsupportedFeatureError: the block version predates record counts (version 0).
+    """
     content = block.content
     if len(content) < 8:
         raise _fail(block, f"content of {len(content)} bytes is shorter than its 8-byte head")
@@ -319,7 +325,7 @@ def _decode_with_fastavro(block: LogBlock) -> pa.Table:
     assert block.schema is not None
     parsed, writer_arrow = _framed_reader(block.schema)
     content = block.content
-    count = _block_count(block)
+    count = avro_record_count(block)
     if count == 0:
         # An Avro array of zero items is a lone 0; the framing trick below needs items.
         if len(content) != 8:

@@ -25,10 +25,21 @@ import pyarrow as pa
 
 from lakecore.errors import UnsupportedFeatureError
 from lakecore.storage import Storage
-from lakecore_hudi.log.blocks import decode_avro_blocks, decode_data_block, decode_delete_block
+from lakecore_hudi.log.blocks import (
+    avro_record_count,
+    decode_avro_blocks,
+    decode_data_block,
+    decode_delete_block,
+)
 from lakecore_hudi.log.format import BlockType, CommandType, HeaderKey, LogBlock, read_log_blocks
 
-__all__ = ["SEQ_COLUMN", "LogRecords", "order_log_blocks", "read_log_records"]
+__all__ = [
+    "SEQ_COLUMN",
+    "LogRecords",
+    "order_log_blocks",
+    "read_log_records",
+    "read_slices_log_records",
+]
 
 SEQ_COLUMN = "_lakecore_log_seq"
 """Global application order of log records (data and deletes share one sequence)."""
@@ -77,32 +88,92 @@ def read_log_records(
             updates, unknown command, Kryo delete blocks).
         FileNotFoundError: a log file does not exist.
     """
-    blocks: list[LogBlock] = []
-    for path in paths:
-        blocks.extend(read_log_blocks(storage.read(path), path, skip_corrupt=skip_corrupt))
-    ordered = order_log_blocks(blocks, is_valid_instant)
-    data_parts: list[pa.Table] = []
-    delete_parts: list[pa.Table] = []
-    seq = 0
-    for group in _decode_groups(ordered):
-        if group[0].block_type == BlockType.DELETE:
-            table = decode_delete_block(group[0])
-            delete_parts.append(_with_seq(table, seq))
-        else:
-            for block in group:
-                _check_data_block(block)
-            if group[0].block_type == BlockType.AVRO_DATA:
-                table = decode_avro_blocks(group, reader_schema)
+    return read_slices_log_records(
+        storage, [paths], reader_schema, is_valid_instant, skip_corrupt=skip_corrupt
+    )[0]
+
+
+def read_slices_log_records(
+    storage: Storage,
+    slices: Sequence[Sequence[str]],
+    reader_schema: pa.Schema,
+    is_valid_instant: Callable[[str], bool],
+    *,
+    skip_corrupt: bool = False,
+) -> list[LogRecords]:
+    """``read_log_records`` for several file slices at once (one list of log paths each).
+
+    The Avro data blocks of all the slices that share a writer schema are decoded in one
+    call (the column-wise decoder's cost is per call and per field, so many slices with a
+    few log records each cost about as much as one slice with all of them); the result is
+    the same as reading the slices one by one.
+
+    Raises:
+        As ``read_log_records``.
+    """
+    read: list[int] = []
+    groups: list[list[list[LogBlock]]] = []
+    for paths in slices:
+        blocks: list[LogBlock] = []
+        for path in paths:
+            blocks.extend(read_log_blocks(storage.read(path), path, skip_corrupt=skip_corrupt))
+        read.append(len(blocks))
+        groups.append(_decode_groups(order_log_blocks(blocks, is_valid_instant)))
+    decoded = _decode_avro_groups(groups, reader_schema)
+    out = []
+    for i, slice_groups in enumerate(groups):
+        data_parts: list[pa.Table] = []
+        delete_parts: list[pa.Table] = []
+        seq = 0
+        for j, group in enumerate(slice_groups):
+            if group[0].block_type == BlockType.DELETE:
+                table = decode_delete_block(group[0])
+                delete_parts.append(_with_seq(table, seq))
             else:
-                table = decode_data_block(group[0], reader_schema)
-            data_parts.append(_with_seq(table, seq))
-        seq += table.num_rows
-    return LogRecords(
-        data=_concat(data_parts, _seq_schema(reader_schema)),
-        deletes=_concat_deletes(delete_parts),
-        blocks_read=len(blocks),
-        blocks_applied=len(ordered),
-    )
+                table = (
+                    decoded[(i, j)] if (i, j) in decoded else _decode_other(group, reader_schema)
+                )
+                data_parts.append(_with_seq(table, seq))
+            seq += table.num_rows
+        out.append(
+            LogRecords(
+                data=_concat(data_parts, _seq_schema(reader_schema)),
+                deletes=_concat_deletes(delete_parts),
+                blocks_read=read[i],
+                blocks_applied=sum(len(g) for g in slice_groups),
+            )
+        )
+    return out
+
+
+def _decode_avro_groups(
+    groups: Sequence[Sequence[Sequence[LogBlock]]], reader_schema: pa.Schema
+) -> dict[tuple[int, int], pa.Table]:
+    """The rows of every Avro group (slice i, group j), decoded one call per writer schema."""
+    by_schema: dict[str | None, list[tuple[int, int]]] = {}
+    for i, slice_groups in enumerate(groups):
+        for j, group in enumerate(slice_groups):
+            if group[0].block_type == BlockType.AVRO_DATA:
+                for block in group:
+                    _check_data_block(block)
+                by_schema.setdefault(group[0].schema, []).append((i, j))
+    out: dict[tuple[int, int], pa.Table] = {}
+    for members in by_schema.values():
+        blocks = [b for i, j in members for b in groups[i][j]]
+        table = decode_avro_blocks(blocks, reader_schema)
+        start = 0
+        for i, j in members:
+            count = sum(avro_record_count(b) for b in groups[i][j])
+            out[(i, j)] = table.slice(start, count)
+            start += count
+    return out
+
+
+def _decode_other(group: Sequence[LogBlock], reader_schema: pa.Schema) -> pa.Table:
+    """A non-Avro data block (Parquet; HFile/CDC raise)."""
+    for block in group:
+        _check_data_block(block)
+    return decode_data_block(group[0], reader_schema)
 
 
 def order_log_blocks(
@@ -209,19 +280,24 @@ def _seq_schema(schema: pa.Schema) -> pa.Schema:
 def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
     if not parts:
         return schema.empty_table()
-    return pa.concat_tables(parts)
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+_NO_DELETES = pa.schema(
+    [
+        ("record_key", pa.string()),
+        ("partition_path", pa.string()),
+        ("ordering_value", pa.null()),
+        pa.field(SEQ_COLUMN, pa.int64(), nullable=False),
+    ]
+).empty_table()
 
 
 def _concat_deletes(parts: list[pa.Table]) -> pa.Table:
     if not parts:
-        return pa.schema(
-            [
-                ("record_key", pa.string()),
-                ("partition_path", pa.string()),
-                ("ordering_value", pa.null()),
-                pa.field(SEQ_COLUMN, pa.int64(), nullable=False),
-            ]
-        ).empty_table()
+        return _NO_DELETES
+    if len(parts) == 1:
+        return parts[0]
     # Ordering values of different blocks can have different types (a null-typed "no
     # ordering" block next to an int64 one); permissive promotion unifies them.
     return pa.concat_tables(parts, promote_options="permissive")
