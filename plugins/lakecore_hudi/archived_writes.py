@@ -11,13 +11,16 @@ raises ``VersionNotFoundError`` as for any cleaned instant.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from lakecore.storage import Storage
+from lakecore_hudi.names import LogFile
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.instants import COMPLETED, REPLACE_COMMIT, WRITE_ACTIONS, Instant
 from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
+from lakecore_hudi.view import SliceFile, Visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,3 +72,50 @@ def load_archived_writes(
         )
     ordered = sorted(found.values(), key=lambda pair: pair[0].timestamp)
     return ArchivedWrites(tuple(i for i, _ in ordered), {i.timestamp: m for i, m in ordered})
+
+
+def archived_completions(
+    storage: Storage, config: TableConfig, instants: Iterable[str]
+) -> dict[str, str]:
+    """Completion times of archived ``instants`` (older than the active timeline).
+
+    Table version 8+ reads them from the LSM timeline (instants it does not hold are left
+    out: their files' slices stay unknown). Version 6 records none, and its file slicing needs
+    none: each instant maps to itself.
+
+    Raises:
+        CorruptTableError: the archive is unreadable.
+    """
+    wanted = set(instants)
+    if not wanted:
+        return {}
+    if config.table_version < 8:
+        return {i: i for i in wanted}
+    from lakecore_hudi.timeline.archived import load_archived_timeline
+
+    found = load_archived_timeline(storage, config, start=min(wanted), end=max(wanted))
+    return {
+        a.timestamp: a.completion_time for a in found if a.timestamp in wanted and a.completion_time
+    }
+
+
+def with_archived_completions(
+    storage: Storage, config: TableConfig, files: Sequence[SliceFile], visible: Visible
+) -> Visible:
+    """``visible`` knowing the completion times of the archived delta commits that wrote
+    listed log files (table version 8+ joins a log to the slice before its completion time;
+    Hudi's file-system view looks archived ones up in the archive too)."""
+    before = visible.archived_before
+    if config.table_version < 8 or not before:
+        return visible
+    logs = {
+        f.name.instant
+        for f in files
+        if isinstance(f.name, LogFile)
+        and f.name.instant < before
+        and f.name.instant not in visible.completion
+    }
+    found = archived_completions(storage, config, logs)
+    if not found:
+        return visible
+    return dataclasses.replace(visible, completion={**found, **visible.completion})

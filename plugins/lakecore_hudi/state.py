@@ -10,7 +10,12 @@ import pyarrow as pa
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.storage import Storage
-from lakecore_hudi.archived_writes import ArchivedWrites, load_archived_writes, needs_archive
+from lakecore_hudi.archived_writes import (
+    ArchivedWrites,
+    load_archived_writes,
+    needs_archive,
+    with_archived_completions,
+)
 from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.base_files import read_base_schema
 from lakecore_hudi.keys import META_FIELDS
@@ -126,6 +131,7 @@ def load_state(
         slices: tuple[FileSlice, ...] = ()
     else:
         files = data_files(storage.list_all(""))
+        visible = with_archived_completions(storage, config, files, visible)
         by_completion = config.table_version >= 8
         slices = tuple(latest_slices(files, visible, by_completion))
         latest = instant == writes[-1]

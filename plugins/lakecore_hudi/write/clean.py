@@ -17,9 +17,11 @@ import time
 from collections import defaultdict
 
 from lakecore.storage import Storage
+from lakecore_hudi.archived_writes import archived_completions
 from lakecore_hudi.mdt.maintain import record_clean
 from lakecore_hudi.names import LogFile
 from lakecore_hudi.state import REPLACE_ACTIONS, HudiState, commit_metadata
+from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.instants import CLEAN, Instant
 from lakecore_hudi.timeline.lifecycle import complete, write_inflight
@@ -70,7 +72,7 @@ def _clean(storage: Storage, state: HudiState, retain_commits: int) -> list[str]
     # returns (never a file under .hoodie/).
     doomed = [
         deletable_path(p, storage.root, source=f"listing of {storage.root}")
-        for p in files_to_clean(storage, timeline, earliest)
+        for p in files_to_clean(storage, timeline, earliest, config)
     ]
     if not doomed:
         return []
@@ -123,13 +125,23 @@ def _cap_at_pending(timeline: Timeline, earliest: Instant) -> Instant | None:
     return before[-1] if before else None
 
 
-def files_to_clean(storage: Storage, timeline: Timeline, earliest: Instant) -> list[str]:
-    """Table-relative paths of the data files no snapshot at or after ``earliest`` reads."""
+def files_to_clean(
+    storage: Storage, timeline: Timeline, earliest: Instant, config: TableConfig
+) -> list[str]:
+    """Table-relative paths of the data files no snapshot at or after ``earliest`` reads.
+
+    Files of archived instants (older than the active timeline) are completed ones too; a
+    table version 8+ log file among them is placed by its archived completion time (kept when
+    the archive does not hold it)."""
     writes = timeline.completed_write_instants()
     completed = {i.timestamp: (i.completion_time or i.timestamp) for i in writes}
     replaced = _replaced_by(storage, timeline, earliest)
     groups: dict[tuple[str, str], list[SliceFile]] = defaultdict(list)
-    for f in data_files(storage.list_all("")):
+    listed = data_files(storage.list_all(""))
+    first = timeline.instants[0].timestamp if timeline.instants else ""
+    older = {f.name.instant for f in listed if f.name.instant < first}
+    completed.update(archived_completions(storage, config, older))
+    for f in listed:
         groups[(split_path(f.info.path)[0], f.name.file_id)].append(f)
     doomed: list[str] = []
     for group, files in groups.items():

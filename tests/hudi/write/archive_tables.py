@@ -190,7 +190,7 @@ def _read_map(data: bytes, cur: int) -> tuple[dict[int, str], int]:
 
 def archived_commit_times(root: Path, version: str) -> list[str]:
     """Completed commit / deltacommit instants the archive holds (independent decoders)."""
-    if version == "8":
+    if version != "6":  # 8 and 9: the LSM timeline
         found = [
             r["instantTime"] for r in decode_lsm(root) if r["action"] in ("commit", "deltacommit")
         ]

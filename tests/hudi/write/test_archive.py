@@ -171,7 +171,7 @@ def test_clean_archives_and_bounds_archiving(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", ["8", "6"])
+@pytest.mark.parametrize("version", ["8", "9", "6"])
 def test_forty_commits(version: str, tmp_path: Path) -> None:
     root = tmp_path / "t"
     archiving_table(root, version)
@@ -187,3 +187,38 @@ def test_merge_on_read_with_compactions(version: str, tmp_path: Path) -> None:
     run = commit_many(root, 16, compact_every=3)
     archived = check_archived(dataclasses.replace(run, max_active=0), version)
     assert archived >= 10
+
+
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_clean_deletes_old_slices_of_archived_instants(version: str, tmp_path: Path) -> None:
+    """Files written by archived instants are completed ones: a later clean deletes the old
+    slices among them (they would otherwise stay forever)."""
+    root = tmp_path / "t"
+    archiving_table(root, version)
+    run = commit_many(root, 6, keys=2)  # two file groups, rewritten by every commit
+    first_active = active_commits(root)[0]
+    before = lakecore_rows(root)
+    doomed = lakecore.open(str(root)).clean(retain_commits=1)
+    instants = {Path(p).name.rsplit("_", 1)[-1].split(".")[0] for p in doomed}
+    assert instants and all(i < first_active for i in instants)  # archived writers' files
+    assert set(instants) <= set(run.versions)
+    assert lakecore_rows(root) == before == hudi_rs_rows(root)
+
+
+def test_archived_delta_commits_keep_their_completion_times(tmp_path: Path) -> None:
+    """v8 MoR: a log file whose delta commit was archived joins slices by the completion time
+    the LSM timeline recorded (as Hudi's view looks it up), not by its instant time."""
+    from lakecore_hudi.options import ReadOptions
+    from lakecore_hudi.state import load_state
+
+    root = tmp_path / "t"
+    archiving_table(root, "8", "MERGE_ON_READ")
+    run = commit_many(root, 6, keys=2)
+    storage = open_storage(str(root))
+    state = load_state(storage, None, None, ReadOptions.parse(None))
+    archived = [v for v in run.versions if v not in active_commits(root)]
+    logs = {n.instant for s in state.slices for n in s.log_names}
+    assert logs & set(archived), "no log file of an archived delta commit is read"
+    for instant in logs & set(archived):
+        assert state.visible.completion[instant] > instant
+    assert lakecore_rows(root) == run.rows_at[run.versions[-1]] == hudi_rs_rows(root)
