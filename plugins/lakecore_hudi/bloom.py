@@ -21,12 +21,9 @@ layout of ``org.apache.hadoop.util.bloom.BloomFilter``:
   ``rows * keys_per_row < max_entries``; once that bound is reached, keys go round-robin over
   the rows. A key may be present when any row holds it.
 
-The ``k`` bit positions of a key (its UTF-8 bytes) chain Hadoop's 32-bit MurmurHash 2 (tail
-bytes sign-extended, as Java's ``byte`` is): ``h_0 = murmur(key, seed=0)``,
-``h_i = murmur(key, seed=h_{i-1})``, position ``|h_i % bits|`` with Java's remainder (sign of
-the dividend). Sizes follow Hudi: ``bits = ceil(n * -ln(fpp) / ln(2)^2)``,
-``k = ceil(ln(2) * bits / n)``. Hashing runs over whole key arrays with numpy (the loop is over
-key length in 4-byte blocks and over the ``k`` hash functions, never over keys).
+The ``k`` bit positions of a key are Hadoop's chained MurmurHash 2 of its UTF-8 bytes
+(``bloom_hash``, vectorised over whole key arrays). Sizes follow Hudi:
+``bits = ceil(n * -ln(fpp) / ln(2)^2)``, ``k = ceil(ln(2) * bits / n)``.
 """
 
 from __future__ import annotations
@@ -43,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import CorruptTableError, InvalidArgumentError, UnsupportedFeatureError
+from lakecore_hudi.bloom_hash import bit_positions, key_bytes
 
 FILTER_KEY = "org.apache.hudi.bloomfilter"
 OLD_FILTER_KEY = "com.uber.hoodie.bloomfilter"
@@ -56,7 +54,6 @@ MURMUR_HASH = 1
 JENKINS_HASH = 0
 _VERSION = -1
 _HEADER = struct.Struct(">iib")  # version, number of hashes, hash type (then vector size)
-_M = np.uint32(0x5BD1E995)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +150,7 @@ class KeyProbe:
     table's files, when one writer configuration wrote them)."""
 
     def __init__(self, keys: pa.Array | pa.ChunkedArray) -> None:
-        self._data, self._offsets, self.valid = _key_bytes(keys)
+        self._data, self._offsets, self.valid = key_bytes(keys)
         self.size = len(self.valid)
         self._cache: dict[tuple[int, int], list[np.ndarray]] = {}
 
@@ -161,7 +158,7 @@ class KeyProbe:
         """The ``hashes`` bit positions of every key in a vector of ``size`` bits."""
         shape = (hashes, size)
         if shape not in self._cache:
-            self._cache[shape] = _positions(self._data, self._offsets, hashes, size)
+            self._cache[shape] = bit_positions(self._data, self._offsets, hashes, size)
         return self._cache[shape]
 
 
@@ -171,7 +168,7 @@ def build_filter(keys: pa.Array | pa.ChunkedArray, settings: BloomSettings) -> B
     Raises:
         InvalidArgumentError: a key is null or empty (Hadoop cannot hash it).
     """
-    data, offsets, valid = _key_bytes(keys)
+    data, offsets, valid = key_bytes(keys)
     n = len(offsets) - 1
     if not valid.all():
         raise InvalidArgumentError("a bloom filter cannot hold a null or empty record key")
@@ -184,7 +181,7 @@ def build_filter(keys: pa.Array | pa.ChunkedArray, settings: BloomSettings) -> B
         row_of, count, active = _dynamic_rows(n, nr, settings.max_entries)
     flat = np.zeros(count * size, dtype=bool)
     base = row_of * size
-    for positions in _positions(data, offsets, hashes, size):
+    for positions in bit_positions(data, offsets, hashes, size):
         flat[base + positions] = True
     rows = tuple(flat[r * size : (r + 1) * size] for r in range(count))
     return BloomFilter(settings.type_code, MURMUR_HASH, hashes, size, rows, nr, active)
@@ -268,89 +265,6 @@ def filter_from_footer(metadata: Mapping[bytes, bytes], where: str) -> BloomFilt
         return None
     code = metadata.get(TYPE_CODE_KEY.encode())
     return parse_filter(text, None if code is None else code.decode("utf-8", "replace"), where)
-
-
-# ---------------------------------------------------------------- hashing
-
-
-def _key_bytes(keys: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(UTF-8 bytes, offsets, valid mask) of ``keys``; null keys become empty, and empty keys
-    are marked invalid."""
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.string())
-    if not (pa.types.is_binary(keys.type) or pa.types.is_large_binary(keys.type)):
-        keys = keys.cast(pa.large_binary() if pa.types.is_large_string(keys.type) else pa.binary())
-    keys = pc.fill_null(keys, b"") if keys.null_count else keys
-    width = np.int64 if pa.types.is_large_binary(keys.type) else np.int32
-    buffers = keys.buffers()
-    n = len(keys)
-    offsets = np.frombuffer(buffers[1], dtype=width)[keys.offset : keys.offset + n + 1]
-    offsets = offsets.astype(np.int64)
-    data = (
-        np.frombuffer(buffers[2], dtype=np.uint8)
-        if buffers[2] is not None
-        else np.zeros(0, np.uint8)
-    )
-    return data, offsets, np.diff(offsets) > 0
-
-
-def _positions(data: np.ndarray, offsets: np.ndarray, hashes: int, size: int) -> list[np.ndarray]:
-    """The ``hashes`` bit positions of every key (one int64 array per hash function)."""
-    n = len(offsets) - 1
-    out = [np.zeros(n, dtype=np.int64) for _ in range(hashes)]
-    lengths = np.diff(offsets)
-    blocks = lengths >> 2
-    # Keys of one block count hash without masks; most tables have few distinct key lengths.
-    for count in np.unique(blocks):
-        idx = np.nonzero(blocks == count)[0]
-        starts, lens = offsets[idx], lengths[idx]
-        words = _mixed_words(data, starts, int(count))
-        tail, has_tail = _tail(data, starts + lens, lens - 4 * count)
-        seed = np.zeros(len(idx), dtype=np.uint32)
-        len32 = lens.astype(np.uint32)
-        for i in range(hashes):
-            h = seed ^ len32
-            for w in words:
-                h *= _M
-                h ^= w
-            if has_tail.all():
-                h ^= tail
-                h *= _M
-            elif has_tail.any():
-                h = np.where(has_tail, (h ^ tail) * _M, h)
-            h ^= h >> np.uint32(13)
-            h *= _M
-            h ^= h >> np.uint32(15)
-            seed = h
-            signed = h.view(np.int32).astype(np.int64)
-            out[i][idx] = np.abs(np.fmod(signed, size))
-    return out
-
-
-def _mixed_words(data: np.ndarray, starts: np.ndarray, count: int) -> list[np.ndarray]:
-    """Per 4-byte block, the block's little-endian word already mixed (``k *= m; k ^= k >>> 24;
-    k *= m``): it does not depend on the seed, so it is computed once for all hashes."""
-    if count == 0:
-        return []
-    index = starts[:, None] + np.arange(4 * count, dtype=np.int64)[None, :]
-    raw = np.ascontiguousarray(data[index]).view("<u4").astype(np.uint32)
-    raw *= _M
-    raw ^= raw >> np.uint32(24)
-    raw *= _M
-    return [np.ascontiguousarray(raw[:, b]) for b in range(count)]
-
-
-def _tail(data: np.ndarray, ends: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The XOR of the last ``left`` (0-3) bytes, sign-extended as Java bytes, shifted into place."""
-    tail = np.zeros(len(ends), dtype=np.uint32)
-    for back, shift in ((3, 16), (2, 8), (1, 0)):
-        use = left >= back
-        if not use.any():
-            continue
-        byte = data[np.where(use, ends - back, 0)].astype(np.int8).astype(np.int32)
-        value = (byte.astype(np.int64) << shift).astype(np.uint64).astype(np.uint32)
-        tail ^= np.where(use, value, np.uint32(0))
-    return tail, left > 0
 
 
 def _dynamic_rows(n: int, nr: int, max_entries: int) -> tuple[np.ndarray, int, int]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,7 +56,9 @@ def candidate_slices(snapshot: Snapshot, where: Where | None) -> list[int]:
     matching ``where``; every slice when ``where`` is None (or the view is read-optimized).
 
     The result must be a superset of the slices holding a matching row: it is, because the
-    planner only drops a slice when its partition values or stats prove no row can match.
+    planner only drops a slice when its partition values or stats prove no row can match, and
+    when ``where`` pins the record key to a few values (``keys_pinned_by``) the footers' key
+    ranges and bloom filters drop only slices that hold none of those keys.
     """
     source = snapshot.source
     if not isinstance(source, HudiSnapshotSource):
@@ -70,7 +73,57 @@ def candidate_slices(snapshot: Snapshot, where: Where | None) -> list[int]:
     paths = set(kept.column("path").to_pylist())
     indexed = set(source.files().column("path").to_pylist())
     # A slice missing from the index (none today) is kept: pruning never saw it.
-    return [i for i, s in enumerate(state.slices) if s.path in paths or s.path not in indexed]
+    out = [i for i, s in enumerate(state.slices) if s.path in paths or s.path not in indexed]
+    keys = keys_pinned_by(predicate, state, snapshot.schema)
+    return out if keys is None else slices_holding(source.storage, state.slices, out, keys)
+
+
+def keys_pinned_by(predicate: ex.Predicate, state: HudiState, schema: pa.Schema) -> pa.Array | None:
+    """The record keys a row matching ``predicate`` must have, when the predicate pins the one
+    record-key column to literal values (``k = v``, ``k IN (...)``, ORs of those, or ANDs with
+    one such conjunct) and the key text is exact (see ``_keys_of``); else None. A COMPLEX key
+    over one field yields both renderings (``k:v`` and ``v``)."""
+    fields = state.config.record_key_fields
+    if len(fields) != 1 or state.config.keygen_type not in _KEYED_BY_COLUMNS:
+        return None
+    field = fields[0]
+    if field not in schema.names or not _exact_text(schema.field(field).type):
+        return None
+    values = _pinned(predicate, field)
+    # Only literals whose text is the key's: an int for an integer column (not 5.0, which
+    # equals 5 but renders otherwise), a str for a string column.
+    kind = int if pa.types.is_integer(schema.field(field).type) else str
+    if values is None or any(type(v) is not kind for v in values):
+        return None
+    text = [str(v) for v in sorted(values, key=str)]
+    if state.config.keygen_type == "COMPLEX":
+        text += [f"{field}:{t}" for t in text]
+    return pa.array(text, pa.string())
+
+
+def _pinned(predicate: ex.Predicate, field: str) -> set[Any] | None:
+    """The values ``predicate`` allows column ``field`` to take (None: not pinned)."""
+    if isinstance(predicate, ex.Comparison):
+        match = predicate.op == "=" and predicate.column.name == field
+        value = predicate.literal.value
+        return {value} if match and value is not None else None
+    if isinstance(predicate, ex.In) and isinstance(predicate.column, ex.Column):
+        if predicate.column.name != field:
+            return None
+        # A NULL in the list never makes the predicate TRUE.
+        return {v.value for v in predicate.values if v.value is not None}
+    if isinstance(predicate, ex.Or):
+        union: set[Any] = set()
+        for operand in predicate.operands:
+            part = _pinned(operand, field)
+            if part is None:
+                return None
+            union |= part
+        return union
+    if isinstance(predicate, ex.And):
+        parts = [p for p in (_pinned(o, field) for o in predicate.operands) if p is not None]
+        return min(parts, key=len) if parts else None
+    return None
 
 
 def key_range(

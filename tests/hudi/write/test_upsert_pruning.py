@@ -19,9 +19,10 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakecore_hudi.write.candidates import slices_for_keys
+from lakecore_hudi.write.candidates import keys_pinned_by, slices_for_keys
 
 import lakecore
+from lakecore.planning.candidates import dml_predicate
 from lakecore.storage import Storage, open_storage
 from lakecore.testing.faults import CountingStorage
 from tests.hudi.write.helpers import Row, assert_reads, create, model_of, rows, upsert
@@ -184,6 +185,25 @@ def test_new_keys_only_read_no_group(table_copy: tuple) -> None:  # type: ignore
     assert_reads(root, model)
 
 
+def test_delete_and_update_by_key_read_only_the_holders(table_copy: tuple) -> None:  # type: ignore[type-arg]
+    root, storage, model = table_copy
+    holder = groups_of(root)
+    table = _open(root, storage)
+    storage.reset()
+    table.delete(f"id = 3 OR id IN (19, {19 + GROUPS}, 99999)")
+    assert groups_read(storage, root) == {holder[3], holder[19]}
+    for key in (3, 19, 19 + GROUPS):
+        del model[key]
+    # On MoR the delete wrote log files: those slices are always read from now on.
+    logged = {_file_id(p.name) for p in root.iterdir() if ".log." in p.name}
+    assert logged == (set() if not logged else {holder[3], holder[19]})
+    storage.reset()
+    _open(root, storage).update({"name": "'upd'"}, "id = 5 AND ts = 1")
+    assert groups_read(storage, root) == {holder[5]} | logged
+    model[5] = {**model[5], "name": "upd"}
+    assert_reads(root, model)
+
+
 def test_groups_without_a_filter_or_with_logs_are_always_read(table_copy: tuple) -> None:  # type: ignore[type-arg]
     root, storage, model = table_copy
     # Another writer's base file without bloom metadata (same rows; the file is rewritten).
@@ -217,3 +237,25 @@ def test_slices_for_keys_is_a_superset_of_the_holders(table_copy: tuple) -> None
         assert [state.slices[i].file_id for i in found] == [holder[key]]
         checked += 1
     assert checked == len(range(0, GROUPS * PER_GROUP, 37)) == 10
+
+
+def test_only_predicates_pinning_the_key_to_literals_give_keys(table_copy: tuple) -> None:  # type: ignore[type-arg]
+    root, _, _ = table_copy
+    snapshot = lakecore.open(str(root)).snapshot()
+    state = snapshot.source.state  # type: ignore[attr-defined]
+    cases = {
+        "id = 5": ["5"],
+        "id = 5.0": ["5"],  # bound to the integer 5
+        "id IN (2, 1, NULL)": ["1", "2"],
+        "id = 1 OR id IN (3)": ["1", "3"],
+        "id = 7 AND name = 'x'": ["7"],
+        "id = 5.5": None,  # not a literal of the key's type: no key text to look up
+        "id = 1 OR name = 'x'": None,
+        "id > 5": None,
+        "name = 'x'": None,
+        "NOT id = 5": None,
+    }
+    for sql, want in cases.items():
+        keys = keys_pinned_by(dml_predicate(sql, snapshot.schema), state, snapshot.schema)
+        assert (None if keys is None else keys.to_pylist()) == want, sql
+    assert len(cases) == 10
