@@ -93,18 +93,23 @@ def write_base_file(
     The footer's key-value metadata carries what Hudi's Parquet writer puts there for its
     bloom index (``lakecore_hudi.bloom``): the serialized filter of the file's record keys
     (added in row order, so the bits are the ones Hudi would set), its type code, and
-    ``hoodie_min_record_key`` / ``hoodie_max_record_key`` (when the file has rows). ``bloom``
+    ``hoodie_min_record_key`` / ``hoodie_max_record_key`` (when the file has rows); none of
+    them when ``records`` has no ``_hoodie_record_key`` column. ``bloom``
     sizes the filter (Hudi's defaults when None: DYNAMIC_V0, 60000 entries, fpp 1e-9).
     The metadata goes into the footer only, not into the embedded Arrow schema (which
     would hold the 430 KB filter a second time).
     """
-    extra = footer_metadata(records.column(RECORD_KEY), bloom)
+    # Files without the key column (tables with hoodie.populate.meta.fields=false) get no
+    # bloom entries, as Hudi writes them.
+    keyed = RECORD_KEY in records.column_names
+    extra = footer_metadata(records.column(RECORD_KEY), bloom) if keyed else {}
     # Records read back from another file carry that file's footer metadata (its filter).
     records = records.replace_schema_metadata(None)
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, records.schema, compression=PARQUET_COMPRESSION) as writer:
         writer.write_table(records)
-        writer.add_key_value_metadata(extra)
+        if extra:
+            writer.add_key_value_metadata(extra)
     data = sink.getvalue().to_pybytes()
     storage.put_if_absent(path, data)
     return len(data)

@@ -299,3 +299,10 @@ def test_table_schema_is_unchanged_by_footer_metadata(tmp_path: Path) -> None:
     create(root).append(rows((1, "a", 1, "x")))
     got = lakecore.open(str(root)).to_arrow(columns=SCHEMA.names)
     assert got.schema.metadata is None or bloom.FILTER_KEY.encode() not in got.schema.metadata
+
+
+def test_files_without_the_key_column_get_no_bloom_entries(tmp_path: Path) -> None:
+    """As Hudi writes tables with hoodie.populate.meta.fields=false (the corpus's)."""
+    storage = open_storage(str(tmp_path))
+    write_base_file(storage, "f.parquet", pa.table({"id": [1, 2]}))
+    assert set(footer_of(tmp_path / "f.parquet")) == {"ARROW:schema"}
