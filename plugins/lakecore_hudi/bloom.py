@@ -105,10 +105,12 @@ class BloomFilter:
     keys_per_row: int = 0
     active_keys: int = 0
 
-    def might_contain(self, keys: pa.Array | pa.ChunkedArray | KeyProbe) -> np.ndarray:
-        """Per key (strings or binary, or a ``KeyProbe``), False when the filter proves the
-        key was never added. A null or empty key answers True (Hadoop cannot hash it, so it
-        proves nothing).
+    def might_contain(
+        self, keys: pa.Array | pa.ChunkedArray | KeyProbe, subset: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Per key (strings or binary, or a ``KeyProbe``; with ``subset``, only the probe's
+        keys at those indices), False when the filter proves the key was never added. A null
+        or empty key answers True (Hadoop cannot hash it, so it proves nothing).
 
         Raises ``UnsupportedFeatureError`` for a Jenkins-hashed filter.
         """
@@ -117,14 +119,16 @@ class BloomFilter:
                 "hudi-bloom-jenkins-hash", "lakecore tests keys against Murmur-hashed filters only"
             )
         probe = keys if isinstance(keys, KeyProbe) else KeyProbe(keys)
-        per_row = [np.ones(probe.size, dtype=bool) for _ in self.rows]
+        valid = probe.valid if subset is None else probe.valid[subset]
+        per_row = [np.ones(len(valid), dtype=bool) for _ in self.rows]
         for positions in probe.positions(self.hashes, self.vector_size):
+            picked = positions if subset is None else positions[subset]
             for r, bits in enumerate(self.rows):
-                per_row[r] &= bits[positions]
-        found = np.zeros(probe.size, dtype=bool)
+                per_row[r] &= bits[picked]
+        found = np.zeros(len(valid), dtype=bool)
         for hit in per_row:
             found |= hit
-        out: np.ndarray = found | ~probe.valid
+        out: np.ndarray = found | ~valid
         return out
 
     def serialize(self) -> str:

@@ -117,11 +117,12 @@ def _may_hold(footer: KeyFooter, keys: pa.Array, probe: KeyProbe, ranged: bool) 
             return False
     if footer.filter is None:
         return True
+    # Only the keys inside the file's range are looked up (few, when files hold key ranges).
+    subset = None if inside.all() else np.nonzero(inside)[0]
     try:
-        hits = footer.filter.might_contain(probe)
+        return bool(footer.filter.might_contain(probe, subset).any())
     except LakecoreError:
         return True  # a filter lakecore cannot evaluate proves nothing
-    return bool((hits & inside).any())
 
 
 def _plain(bound: str) -> bool:
