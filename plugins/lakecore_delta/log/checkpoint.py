@@ -54,9 +54,10 @@ def read_checkpoint_actions(storage: Storage, checkpoint: Checkpoint) -> Checkpo
     txns: dict[str, int] = {}
     sidecars: list[str] = []
     for f in checkpoint.files:
-        table = _read_parquet(storage, f.path, ("protocol", "metaData", "txn", "sidecar"))
+        table = _read_parquet(storage, f.path, ("protocol", "txn", "sidecar"))
         protocol = protocol or _first_struct(table, "protocol")
-        metadata = metadata or _first_struct(table, "metaData")
+        if metadata is None:
+            metadata = _first_struct(_read_first_rows(storage, f.path, "metaData"), "metaData")
         txns.update(_txns(table))
         if "sidecar" in table.column_names:
             sidecars += _sidecar_paths(table.column("sidecar").to_pylist())
@@ -260,14 +261,40 @@ def _read(storage: Storage, path: str) -> bytes:
         raise CorruptTableError(f"{path}: checkpoint file is missing") from exc
 
 
-def _read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Table:
-    source: Any
+def _source(storage: Storage, path: str) -> Any:
     if getattr(storage, "is_local", False):
-        source = storage.resolve(path)
         if not storage.exists(path):
             raise CorruptTableError(f"{path}: checkpoint file is missing")
-    else:
-        source = io.BytesIO(_read(storage, path))
+        return storage.resolve(path)
+    return io.BytesIO(_read(storage, path))
+
+
+_FIRST_BATCH_ROWS = 65_536
+
+
+def _read_first_rows(storage: Storage, path: str, column: str) -> pa.Table:
+    """The first batch of rows of ``column`` holding a non-null value (all rows if none).
+
+    A checkpoint holds one ``metaData`` action among millions of file actions: decoding its
+    dozen fields for every row costs more than the rest of the non-file actions together,
+    and writers put it near the start.
+    """
+    source = _source(storage, path)
+    try:
+        pf = pq.ParquetFile(source, memory_map=isinstance(source, str))
+        if pf.schema_arrow.get_field_index(column) < 0:
+            return pa.table({})
+        for batch in pf.iter_batches(batch_size=_FIRST_BATCH_ROWS, columns=[column]):
+            batch.validate(full=True)  # see _read_parquet
+            if batch.column(0).null_count < batch.num_rows:
+                return pa.Table.from_batches([batch])
+        return pa.table({})
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorruptTableError(f"{path}: unreadable checkpoint parquet: {exc}") from exc
+
+
+def _read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Table:
+    source = _source(storage, path)
     try:
         pf = pq.ParquetFile(source, memory_map=isinstance(source, str))
         present = [c for c in columns if _has_column(pf.schema_arrow, c)]
