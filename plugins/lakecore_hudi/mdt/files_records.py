@@ -29,7 +29,7 @@ import functools
 import io
 import urllib.parse
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
@@ -99,7 +99,7 @@ class FileListing:
     """
 
     added: Mapping[str, Mapping[str, int]]
-    deleted: Mapping[str, Iterable[str]] = ()  # type: ignore[assignment]
+    deleted: Mapping[str, Iterable[str]] = field(default_factory=dict)
     deleted_partitions: Iterable[str] = ()
 
 
@@ -109,7 +109,7 @@ def listing_records(change: FileListing) -> list[dict[str, Any]]:
     As Hudi does, every partition the instant touched is (re)listed in ``__all_partitions__``,
     and each touched partition gets one file-list record.
     """
-    deleted = dict(change.deleted or {})
+    deleted = dict(change.deleted)
     touched = sorted(set(change.added) | set(deleted))
     parts = {partition_key(p): _info(0, False) for p in touched}
     parts.update({partition_key(p): _info(0, True) for p in change.deleted_partitions})

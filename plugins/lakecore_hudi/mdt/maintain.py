@@ -49,7 +49,7 @@ from lakecore_hudi.mdt.table import (
 from lakecore_hudi.names import base_file_name, log_file_name
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import load_timeline
-from lakecore_hudi.timeline.instants import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT
+from lakecore_hudi.timeline.instants import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, REQUESTED
 from lakecore_hudi.timeline.lifecycle import (
     complete,
     new_instant_time,
@@ -65,6 +65,7 @@ from lakecore_hudi.timeline.metadata import (
     encode_clean_metadata,
     encode_cleaner_plan,
     encode_commit_metadata,
+    parse_cleaner_plan,
 )
 from lakecore_hudi.view import FileSlice, latest_slices
 
@@ -124,6 +125,12 @@ def record_listing(storage: Storage, config: TableConfig, ts: str, change: FileL
     if mconfig is None:
         return
     _compact_if_due(storage, config, mdt, mconfig, ts)
+    gone = _deleted_by_pending_cleans(storage, config, ts)
+    if gone:
+        deleted = {p: list(names) for p, names in change.deleted.items()}
+        for p, names in gone.items():
+            deleted.setdefault(p, []).extend(names)
+        change = FileListing(change.added, deleted, change.deleted_partitions)
     version = mconfig.table_version
     cells = encode_cells(combine(listing_records(change)), version)
     schema = schema_json(version)
@@ -155,6 +162,31 @@ def record_listing(storage: Storage, config: TableConfig, ts: str, change: FileL
         extra_metadata={"schema": schema},
     )
     complete(mdt, mconfig, DELTA_COMMIT, ts, encode_commit_metadata(meta, mconfig.table_version))
+
+
+def _deleted_by_pending_cleans(
+    storage: Storage, config: TableConfig, ts: str
+) -> dict[str, list[str]]:
+    """Files a clean that never completed (its writer failed after deleting) already
+    deleted: the clean's own metadata delta commit does not count until it completes, which
+    lakecore's cleaner does not resume, so the next delta commit records the deletions."""
+    timeline = load_timeline(storage, config)
+    gone: dict[str, list[str]] = {}
+    for instant in timeline.pending():
+        if instant.action != CLEAN or instant.timestamp == ts:
+            continue
+        requested = next(
+            i
+            for i in timeline.instants
+            if i.timestamp == instant.timestamp and i.state == REQUESTED
+        )
+        plan = parse_cleaner_plan(timeline.read_details(storage, requested), requested.file_name)
+        for partition, paths in plan.files_to_delete.items():
+            for path in paths:
+                name = path.rsplit("/", 1)[-1]
+                if not storage.exists(f"{partition}/{name}" if partition else name):
+                    gone.setdefault(partition, []).append(name)
+    return gone
 
 
 def _now_ms() -> int:
