@@ -20,7 +20,12 @@ import fsspec
 from fsspec.asyn import sync
 from fsspec.core import url_to_fs
 
-from lakecore.errors import LakecoreError, StorageError, UnsupportedFeatureError
+from lakecore.errors import (
+    InvalidArgumentError,
+    LakecoreError,
+    StorageError,
+    UnsupportedFeatureError,
+)
 from lakecore.storage.aws_options import translate_aws_options
 from lakecore.storage.base import FileInfo
 
@@ -180,10 +185,30 @@ class FsspecStorage:
         return self._local
 
     def resolve(self, path: str) -> str:
+        """The full location of ``path``: as is when absolute, else under the root.
+
+        Raises:
+            InvalidArgumentError: a relative ``path`` that leads out of the root (``../x``,
+                ``a/../../x``), or a ``file:`` URI of a relative path: whatever named it,
+                nothing outside the table is read, written or deleted through a relative
+                path.
+        """
         if path.startswith("file:"):
-            return _file_uri_to_path(path)
+            local = _file_uri_to_path(path)
+            if not local.startswith("/"):
+                raise InvalidArgumentError(
+                    f"path {path!r} is a relative file: URI; lakecore takes file: URIs of "
+                    "absolute paths only"
+                )
+            return local
         if "://" in path or path.startswith("/"):
             return path
+        normal = posixpath.normpath(path) if path else "."
+        if normal == ".." or normal.startswith("../"):
+            raise InvalidArgumentError(
+                f"path {path!r} leads out of the storage root {self._root}; lakecore never "
+                "reads, writes or deletes outside a table through a relative path"
+            )
         if self._local:
             return os.path.join(self._root, path)
         return f"{self._root}/{path}"

@@ -476,3 +476,48 @@ def test_hudi_timeline_directories_stay_inside_the_table(
 
 def test_hudi_directory_cases_ran() -> None:
     assert len(HUDI_DIR_KEYS) == 5
+
+
+# ------------------------------------------------------------------ user data and raw paths
+
+
+@pytest.mark.parametrize("value", ["..", "."])
+def test_hudi_partition_values_naming_other_directories_are_refused(
+    tmp_path: Path, value: str
+) -> None:
+    """Without hive-style partitioning a partition value is a path segment: ``..`` would put
+    the data file outside the table (Hudi's writer refuses it too)."""
+    from lakecore.errors import ConstraintViolationError
+
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string())])
+    root = tmp_path / "t"
+    table = lakecore.create(str(root), schema, "hudi", ["city"], {"record_key": "id"})
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    with pytest.raises(ConstraintViolationError, match="partition column 'city'"):
+        table.append(pa.table({"id": [1], "city": [value]}, schema=schema))
+    assert sorted(str(p) for p in tmp_path.rglob("*") if "heartbeat" not in str(p)) == [
+        p for p in before if "heartbeat" not in p
+    ]
+    assert list(tmp_path.glob("*.parquet")) == []
+
+
+@pytest.mark.parametrize("path", ["../x", "a/../../x", "..", "./../x"])
+def test_storage_refuses_relative_paths_out_of_the_root(tmp_path: Path, path: str) -> None:
+    """Whatever names a relative path, the storage layer never leaves its root through it."""
+    from lakecore.errors import InvalidArgumentError
+
+    (tmp_path / "x").write_bytes(b"outside")
+    storage = fsspec_storage.FsspecStorage(str(tmp_path / "t"))
+    operations: list[Callable[[], object]] = [
+        lambda: storage.put(path, b"1"),
+        lambda: storage.put_if_absent(path, b"1"),
+        lambda: storage.delete(path),
+        lambda: storage.read(path),
+        lambda: storage.exists(path),
+        lambda: storage.list_dir(path),
+    ]
+    for operation in operations:
+        with pytest.raises(InvalidArgumentError, match="leads out of the storage root"):
+            operation()
+    assert (tmp_path / "x").read_bytes() == b"outside"
+    assert len(operations) == 6

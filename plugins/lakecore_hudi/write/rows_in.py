@@ -109,7 +109,8 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
     """The partition path of each row ("" for a non-partitioned table).
 
     Raises:
-        ConstraintViolationError: a value holds ``/`` (it would add a directory level).
+        ConstraintViolationError: a value holds ``/`` (it would add a directory level), or is
+            ``.`` or ``..`` without hive-style partitioning (it would leave its partition).
     """
     fields = layout.partition_fields
     if not fields:
@@ -127,7 +128,15 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
                 f"partition column {name!r} has a value containing '/', which would add a "
                 "directory level to the partition path"
             )
-        prefix = ("/" if i else "") + (f"{name}=" if layout.config.hive_style_partitioning else "")
+        hive = layout.config.hive_style_partitioning
+        if not hive and pc.any(pc.is_in(text, value_set=pa.array([".", ".."]))).as_py():
+            # As a path segment, '..' leads out of the table (Hudi refuses it too) and '.'
+            # names the partition above.
+            raise ConstraintViolationError(
+                f"partition column {name!r} has the value '.' or '..', which as a partition "
+                "path segment names a directory outside its partition"
+            )
+        prefix = ("/" if i else "") + (f"{name}=" if hive else "")
         pieces += [prefix, text] if prefix else [text]
     return _join(pieces, rows.num_rows)
 

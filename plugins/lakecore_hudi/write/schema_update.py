@@ -26,6 +26,7 @@ import pyarrow as pa
 from lakecore.errors import SchemaError, UnsupportedFeatureError
 from lakecore.model.actions import Action, FormatPayload
 from lakecore_hudi.avro_schema import arrow_to_avro
+from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.timeline.lifecycle import write_inflight
 from lakecore_hudi.timeline.metadata import CommitMetadata, encode_commit_metadata
 from lakecore_hudi.write.planned import PlannedInstant, start_instant
@@ -70,10 +71,16 @@ class HudiSchemaUpdate:
         """Add a top-level column; it must be nullable (rows written before hold no value).
 
         Raises:
-            SchemaError: the column exists, is not nullable, or has a type Avro cannot hold.
+            SchemaError: the column exists (names compare ignoring case, as Hudi's readers
+                match them), is a meta field, is not nullable, or has a type Avro cannot
+                hold.
         """
-        if name in self._schema.names:
-            raise SchemaError(f"column {name!r} already exists")
+        if name in META_FIELDS:
+            raise SchemaError(f"column {name!r} is a Hudi meta field (written by Hudi itself)")
+        same = [n for n in self._schema.names if n.lower() == name.lower()]
+        if same:
+            # Hudi's readers (Spark, hudi-rs) match column names ignoring case.
+            raise SchemaError(f"column {name!r} already exists (as {same[0]!r})")
         if not nullable:
             raise SchemaError(
                 f"column {name!r}: a column added to a Hudi table must be nullable (the rows "

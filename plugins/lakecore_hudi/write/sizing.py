@@ -50,8 +50,15 @@ def average_record_size(storage: Storage, state: HudiState) -> int:
     """Bytes per record written by the newest commit large enough to tell, else the
     configured estimate (see the module docstring)."""
     config = state.config
-    threshold = float(config.get(SIZE_THRESHOLD) or 1.0)
-    enough = threshold * _setting(config, SMALL_FILE_LIMIT)
+    raw = config.get(SIZE_THRESHOLD)
+    try:
+        threshold = float(raw) if raw is not None else 1.0
+    except ValueError:
+        raise CorruptTableError(
+            f"{SIZE_THRESHOLD}={raw!r} in hoodie.properties is not a number"
+        ) from None
+    # A small-file limit <= 0 disables small-file handling in Hudi: every commit then tells.
+    enough = threshold * _setting(config, SMALL_FILE_LIMIT, positive=False)
     completed = state.timeline.completed_write_instants()
     for instant in reversed(completed[-_COMMITS_LOOKED_AT:]):
         try:
@@ -78,7 +85,7 @@ def split(rows: pa.Table, per_file: int) -> Iterator[pa.Table]:
         yield rows.slice(start, size)
 
 
-def _setting(config: TableConfig, key: str) -> int:
+def _setting(config: TableConfig, key: str, positive: bool = True) -> int:
     raw = config.get(key)
     if raw is None:
         return _DEFAULTS[key]
@@ -86,6 +93,6 @@ def _setting(config: TableConfig, key: str) -> int:
         value = int(raw)
     except ValueError:
         raise CorruptTableError(f"{key}={raw!r} in hoodie.properties is not a number") from None
-    if value <= 0:
+    if positive and value <= 0:
         raise CorruptTableError(f"{key}={raw!r} in hoodie.properties must be positive")
     return value
