@@ -7,7 +7,8 @@ never reaches the store) and once with the call landing and its reply lost (``af
 time the error, if any, is a ``LakecoreError``; lakecore reads the state before or after; and
 once a new writer appended, the ``files`` partition lists exactly the data files on storage and
 hudi-rs (which lists through it) reads lakecore's rows. The default run faults the calls on
-the metadata table only (``-m slow``: every mutating call).
+the metadata table only, ``-m slow`` every mutating call; both are slow (the default run
+has ``test_mdt_maintain``'s crash tests).
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def _cases(name: str, template: Path, tmp_path: Path, everything: bool) -> int:
     return cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["clean"])
 def test_faults_on_metadata_table_writes(name: str, template: Path, tmp_path: Path) -> None:
     assert _cases(name, template, tmp_path, everything=False) >= 8

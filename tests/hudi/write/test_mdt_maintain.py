@@ -226,3 +226,31 @@ def test_version_6_tables_get_no_metadata_table(tmp_path: Path) -> None:
     with pytest.raises(lakecore.errors.InvalidArgumentError, match="versions 8 and 9"):
         create(tmp_path / "t", version="6", metadata_enable="true")
     assert not (tmp_path / "t" / ".hoodie").exists()
+
+
+def test_a_clean_that_died_after_deleting_is_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean whose writer died after deleting files (and after its metadata delta commit,
+    which does not count while the clean is pending) stays pending: the next metadata delta
+    commit records its deletions, so the files partition stops listing the gone files."""
+    from lakecore_hudi.write import clean
+
+    root = tmp_path / "t"
+    table = create(root, "MERGE_ON_READ", partitioned=False, metadata_enable="true")
+    table.append(rows((1, "a", 1, "x")))
+    upsert(table, rows((1, "b", 2, "x")))
+    table.compact()
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise Crash
+
+    with monkeypatch.context() as patched:
+        patched.setattr(clean, "complete", crash)
+        with pytest.raises(Crash):
+            table.clean(retain_commits=1)
+    listed = mdt_listing(root)
+    assert listed is not None and listed != data_files(root)  # lists the deleted files
+    lakecore.open(str(root)).append(rows((2, "c", 1, "x")))
+    assert mdt_listing(root) == data_files(root)
+    assert [r["id"] for r in hudi_rs_rows(root)] == [1, 2]
