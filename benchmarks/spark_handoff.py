@@ -199,30 +199,40 @@ def run_case(
     repeat: int,
     max_seconds: float,
 ) -> dict[str, Any]:
+    """Time every approach ``repeat`` times, interleaved (the order rotates each round, so
+    each approach sees the same machine load), stopping an approach once a run passed
+    ``max_seconds``."""
     import lakecore
 
     root = generate(files, rows_per_file)
+    # What lakecore.spark.read plans with: the planned rows without stats (no task objects).
     lakecore_plan = [
-        _timed(lambda: len(lakecore.open(str(root)).scan().tasks()))[0] for _ in range(repeat)
+        _timed(lambda: lakecore.open(str(root)).scan().reading_files().num_rows)[0]
+        for _ in range(repeat)
     ]
     case: dict[str, Any] = {
         "files": files,
         "rows_per_file": rows_per_file,
         "lakecore_plan_s": statistics.median(lakecore_plan),
+        "lakecore_plan_runs_s": lakecore_plan,
     }
-    for approach in approaches:
-        runs = []
-        for _ in range(repeat):
-            runs.append(measure(spark, root, approach))
-            print(f"{files:>7} x {rows_per_file} rows  {approach:<9} {runs[-1]}", flush=True)
-            if runs[-1]["plan_s"] + runs[-1]["run_s"] > max_seconds:
-                break
+    runs: dict[str, list[dict[str, Any]]] = {a: [] for a in approaches}
+    for rep in range(repeat):
+        order = approaches[rep % len(approaches) :] + approaches[: rep % len(approaches)]
+        for approach in order:
+            done = runs[approach]
+            if done and done[-1]["plan_s"] + done[-1]["run_s"] > max_seconds:
+                continue
+            done.append(measure(spark, root, approach))
+            print(f"{files:>7} x {rows_per_file} rows  {approach:<9} {done[-1]}", flush=True)
+    for approach, done in runs.items():
         case[approach] = {
-            "plan_s": statistics.median(r["plan_s"] for r in runs),
-            "run_s": statistics.median(r["run_s"] for r in runs),
-            "repetitions": len(runs),
-            "rows": runs[0]["rows"],
-            "checksum": runs[0]["checksum"],
+            "plan_s": statistics.median(r["plan_s"] for r in done),
+            "run_s": statistics.median(r["run_s"] for r in done),
+            "repetitions": len(done),
+            "rows": done[0]["rows"],
+            "checksum": done[0]["checksum"],
+            "runs": done,
         }
         assert case[approach]["rows"] == files * rows_per_file, (approach, case[approach])
     checksums = {case[a]["checksum"] for a in approaches}
@@ -267,6 +277,7 @@ def docs_text(result: dict[str, Any]) -> str:
         if case["rows_per_file"] != ROWS_PER_FILE:
             size += f" x {case['rows_per_file']:,} rows"
         lines.append(f"| {size} | " + " | ".join(cells) + " |")
+    lines += _per_run_lines(result)
     machine = result["machine"]
     lines += [
         "",
@@ -287,6 +298,42 @@ def docs_text(result: dict[str, Any]) -> str:
         "Reproduce: `python benchmarks/spark_handoff.py`",
     ]
     return "\n".join(lines)
+
+
+def _min_median(values: list[float]) -> str:
+    return f"{_seconds(min(values))} / {_seconds(statistics.median(values))}"
+
+
+def _per_run_lines(result: dict[str, Any]) -> list[str]:
+    """Task list against Spark's directory read, run by run (runs are interleaved)."""
+    cases = [c for c in result["cases"] if "runs" in c.get("tasks", {}) and "directory" in c]
+    if not cases:
+        return []
+    lines = [
+        "",
+        "Task list (`lakecore.spark.read`) against Spark's own directory read, run by run "
+        "(the approaches' runs are interleaved, so run i of each saw the same load); "
+        "min / median:",
+        "",
+        "| files | plan: task list | plan: directory | run: task list | run: directory "
+        "| run ratio per run (task list / directory) |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
+    for case in cases:
+        tasks, directory = case["tasks"]["runs"], case["directory"]["runs"]
+        ratios = ", ".join(
+            f"{t['run_s'] / d['run_s']:.2f}x" for t, d in zip(tasks, directory, strict=False)
+        )
+        size = f"{case['files']:,}"
+        if case["rows_per_file"] != ROWS_PER_FILE:
+            size += f" x {case['rows_per_file']:,} rows"
+        lines.append(
+            f"| {size} | {_min_median([r['plan_s'] for r in tasks])} "
+            f"| {_min_median([r['plan_s'] for r in directory])} "
+            f"| {_min_median([r['run_s'] for r in tasks])} "
+            f"| {_min_median([r['run_s'] for r in directory])} | {ratios} |"
+        )
+    return lines
 
 
 def write_docs(text: str) -> None:

@@ -16,7 +16,9 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as st
 
@@ -102,8 +104,7 @@ def read(
         return spark.createDataFrame([], spark_schema)
     parallelism = default_parallelism(spark)
     wanted = partitions or parallelism
-    sizes = files.column(fi.SIZE).to_pylist()
-    chunks = balanced_chunks(sizes, min(wanted, files.num_rows))
+    chunks = balanced_chunks(files.column(fi.SIZE), min(wanted, files.num_rows))
     rows = [(i, to_ipc(files.take(pa.array(chunk, pa.int64())))) for i, chunk in enumerate(chunks)]
     # Local rows are sliced evenly into ``parallelism`` partitions: one chunk each by default.
     task_frame = spark.createDataFrame(rows, TASKS_SCHEMA)
@@ -124,21 +125,29 @@ def default_parallelism(spark: SparkSession) -> int:
         return max(1, int(spark.conf.get("spark.default.parallelism", "2") or 2))
 
 
-def balanced_chunks(sizes: Sequence[int | None], n: int) -> list[list[int]]:
+def balanced_chunks(
+    sizes: Sequence[int | None] | pa.Array | pa.ChunkedArray, n: int
+) -> list[list[int]]:
     """Split row numbers ``0..len(sizes)-1`` into ``n`` non-empty chunks of about equal bytes.
 
     ``sizes`` are the rows' bytes (None counts as 0); ``n`` must be in ``1..len(sizes)``.
     Largest rows first, dealt in a snake order (0..n-1, n-1..0, ...); every row lands in
-    exactly one chunk, and each chunk keeps the rows' planned (ascending) order.
+    exactly one chunk, and each chunk keeps the rows' planned (ascending) order. Vectorised:
+    no Python work per row.
     """
-    if not 1 <= n <= max(1, len(sizes)):
-        raise ValueError(f"cannot split {len(sizes)} rows into {n} chunks")
-    order = sorted(range(len(sizes)), key=lambda i: -(sizes[i] or 0))
-    members: list[list[int]] = [[] for _ in range(n)]
-    for rank, index in enumerate(order):
-        lap, pos = divmod(rank, n)
-        members[pos if lap % 2 == 0 else n - 1 - pos].append(index)
-    return [sorted(chunk) for chunk in members]
+    if isinstance(sizes, pa.ChunkedArray | pa.Array):
+        values = np.asarray(pc.fill_null(sizes, 0).to_numpy(zero_copy_only=False), np.int64)
+    else:
+        values = np.array([s or 0 for s in sizes], dtype=np.int64)
+    if not 1 <= n <= max(1, len(values)):
+        raise ValueError(f"cannot split {len(values)} rows into {n} chunks")
+    order = np.argsort(-values, kind="stable")
+    lap, pos = np.divmod(np.arange(len(values)), n)
+    chunk_of = np.empty(len(values), dtype=np.int64)
+    chunk_of[order] = np.where(lap % 2 == 0, pos, n - 1 - pos)
+    by_chunk = np.argsort(chunk_of, kind="stable")  # rows ascending within each chunk
+    ends = np.cumsum(np.bincount(chunk_of, minlength=n))
+    return [part.tolist() for part in np.split(by_chunk, ends[:-1])]
 
 
 def to_ipc(files: pa.Table) -> bytes:
