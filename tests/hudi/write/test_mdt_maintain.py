@@ -254,3 +254,34 @@ def test_a_clean_that_died_after_deleting_is_repaired(
     lakecore.open(str(root)).append(rows((2, "c", 1, "x")))
     assert mdt_listing(root) == data_files(root)
     assert [r["id"] for r in hudi_rs_rows(root)] == [1, 2]
+
+
+def test_concurrent_writers_out_of_instant_order(tmp_path: Path) -> None:
+    """Writers planned on one snapshot complete in another order than their instant times,
+    and a conflicting one is rolled back: every completed instant is listed, the loser's
+    files never are."""
+    from lakecore.errors import CommitConflictError
+
+    root = tmp_path / "t"
+    table = create(root, "MERGE_ON_READ", metadata_enable="true")
+    table.append(rows((1, "a", 1, "x"), (2, "b", 1, "y")))
+    one, two, three = table.transaction(), table.transaction(), table.transaction()
+    one.append(rows((3, "c", 1, "x")))
+    two.append(rows((4, "d", 1, "x")))
+    three.stage(*table._format_writer(three.snapshot).upsert(rows((2, "B", 2, "y"))))
+    loser = table.transaction()
+    loser.stage(*table._format_writer(loser.snapshot).upsert(rows((2, "L", 3, "y"))))
+    for tx in (three, one, two):
+        tx.commit()
+    with pytest.raises(CommitConflictError):
+        loser.commit()
+    assert mdt_listing(root) == data_files(root)
+    assert sorted((r["id"], r["name"]) for r in hudi_rs_rows(root)) == [
+        (1, "a"),
+        (2, "B"),
+        (3, "c"),
+        (4, "d"),
+    ]
+    for v in history(table):
+        if v in {str(tx.version) for tx in (one, two, three)}:
+            assert hudi_rs_rows(root, v) == lakecore_rows(table, v)
