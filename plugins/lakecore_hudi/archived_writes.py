@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from lakecore.storage import Storage
 from lakecore_hudi.names import LogFile
 from lakecore_hudi.table_config import TableConfig
-from lakecore_hudi.timeline.instants import COMPLETED, REPLACE_COMMIT, WRITE_ACTIONS, Instant
+from lakecore_hudi.timeline.active import Timeline
+from lakecore_hudi.timeline.instants import (
+    COMPLETED,
+    REPLACE_COMMIT,
+    WRITE_ACTIONS,
+    Instant,
+    completed_action,
+)
 from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
 from lakecore_hudi.view import SliceFile, Visible
 
@@ -48,9 +55,10 @@ def needs_archive(
 
 
 def load_archived_writes(
-    storage: Storage, config: TableConfig, before: str | None
+    storage: Storage, config: TableConfig, before: str | None, since: str | None = None
 ) -> ArchivedWrites:
-    """The archived completed writes older than ``before`` (all when None), with metadata.
+    """The archived completed writes older than ``before`` (all when None) and not older than
+    ``since``, with metadata.
 
     Raises:
         CorruptTableError: the archive or an archived instant's metadata is undecodable.
@@ -58,7 +66,7 @@ def load_archived_writes(
     from lakecore_hudi.timeline.archived import load_archived_timeline
 
     found: dict[str, tuple[Instant, CommitMetadata]] = {}
-    for a in load_archived_timeline(storage, config, with_details=True):
+    for a in load_archived_timeline(storage, config, with_details=True, start=since):
         if a.action not in WRITE_ACTIONS or (before is not None and a.timestamp >= before):
             continue
         name = f"{a.timestamp}.{a.action} in {a.source_file}"
@@ -119,3 +127,40 @@ def with_archived_completions(
     if not found:
         return visible
     return dataclasses.replace(visible, completion={**found, **visible.completion})
+
+
+def archived_since(
+    storage: Storage, config: TableConfig, base: Timeline, visible: frozenset[str], now: Timeline
+) -> list[tuple[Instant, CommitMetadata]]:
+    """Completed writes that were archived after ``base`` was listed and that the snapshot
+    built from it did not see (``visible``): writes concurrent with a writer working from that
+    snapshot, which its conflict check must see although they left the active timeline.
+
+    Archiving moves the oldest commits first, so it ran since ``base`` was listed only if an
+    instant of ``base`` is gone from ``now`` (or ``base`` held no completed write); only then
+    is the archive read, from ``base``'s oldest completed write on (older archived writes were
+    archived before ``base`` was listed).
+
+    Raises:
+        CorruptTableError: the archive is unreadable.
+    """
+    listed = {i.timestamp for i in now.instants}
+    writes = base.completed_write_instants()
+    if writes and all(i.timestamp in listed for i in base.instants):
+        return []
+    floor = writes[0].timestamp if writes else None
+    found = load_archived_writes(storage, config, None, since=floor)
+    return [(i, found.metadata[i.timestamp]) for i in found.writes if i.timestamp not in visible]
+
+
+def timeline_start(timeline: Timeline) -> str:
+    """Where the active timeline starts for the files of its writes: the oldest write instant
+    on it (commit, deltacommit, replacecommit, compaction, ... in any state), "" for none.
+
+    Files of older instants were written by archived (completed) writes and count as committed,
+    as Hudi's file-system view takes instants before the first commit of its timeline. Not the
+    oldest instant of any action: table version 6 archives cleans and rollbacks by their own
+    count, so an old clean can stay ahead of archived commits.
+    """
+    writes = [i.timestamp for i in timeline.instants if completed_action(i.action) in WRITE_ACTIONS]
+    return min(writes) if writes else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lakecore.errors import CorruptTableError
 from lakecore.model.history import HistoryEntry
 from lakecore.storage import Storage
+from lakecore_hudi.archived_writes import timeline_start
 from lakecore_hudi.state import REPLACE_ACTIONS, instant_epoch_ms
 from lakecore_hudi.table_config import TableConfig, read_table_config
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -49,8 +50,15 @@ def history(storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
             "completion_time": timeline.completion_time(instant),
         }
         out.append(_entry(instant.timestamp, instant.action, info, meta))
-    if limit is None or len(out) < limit:
-        out.extend(_archived(storage, config, timeline, limit, len(out)))
+    # Archived instants are older than the first write on the active timeline (only cleans and
+    # rollbacks of a v6 table can be older and still active): read the archive when the
+    # entries so far reach back past that.
+    start = timeline_start(timeline)
+    if limit is None or len(out) < limit or (out and str(out[-1].version) < start):
+        out.extend(_archived(storage, config, timeline, limit, 0))
+        out.sort(key=lambda e: str(e.version), reverse=True)
+        if limit is not None:
+            out = out[: max(0, limit)]
     return out
 
 
@@ -81,14 +89,17 @@ def _entry(
 def _archived(
     storage: Storage, config: TableConfig, timeline: Timeline, limit: int | None, have: int
 ) -> list[HistoryEntry]:
-    """Archived instants older than the active timeline, newest first, read with their
-    commit metadata as active ones are. An instant archived twice (an archiving that died
-    before deleting it) is listed once."""
+    """Archived instants not on the active timeline, newest first, read with their commit
+    metadata as active ones are. An instant archived twice (an archiving that died before
+    deleting it) is listed once."""
     from lakecore_hudi.timeline.archived import load_archived_timeline
 
-    first = timeline.instants[0].timestamp if timeline.instants else None
+    # An instant still on the active timeline (archiving died before deleting it) is listed
+    # from there; v6 keeps old cleans active while newer commits are archived, so the archive
+    # is not cut at the first active instant.
+    active = {i.timestamp for i in timeline.instants}
     archived = load_archived_timeline(storage, config, with_details=True)
-    unique = {(a.timestamp, a.action): a for a in archived if first is None or a.timestamp < first}
+    unique = {(a.timestamp, a.action): a for a in archived if a.timestamp not in active}
     older = sorted(unique.values(), key=lambda a: a.timestamp, reverse=True)
     if limit is not None:
         older = older[: max(0, limit - have)]

@@ -14,6 +14,7 @@ from lakecore_hudi.archived_writes import (
     ArchivedWrites,
     load_archived_writes,
     needs_archive,
+    timeline_start,
     with_archived_completions,
 )
 from lakecore_hudi.avro_schema import avro_to_arrow
@@ -112,20 +113,13 @@ def load_state(
         for i in archived.writes + writes
         if instant is not None and i.timestamp <= instant.timestamp
     ]
-    metas = {
-        i.timestamp: archived.metadata[i.timestamp]
-        if i.timestamp in archived.metadata
-        else commit_metadata(storage, timeline, i)
-        for i in upto
-    }
+    metas = _metadata_of(storage, config, timeline, upto, archived)
     visible = Visible(
         instants=frozenset(i.timestamp for i in upto),
         completion={i.timestamp: i.completion_time for i in upto if i.completion_time},
         replaced=_replaced(upto, metas),
         # Archived writes are listed themselves when time travel reached into the archive.
-        archived_before=""
-        if archived.writes or not timeline.instants
-        else timeline.instants[0].timestamp,
+        archived_before="" if archived.writes else timeline_start(timeline),
     )
     if instant is None:
         slices: tuple[FileSlice, ...] = ()
@@ -140,6 +134,42 @@ def load_state(
         )
     schema = _schema(storage, upto, metas, slices, config)
     return HudiState(config, timeline, instant, visible, slices, schema, options)
+
+
+def _metadata_of(
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    upto: Sequence[Instant],
+    archived: ArchivedWrites,
+) -> dict[str, CommitMetadata]:
+    """Commit metadata of the writes ``upto``: from the archive for archived ones, else from
+    their completed files; a completed file archived (deleted) since the timeline was listed
+    is read from the archive too.
+
+    Raises:
+        CorruptTableError: undecodable metadata, or a file gone from both places.
+    """
+    metas: dict[str, CommitMetadata] = {}
+    gone: list[Instant] = []
+    for i in upto:
+        if i.timestamp in archived.metadata:
+            metas[i.timestamp] = archived.metadata[i.timestamp]
+            continue
+        try:
+            metas[i.timestamp] = commit_metadata(storage, timeline, i)
+        except FileNotFoundError:
+            gone.append(i)
+    if gone:
+        found = load_archived_writes(storage, config, None, since=gone[0].timestamp).metadata
+        for i in gone:
+            if i.timestamp not in found:
+                raise CorruptTableError(
+                    f"{timeline.path_of(i)}: the completed instant's file is missing and the "
+                    "archived timeline does not hold it"
+                )
+            metas[i.timestamp] = found[i.timestamp]
+    return metas
 
 
 def _archived_writes(

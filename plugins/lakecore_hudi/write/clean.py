@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 
 from lakecore.storage import Storage
-from lakecore_hudi.archived_writes import archived_completions
+from lakecore_hudi.archived_writes import archived_completions, timeline_start
 from lakecore_hudi.mdt.maintain import record_clean
 from lakecore_hudi.names import LogFile
 from lakecore_hudi.state import REPLACE_ACTIONS, HudiState, commit_metadata
@@ -138,7 +138,7 @@ def files_to_clean(
     replaced = _replaced_by(storage, timeline, earliest)
     groups: dict[tuple[str, str], list[SliceFile]] = defaultdict(list)
     listed = data_files(storage.list_all(""))
-    first = timeline.instants[0].timestamp if timeline.instants else ""
+    first = timeline_start(timeline)
     older = {f.name.instant for f in listed if f.name.instant < first}
     completed.update(archived_completions(storage, config, older))
     for f in listed:

@@ -41,12 +41,13 @@ from lakecore.errors import (
     UnsupportedFeatureError,
 )
 from lakecore.storage import Storage
+from lakecore_hudi.archived_writes import archived_since
 from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.mdt.maintain import record_commit
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
-from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
+from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, Instant, make_instant
 from lakecore_hudi.timeline.lifecycle import complete
 from lakecore_hudi.timeline.metadata import (
     CommitMetadata,
@@ -149,8 +150,18 @@ def _check_all(
     """
     timeline = load_timeline(storage, base.config)
     ours = {q.timestamp for q in planned}
+    # Writes archived since the base was read are concurrent too, though no longer listed.
+    try:
+        archived = archived_since(
+            storage, base.config, base.timeline, base.visible.instants, timeline
+        )
+    except CorruptTableError as exc:
+        raise CommitConflictError(
+            f"cannot check the writes archived since instant {base.version or 'creation'} "
+            f"for conflicts: {exc}"
+        ) from None
     for p in planned:
-        _check(storage, timeline, base, p, ours)
+        _check(storage, timeline, base, p, ours, archived)
     if not lock.still_held():
         # Held past the lock's expiry (a stalled process) and broken by another writer:
         # completing now could interleave with that writer's commit.
@@ -241,7 +252,12 @@ def abort(storage: Storage, config: TableConfig, p: PlannedInstant) -> None:
 
 
 def _check(
-    storage: Storage, timeline: Timeline, base: HudiState, p: PlannedInstant, ours: set[str]
+    storage: Storage,
+    timeline: Timeline,
+    base: HudiState,
+    p: PlannedInstant,
+    ours: set[str],
+    archived: Sequence[tuple[Instant, CommitMetadata]] = (),
 ) -> None:
     pending = {i.timestamp for i in timeline.pending()}
     if p.timestamp not in pending or rolled_back(storage, timeline, p.timestamp):
@@ -268,14 +284,21 @@ def _check(
                 f"cannot check instant {instant.timestamp} for conflicts: {exc}",
                 winning_version=instant.timestamp,
             ) from None
-        if _schema_changed(meta, p):
-            raise _conflict(p, instant.timestamp, "it changed the table's schema")
-        shared = file_groups_of(meta) & p.touched
-        if shared:
-            partition, file_id = sorted(shared)[0]
-            raise _conflict(
-                p, instant.timestamp, f"both change file group {file_id} ({partition!r})"
-            )
+        _check_against(p, instant.timestamp, meta)
+    for instant, meta in archived:
+        if p.exclusive:
+            raise _conflict(p, instant.timestamp, "it rewrites the whole table")
+        _check_against(p, instant.timestamp, meta)
+
+
+def _check_against(p: PlannedInstant, winner: str, meta: CommitMetadata) -> None:
+    """Raise the conflict of ``p`` with concurrent completed write ``winner``, if any."""
+    if _schema_changed(meta, p):
+        raise _conflict(p, winner, "it changed the table's schema")
+    shared = file_groups_of(meta) & p.touched
+    if shared:
+        partition, file_id = sorted(shared)[0]
+        raise _conflict(p, winner, f"both change file group {file_id} ({partition!r})")
 
 
 def _schema_changed(meta: CommitMetadata, p: PlannedInstant) -> bool:

@@ -50,13 +50,6 @@ def _data(table: pa.Table) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- archiving
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="archiving drops a commit that is concurrent with a pending writer from the active "
-    "timeline; the writer's conflict check (commit.py _check) only looks at the active "
-    "timeline, so it overwrites the archived commit's CoW file group: an acknowledged "
-    "update is lost",
-)
 @pytest.mark.parametrize("version", ["8", "6"])
 def test_archiving_never_hides_a_concurrent_commit_from_the_conflict_check(
     tmp_path: Path, version: str
@@ -91,13 +84,6 @@ def test_archiving_never_hides_a_concurrent_commit_from_the_conflict_check(
     assert hudi_rs_rows(root) == expected_rows(model)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a reader that listed the active timeline just before archiving deleted an "
-    "instant's completed file fails with CorruptTableError ('a file the table references "
-    "is missing') instead of re-listing or taking the metadata from the archive "
-    "(state.py load_state -> commit_metadata)",
-)
 @pytest.mark.parametrize("version", ["8", "6"])
 def test_a_reader_racing_archiving_reads_the_table(
     tmp_path: Path, version: str, monkeypatch: pytest.MonkeyPatch
@@ -122,14 +108,6 @@ def test_a_reader_racing_archiving_reads_the_table(
     assert got == want
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="v6 archiving keeps old cleans (archived by their own count) while it archives "
-    "commits; state.py takes the first active instant of ANY action (an old clean) as the "
-    "start of the timeline, so base files written by archived commits after that clean "
-    "count as uncommitted: lakecore hides acknowledged rows, and its next upsert of such a "
-    "key writes a duplicate record that hudi-rs reads twice",
-)
 def test_v6_files_of_archived_commits_after_an_old_clean_stay_visible(tmp_path: Path) -> None:
     root = tmp_path / "t"
     archiving_table(root, "6")  # keep 2..3 commits; cleans kept up to 3 by their own count
