@@ -28,7 +28,6 @@ they never make a slice be skipped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -82,9 +81,11 @@ def keys_pinned_by(predicate: ex.Predicate, state: HudiState, schema: pa.Schema)
     """The record keys a row matching ``predicate`` must have, when the predicate pins the one
     record-key column to literal values (``k = v``, ``k IN (...)``, ORs of those, or ANDs with
     one such conjunct) and the key text is exact (see ``_keys_of``); else None. A COMPLEX key
-    over one field yields both renderings (``k:v`` and ``v``)."""
+    over one field, or a table recording no key generator, yields both renderings (``k:v``
+    and ``v``)."""
     fields = state.config.record_key_fields
-    if len(fields) != 1 or state.config.keygen_type not in _KEYED_BY_COLUMNS:
+    keygen = state.config.keygen_type
+    if len(fields) != 1 or (keygen is not None and keygen not in _KEYED_BY_COLUMNS):
         return None
     field = fields[0]
     if field not in schema.names or not _exact_text(schema.field(field).type):
@@ -96,7 +97,9 @@ def keys_pinned_by(predicate: ex.Predicate, state: HudiState, schema: pa.Schema)
     if values is None or any(type(v) is not kind for v in values):
         return None
     text = [str(v) for v in sorted(values, key=str)]
-    if state.config.keygen_type == "COMPLEX":
+    if keygen in (None, "COMPLEX"):
+        # COMPLEX over one field: either rendering (HUDI-7001); no key generator recorded:
+        # lakecore writes the bare value, other writers may have written either.
         text += [f"{field}:{t}" for t in text]
     return pa.array(text, pa.string())
 
@@ -188,7 +191,7 @@ def _keys_of(state: HudiState, rows: pa.Table, keygen_type: str | None) -> pa.Ar
         return rows.column(KEY).combine_chunks().cast(pa.string())
     config = state.config
     fields = config.record_key_fields
-    if keygen_type not in _KEYED_BY_COLUMNS or not fields:
+    if (keygen_type is not None and keygen_type not in _KEYED_BY_COLUMNS) or not fields:
         return None
     if any(
         f not in rows.column_names or not _exact_text(rows.schema.field(f).type) for f in fields
@@ -198,15 +201,20 @@ def _keys_of(state: HudiState, rows: pa.Table, keygen_type: str | None) -> pa.Ar
     for name in fields[1:]:
         valid = pc.and_(valid, pc.is_valid(rows.column(name)))
     complete = rows.filter(valid)
-    # ``value_only_keys`` only changes how one COMPLEX key field renders.
-    layouts = [layout_for(config, state.table_schema)]
-    if keygen_type == "COMPLEX" and len(fields) == 1:
-        layouts.append(replace(layouts[0], value_only_keys=not layouts[0].value_only_keys))
     try:
-        rendered = [record_keys(complete, layout).combine_chunks() for layout in layouts]
+        rendered = record_keys(complete, layout_for(config, state.table_schema)).combine_chunks()
     except LakecoreError:
         return None  # e.g. an empty key value: nothing a footer can rule out
-    return pa.concat_arrays([r.cast(pa.string()) for r in rendered])
+    if keygen_type not in (None, "COMPLEX") or len(fields) != 1:
+        return rendered.cast(pa.string())
+    # One field under COMPLEX (either rendering, HUDI-7001) or no key generator recorded
+    # (lakecore writes the bare value, other writers may have written either): the text as
+    # rendered, with the prefix added and with it removed (more keys only keep more slices).
+    prefix = f"{fields[0]}:"
+    text = rendered.cast(pa.string())
+    stripped = pc.utf8_slice_codeunits(text.filter(pc.starts_with(text, prefix)), len(prefix))
+    prefixed = pc.binary_join_element_wise(prefix, text, "")
+    return pa.concat_arrays([text, prefixed, stripped])
 
 
 def _exact_text(t: pa.DataType) -> bool:
