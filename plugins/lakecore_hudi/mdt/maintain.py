@@ -17,7 +17,8 @@ Before it, as Hudi runs table services first, the partition is compacted once
 becomes base file ``files-0000-0_0-0-0_<compaction>.hfile`` (plan, inflight, ``commit``).
 Compaction waits while another data instant is pending: its metadata delta commit may not
 be valid yet and must not be folded into a base file. After compacting, the metadata table
-is cleaned: file slices older than the previous one are deleted under a ``clean`` instant.
+is cleaned: file slices older than the previous one are deleted under a ``clean`` instant,
+and its timeline archived (``mdt.archive``).
 """
 
 from __future__ import annotations
@@ -265,6 +266,9 @@ def _compact(
     )
     complete(mdt, mconfig, COMPACTION, instant, encode_commit_metadata(meta, mconfig.table_version))
     _clean(storage, mdt, mconfig, instant)
+    from lakecore_hudi.mdt.archive import archive_metadata_timeline  # imports write.archive
+
+    archive_metadata_timeline(storage, config, mdt, mconfig)
 
 
 def _clean(storage: Storage, mdt: PrefixedStorage, mconfig: TableConfig, compaction: str) -> None:

@@ -285,3 +285,24 @@ def test_concurrent_writers_out_of_instant_order(tmp_path: Path) -> None:
     for v in history(table):
         if v in {str(tx.version) for tx in (one, two, three)}:
             assert hudi_rs_rows(root, v) == lakecore_rows(table, v)
+
+
+@pytest.mark.slow
+def test_metadata_timeline_is_archived(tmp_path: Path) -> None:
+    """Past Hudi's bounds the metadata timeline is archived (LSM history), never at or after
+    the data table's earliest active instant; the files partition and hudi-rs stay right."""
+    root = tmp_path / "t"
+    table = create(root, "MERGE_ON_READ", partitioned=False, metadata_enable="true")
+    for i in range(46):
+        upsert(table, rows((i % 4, f"n{i}", i, "x")))
+    history_dir = root / MDT / ".hoodie" / "timeline" / "history"
+    assert any(history_dir.iterdir())
+    active = [n for n in os.listdir(root / MDT / ".hoodie" / "timeline") if n.endswith("commit")]
+    data_active = [n.split("_")[0] for n in os.listdir(root / ".hoodie" / "timeline") if "_" in n]
+    mdt_deltas = sorted(n.split("_")[0] for n in active if n.endswith(".deltacommit"))
+    assert len(active) < 46
+    assert mdt_deltas[0] <= min(data_active)  # nothing archived past the data timeline
+    assert mdt_listing(root) == data_files(root)
+    latest = str(lakecore.open(str(root)).version)
+    assert hudi_rs_rows(root) == lakecore_rows(table, latest)
+    assert sorted(r["id"] for r in hudi_rs_rows(root)) == [0, 1, 2, 3]
