@@ -137,13 +137,18 @@ def initialise_metadata_table(storage: Storage, data_properties: Mapping[str, st
     """Create the metadata table of a new, empty data table, its ``files`` partition built.
 
     Must run before the data table's ``hoodie.properties`` (which then lists ``files`` in
-    ``hoodie.table.metadata.partitions``) is written.
+    ``hoodie.table.metadata.partitions``) is written, and only while it does not exist: any
+    metadata table already there is a failed create's leftover and is deleted first.
 
     Raises:
         UnsupportedFeatureError: the data table is not of version 8 or 9.
     """
     props = metadata_properties(data_properties)
     mdt = metadata_storage(storage)
+    # Left by a create that died before the data table's hoodie.properties (which decides
+    # that the table exists) was written: nobody reads it.
+    for leftover in storage.list_all(METADATA_DIR):
+        storage.delete(leftover.path)
     mdt.put(PROPERTIES_PATH, render_table_config(props, comment="Created by lakecore"))
     config = metadata_config(mdt)
     assert config is not None

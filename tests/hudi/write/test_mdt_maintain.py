@@ -306,3 +306,15 @@ def test_metadata_timeline_is_archived(tmp_path: Path) -> None:
     latest = str(lakecore.open(str(root)).version)
     assert hudi_rs_rows(root) == lakecore_rows(table, latest)
     assert sorted(r["id"] for r in hudi_rs_rows(root)) == [0, 1, 2, 3]
+
+
+def test_create_replaces_a_failed_creates_metadata_table(tmp_path: Path) -> None:
+    """A create that died after initialising the metadata table (no hoodie.properties of the
+    data table yet) leaves a leftover the next create replaces."""
+    root = tmp_path / "t"
+    create(root, partitioned=False, metadata_enable="true")
+    (root / ".hoodie" / "hoodie.properties").unlink()
+    table = create(root, partitioned=False, metadata_enable="true")
+    table.append(rows((1, "a", 1, "x")))
+    assert mdt_listing(root) == data_files(root)
+    assert [r["id"] for r in hudi_rs_rows(root)] == [1]
