@@ -14,6 +14,7 @@ from lakecore.model.parquet_read import open_parquet
 from lakecore.storage import Storage
 
 BASE_FORMATS = {"parquet": "PARQUET", "lance": "LANCE"}
+_THREADED_ROWS = 16_384
 READ_BATCH_ROWS = 131_072
 """Rows per piece when a Parquet base file is streamed (``iter_base_file``)."""
 
@@ -44,7 +45,9 @@ def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None) -
             pf = open_parquet(f)
             names = pf.schema_arrow.names
             wanted = None if columns is None else [c for c in columns if c in names]
-            return pf.read(columns=wanted)
+            # Column threads cost more than they save on small files (a table of many small
+            # file groups: ~30% more CPU a file, measured).
+            return pf.read(columns=wanted, use_threads=pf.metadata.num_rows >= _THREADED_ROWS)
     except (FileNotFoundError, UnsupportedFeatureError, StorageError):
         raise
     except (OSError, pa.ArrowException) as exc:

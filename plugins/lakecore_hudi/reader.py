@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -13,6 +14,9 @@ from lakecore_hudi.conform import conform
 from lakecore_hudi.merge import MergeSpec, merge_slice
 from lakecore_hudi.merge_many import merge_slices
 from lakecore_hudi.names import is_log_file
+
+BASE_READERS = 4
+"""Threads reading the base files of a batch of merged slices (``read_merged``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +60,7 @@ class SliceReader:
         costs. Same rows, same order, as ``read`` one by one."""
         from lakecore_hudi.log.scanner import read_slices_log_records
 
-        wanted = self.table_schema.names
-        bases = [self._base(base_path, wanted) for base_path, _ in slices]
+        bases = self._bases([base_path for base_path, _ in slices])
         records = read_slices_log_records(
             self.storage, [list(logs) for _, logs in slices], self.table_schema,
             self.is_valid_instant,
@@ -87,6 +90,34 @@ class SliceReader:
             yield conform(raw, schema)
         if not pieces:  # none of the columns is in the file: read() gives its rows (nulls)
             yield self.read(base_path, log_paths, columns)
+
+    def _bases(self, paths: Sequence[str | None]) -> list[pa.Table]:
+        """The rows of each base file (empty for None or a log file) in ``table_schema``;
+        files read with the same schema are conformed together (one call, not one each)."""
+        schema = self.table_schema
+
+        def read(path: str | None) -> pa.Table | None:
+            if path is None or is_log_file(path):
+                return None
+            return read_base_file(self.storage, path, schema.names)
+
+        if len(paths) > 1:  # Parquet decoding releases the GIL; Storage is thread-safe
+            with ThreadPoolExecutor(BASE_READERS, thread_name_prefix="lakecore-hudi") as pool:
+                raw = list(pool.map(read, paths))
+        else:
+            raw = [read(p) for p in paths]
+        present = [t for t in raw if t is not None]
+        if not present or any(t.schema != present[0].schema for t in present):
+            return [schema.empty_table() if t is None else conform(t, schema) for t in raw]
+        together = conform(pa.concat_tables(present), schema)
+        out, start = [], 0
+        for t in raw:
+            if t is None:
+                out.append(schema.empty_table())
+                continue
+            out.append(together.slice(start, t.num_rows))
+            start += t.num_rows
+        return out
 
     def _base(self, path: str | None, columns: Sequence[str]) -> pa.Table:
         schema = pa.schema([self.table_schema.field(c) for c in columns])

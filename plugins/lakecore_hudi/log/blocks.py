@@ -279,23 +279,30 @@ def _record_bounds(block: LogBlock) -> tuple[memoryview, np.ndarray, np.ndarray]
     count = avro_record_count(block)
     payload = content[8:]
     size = len(payload)
-    starts = np.empty(count, dtype=np.int64)
-    lengths = np.empty(count, dtype=np.int64)
+    starts: list[int] = []
+    append = starts.append
     unpack = _I32.unpack_from
     pos = 0
-    # The one per-record Python loop left: each prefix says where the next one is.
-    for i in range(count):
-        if pos + 4 > size:
-            raise _fail(block, f"record length prefixes run past the content at record {i}")
-        (length,) = unpack(payload, pos)
-        if length < 0 or pos + 4 + length > size:
-            raise _fail(block, f"record length prefixes run past the content at record {i}")
-        starts[i] = pos + 4
-        lengths[i] = length
-        pos += 4 + length
+    # The one per-record Python loop left (each prefix says where the next one is), kept
+    # minimal: the lengths are checked afterwards, in bulk.
+    try:
+        for _ in range(count):
+            (length,) = unpack(payload, pos)
+            pos += 4
+            append(pos)
+            pos += length
+    except (struct.error, ValueError):  # a prefix past the end (or before the start)
+        raise _fail(block, "record length prefixes run past the content") from None
+    first = np.array(starts, dtype=np.int64)
+    last = np.empty(count, dtype=np.int64)
+    last[:-1] = first[1:] - 4
+    if count:
+        last[-1] = pos
+    if np.any(last < first) or pos > size:
+        raise _fail(block, "record length prefixes run past the content (or are negative)")
     if pos != size:
         raise _fail(block, f"{size - pos} bytes left after {count} records")
-    return payload, starts, starts + lengths
+    return payload, first, last
 
 
 def avro_record_count(block: LogBlock) -> int:

@@ -44,6 +44,7 @@ LOG_FORMAT_VERSION = 1
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_I32_PAIR = struct.Struct(">ii")
 # magic + block length + format version + block type
 _PREAMBLE = len(MAGIC) + 8 + 4 + 4
 
@@ -75,6 +76,7 @@ class HeaderKey(enum.IntEnum):
 
 
 _HEADER_KEYS = frozenset(int(k) for k in HeaderKey)
+_HEADER_KEY_OF = {int(k): k for k in HeaderKey}
 
 
 class CommandType(enum.IntEnum):
@@ -167,6 +169,39 @@ class _Cursor:
         return value
 
     def metadata(self, what: str) -> dict[HeaderKey, str]:
+        start = self.pos
+        fast = self._metadata_fast()
+        if fast is not None:
+            return fast
+        self.pos = start  # something is off: the checked path names it
+        return self._metadata_checked(what)
+
+    def _metadata_fast(self) -> dict[HeaderKey, str] | None:
+        """The header/footer map, or None (cursor left anywhere) if anything is unusual."""
+        data, pos, end = self.data, self.pos, self.end
+        if pos + 4 > end:
+            return None
+        (count,) = _I32.unpack_from(data, pos)
+        pos += 4
+        out: dict[HeaderKey, str] = {}
+        for _ in range(count):  # a negative count makes no entries here, then the check fails
+            if pos + 8 > end:
+                return None
+            key, size = _I32_PAIR.unpack_from(data, pos)
+            pos += 8
+            if size < 0 or pos + size > end or key not in _HEADER_KEY_OF:
+                return None
+            try:
+                out[_HEADER_KEY_OF[key]] = str(data[pos : pos + size], "utf-8")
+            except UnicodeDecodeError:
+                return None
+            pos += size
+        if count < 0:
+            return None
+        self.pos = pos
+        return out
+
+    def _metadata_checked(self, what: str) -> dict[HeaderKey, str]:
         count = self.i32(f"{what} entry count")
         if count < 0:
             raise self.fail(f"negative {what} entry count {count}")

@@ -18,6 +18,7 @@ Which blocks count (as Hudi 1.x's log record reader decides):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,10 +114,12 @@ def read_slices_log_records(
     """
     read: list[int] = []
     groups: list[list[list[LogBlock]]] = []
+    contents = iter(_read_all(storage, [path for paths in slices for path in paths]))
     for paths in slices:
         blocks: list[LogBlock] = []
         for path in paths:
-            blocks.extend(read_log_blocks(storage.read(path), path, skip_corrupt=skip_corrupt))
+            data = next(contents)
+            blocks.extend(read_log_blocks(data, path, skip_corrupt=skip_corrupt))
         read.append(len(blocks))
         groups.append(_decode_groups(order_log_blocks(blocks, is_valid_instant)))
     decoded = _decode_avro_groups(groups, reader_schema)
@@ -144,6 +147,18 @@ def read_slices_log_records(
             )
         )
     return out
+
+
+LOG_READERS = 4
+"""Threads fetching the bytes of log files when several are read at once."""
+
+
+def _read_all(storage: Storage, paths: Sequence[str]) -> list[bytes]:
+    """The bytes of each of ``paths``, fetched concurrently (Storage is thread-safe)."""
+    if len(paths) < 2:
+        return [storage.read(p) for p in paths]
+    with ThreadPoolExecutor(LOG_READERS, thread_name_prefix="lakecore-hudi-log") as pool:
+        return list(pool.map(storage.read, paths))
 
 
 def _decode_avro_groups(
