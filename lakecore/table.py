@@ -35,7 +35,7 @@ from lakecore.model.history import HistoryEntry
 from lakecore.model.metrics import WriteResult, index_change
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
-from lakecore.transaction import Transaction
+from lakecore.transaction import Transaction, schema_mode_capability
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -338,25 +338,43 @@ class Table:
                 )
             return tx.result
 
-    def append(self, data: Any) -> WriteResult:
+    def append(self, data: Any, *, schema_mode: str | None = None) -> WriteResult:
         """Append rows (pyarrow Table/RecordBatch/RecordBatchReader, pandas).
 
         Returns the ``WriteResult`` (``.version`` committed, rows/files/bytes written), as
         every write does.
 
+        ``schema_mode`` (deltalake's): None (default) -> the data must have the table's
+        columns, no more and no fewer (a missing nullable column is refused too, naming it);
+        ``"merge"`` -> the data's new columns are added to the schema (nullable) in the same
+        commit and the columns it lacks are written as nulls (capability ``schema_merge``:
+        ``UnsupportedFeatureError`` before any IO for formats without it).
+
         Raises ``SchemaError`` for data that does not fit the schema and
         ``ConstraintViolationError`` for rows that break NOT NULL, CHECK or append-only rules;
-        nothing is committed then.
+        nothing is committed then. ``InvalidArgumentError`` for another ``schema_mode``.
         """
-        return self._run(lambda tx: tx.append(data))
+        self._require_schema_mode(schema_mode, "append", None)
+        return self._run(lambda tx: tx.append(data, schema_mode=schema_mode))
 
-    def overwrite(self, data: Any, where: str | None = None) -> WriteResult:
+    def overwrite(
+        self, data: Any, where: str | None = None, *, schema_mode: str | None = None
+    ) -> WriteResult:
         """Replace the rows matching ``where`` (all rows if None) by ``data``.
 
         With ``where``, every row of ``data`` must match it (else ``ConstraintViolationError``).
+        ``schema_mode`` as for ``append``, plus ``"overwrite"`` (no ``where``; capability
+        ``schema_overwrite``): the schema becomes the data's, partition columns staying.
         """
+        self._require_schema_mode(schema_mode, "overwrite", where)
         self._require(Capability.OVERWRITE)
-        return self._run(lambda tx: tx.overwrite(data, where))
+        return self._run(lambda tx: tx.overwrite(data, where, schema_mode=schema_mode))
+
+    def _require_schema_mode(self, mode: str | None, operation: str, where: str | None) -> None:
+        # Checked before the transaction reads anything.
+        capability = schema_mode_capability(mode, operation, where)
+        if capability is not None:
+            self._require(capability)
 
     def delete(self, where: str | None = None) -> WriteResult:
         """Delete the rows matching the SQL predicate ``where`` (all rows if None)."""

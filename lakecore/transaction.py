@@ -122,16 +122,27 @@ class Transaction:
     # Staging writes data files: a storage fault there is a CommitStorageError (nothing is
     # committed before ``commit``), never a raw OSError.
 
-    def append(self, data: Any) -> None:
-        """Stage ``data`` (anything Arrow-like) as new rows."""
+    def append(self, data: Any, *, schema_mode: str | None = None) -> None:
+        """Stage ``data`` (anything Arrow-like) as new rows (``schema_mode`` as
+        ``Table.append``)."""
+        self._require_schema_mode(schema_mode, "append", None)
         with storage_faults("writing the appended rows"):
-            self.stage(*self._writer().append(data))
+            self.stage(*self._writer().append(data, schema_mode))
 
-    def overwrite(self, data: Any, where: str | None = None) -> None:
-        """Stage replacing the rows matching ``where`` (all rows if None) by ``data``."""
+    def overwrite(
+        self, data: Any, where: str | None = None, *, schema_mode: str | None = None
+    ) -> None:
+        """Stage replacing the rows matching ``where`` (all rows if None) by ``data``
+        (``schema_mode`` as ``Table.overwrite``)."""
+        self._require_schema_mode(schema_mode, "overwrite", where)
         self._table._require(Capability.OVERWRITE)
         with storage_faults("writing the overwrite"):
-            self.stage(*self._writer().overwrite(data, where))
+            self.stage(*self._writer().overwrite(data, where, schema_mode))
+
+    def _require_schema_mode(self, mode: str | None, operation: str, where: str | None) -> None:
+        capability = schema_mode_capability(mode, operation, where)
+        if capability is not None:
+            self._table._require(capability)
 
     def delete(self, where: str | None = None) -> None:
         """Stage deleting the rows matching ``where`` (all rows if None)."""
@@ -306,6 +317,37 @@ class Transaction:
             self.commit()
         else:
             self._state = ABORTED  # nothing staged, nothing to clean up
+
+
+SCHEMA_MODES = {"merge": Capability.SCHEMA_MERGE, "overwrite": Capability.SCHEMA_OVERWRITE}
+"""deltalake's ``schema_mode`` values and the capability each needs."""
+
+
+def schema_mode_capability(
+    mode: str | None, operation: str, where: str | None = None
+) -> Capability | None:
+    """The capability a write with ``schema_mode=mode`` needs (None for the default).
+
+    Raises ``InvalidArgumentError`` for an unknown mode, ``"overwrite"`` with an append (as
+    deltalake) or with ``where`` (the rows the overwrite keeps have the old schema).
+    """
+    if mode is None:
+        return None
+    if mode not in SCHEMA_MODES:
+        raise InvalidArgumentError(
+            f"schema_mode must be None, 'merge' or 'overwrite', not {mode!r}"
+        )
+    if mode == "overwrite" and operation != "overwrite":
+        raise InvalidArgumentError(
+            f"schema_mode='overwrite' replaces the schema: it takes an overwrite, not an "
+            f"{operation} (use schema_mode='merge' to add columns)"
+        )
+    if mode == "overwrite" and where is not None:
+        raise InvalidArgumentError(
+            "schema_mode='overwrite' with where= would leave the rows outside it in the old "
+            "schema; use schema_mode='merge' (adds columns) or overwrite every row"
+        )
+    return SCHEMA_MODES[mode]
 
 
 def _merge_infos(infos: list[CommitInfo]) -> CommitInfo:

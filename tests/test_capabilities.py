@@ -54,6 +54,12 @@ VERBS: list[tuple[Capability, str, Callable[[lakecore.Table], object]]] = [
     (Capability.CONSTRAINTS, "add_constraint", lambda t: t.add_constraint("c", "id > 0")),
     (Capability.CONSTRAINTS, "drop_constraint", lambda t: t.drop_constraint("c")),
     (Capability.SCHEMA_EVOLUTION, "update_schema", lambda t: t.update_schema()),
+    (Capability.SCHEMA_MERGE, "append(schema_mode)", lambda t: t.append(ROWS, schema_mode="merge")),
+    (
+        Capability.SCHEMA_OVERWRITE,
+        "overwrite(schema_mode)",
+        lambda t: t.overwrite(ROWS, schema_mode="overwrite"),
+    ),
     (Capability.CHANGE_FEED, "changes", lambda t: t.changes(0)),
     (Capability.TIME_TRAVEL_BY_TIMESTAMP, "snapshot", lambda t: t.snapshot(timestamp=0)),
     (Capability.TIME_TRAVEL_BY_TIMESTAMP, "scan", lambda t: t.scan(timestamp=0)),
@@ -69,6 +75,11 @@ VERBS: list[tuple[Capability, str, Callable[[lakecore.Table], object]]] = [
 ]
 TX_VERBS: list[tuple[Capability, str, Callable[[lakecore.Table, Any], object]]] = [
     (Capability.OVERWRITE, "tx.overwrite", lambda t, tx: tx.overwrite(ROWS)),
+    (
+        Capability.SCHEMA_MERGE,
+        "tx.append(schema_mode)",
+        lambda t, tx: tx.append(ROWS, schema_mode="merge"),
+    ),
     (Capability.DELETE, "tx.delete", lambda t, tx: tx.delete("id = 1")),
     (Capability.UPDATE, "tx.update", lambda t, tx: tx.update({"part": "'c'"})),
     (
@@ -149,6 +160,12 @@ def test_undeclared_capability_is_refused_inside_a_transaction(
         ("hudi", lambda t: t.vacuum(), Capability.VACUUM),
         ("hudi", lambda t: t.restore("0"), Capability.RESTORE),
         ("hudi", lambda t: t.optimize(), Capability.OPTIMIZE),
+        ("hudi", lambda t: t.append(ROWS, schema_mode="merge"), Capability.SCHEMA_MERGE),
+        (
+            "hudi",
+            lambda t: t.overwrite(ROWS, schema_mode="overwrite"),
+            Capability.SCHEMA_OVERWRITE,
+        ),
     ],
     ids=lambda v: v.value if isinstance(v, Capability) else None,
 )

@@ -48,6 +48,12 @@ class Capability(str, enum.Enum):
     """Idempotent application versions recorded with a commit (``set_app_transaction``)."""
     SCHEMA_EVOLUTION = "schema_evolution"
     """Add, rename, drop and widen columns (``update_schema``)."""
+    SCHEMA_MERGE = "schema_merge"
+    """Writes that add the data's new columns (nullable) in their own commit
+    (``append``/``overwrite`` with ``schema_mode="merge"``; ``FormatWriter.append``)."""
+    SCHEMA_OVERWRITE = "schema_overwrite"
+    """A whole-table overwrite that replaces the schema by the data's
+    (``overwrite(data, schema_mode="overwrite")``)."""
     CHANGE_FEED = "change_feed"
     """The rows changed between versions (``changes``)."""
     TIME_TRAVEL_BY_TIMESTAMP = "time_travel_by_timestamp"

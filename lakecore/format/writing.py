@@ -79,12 +79,26 @@ class FormatWriter(Protocol):
     and the CommitInfo describing the operation.
     """
 
-    def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
-        """Write ``data`` as new files; raises ``SchemaError``/``ConstraintViolationError``."""
+    def append(self, data: Any, schema_mode: str | None = None) -> tuple[list[Action], CommitInfo]:
+        """Write ``data`` as new files; raises ``SchemaError``/``ConstraintViolationError``.
+
+        ``schema_mode`` (deltalake's): None -> the data must have the table's columns, no
+        more and no fewer (the columns the format fills itself aside: Hudi's meta columns,
+        Delta's generated columns), else ``SchemaError`` naming them, before any file is
+        written; ``"merge"`` (only when the format declares ``schema_merge``) -> the data's
+        new columns are added, nullable, by actions of the same commit, and the table's
+        columns the data lacks are written as nulls.
+        """
         ...
 
-    def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
+    def overwrite(
+        self, data: Any, where: str | None, schema_mode: str | None = None
+    ) -> tuple[list[Action], CommitInfo]:
         """Replace the rows matching ``where`` (all rows if None) with ``data``.
+
+        ``schema_mode`` as for ``append``, plus ``"overwrite"`` (only without ``where``, when
+        the format declares ``schema_overwrite``): the table's schema becomes the data's, its
+        partition columns staying (``SchemaError`` if the data lacks one).
 
         Must read only the planner's candidate rows of the file index: those
         ``lakecore.planning.candidates.candidate_files`` keeps for ``dml_predicate(where)``,

@@ -639,6 +639,24 @@ def _check_schema_evolution(t: Table) -> None:
     assert t.to_arrow(columns=["id", "email"]).to_pylist() == [{"id": 1, "email": None}]
 
 
+def _check_schema_merge(t: Table) -> None:
+    t.append(rows([1]))
+    wider = rows([2]).append_column("email", pa.array(["e"]))
+    result = t.append(wider, schema_mode="merge")
+    assert result.version == t.version  # one commit: the new column and the rows
+    assert t.snapshot().schema.field("email").nullable
+    got = t.to_arrow(columns=["id", "email"]).sort_by("id").to_pylist()
+    assert got == [{"id": 1, "email": None}, {"id": 2, "email": "e"}]
+
+
+def _check_schema_overwrite(t: Table) -> None:
+    t.append(rows([1]))
+    data = pa.table({"id": [5], "part": ["a"], "score": [0.5]})
+    t.overwrite(data, schema_mode="overwrite")
+    assert set(t.snapshot().schema.names) == {"id", "part", "score"}
+    assert t.to_arrow(columns=["id", "score"]).to_pylist() == [{"id": 5, "score": 0.5}]
+
+
 def _check_change_feed(t: Table) -> None:
     first = t.append(rows([1, 2])).version
     second = t.append(rows([3])).version
@@ -826,6 +844,8 @@ CHECKS: dict[Capability, Callable[[Table], None]] = {
     Capability.CONSTRAINTS: _check_constraints,
     Capability.APP_TRANSACTIONS: _check_app_transactions,
     Capability.SCHEMA_EVOLUTION: _check_schema_evolution,
+    Capability.SCHEMA_MERGE: _check_schema_merge,
+    Capability.SCHEMA_OVERWRITE: _check_schema_overwrite,
     Capability.CHANGE_FEED: _check_change_feed,
     Capability.TIME_TRAVEL_BY_TIMESTAMP: _check_time_travel_by_timestamp,
     Capability.CHECKPOINT: _check_checkpoint,
@@ -876,6 +896,8 @@ REFUSALS: dict[Capability, Refusal] = {
     Capability.CONSTRAINTS: lambda t: lambda: t.add_constraint("c", "id > 0"),
     Capability.APP_TRANSACTIONS: _in_transaction(lambda tx: tx.set_app_transaction("j", 1)),
     Capability.SCHEMA_EVOLUTION: lambda t: lambda: t.update_schema(),
+    Capability.SCHEMA_MERGE: lambda t: lambda: t.append(rows([1]), schema_mode="merge"),
+    Capability.SCHEMA_OVERWRITE: lambda t: lambda: t.overwrite(rows([1]), schema_mode="overwrite"),
     Capability.CHANGE_FEED: _at_latest(lambda t, version: t.changes(version)),
     Capability.TIME_TRAVEL_BY_TIMESTAMP: lambda t: lambda: t.snapshot(timestamp=1000),
     Capability.CHECKPOINT: lambda t: lambda: t.checkpoint(),

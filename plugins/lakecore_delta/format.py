@@ -41,6 +41,8 @@ CAPABILITIES = frozenset(
         Capability.CONSTRAINTS,
         Capability.APP_TRANSACTIONS,
         Capability.SCHEMA_EVOLUTION,
+        Capability.SCHEMA_MERGE,
+        Capability.SCHEMA_OVERWRITE,
         Capability.CHANGE_FEED,
         Capability.TIME_TRAVEL_BY_TIMESTAMP,
         Capability.CHECKPOINT,

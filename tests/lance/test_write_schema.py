@@ -41,7 +41,8 @@ def test_add_rename_drop_columns(tmp_path: Path) -> None:
     assert assert_same_as_pylance(path) == 9
     # pylance evolves the schema of a lakecore dataset; lakecore writes on top
     lance.dataset(str(path)).add_columns({"twice": "id * 2"})
-    table.append(pa.table({"id": [5], "label": ["e"], "twice": [10]}))
+    nulls = {"tags": pa.nulls(1, pa.list_(pa.string())), "st": pa.nulls(1, pa.int64())}
+    table.append(pa.table({"id": [5], "label": ["e"], "twice": [10], **nulls}))
     assert assert_same_as_pylance(path) == 11
 
 

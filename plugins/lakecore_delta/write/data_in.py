@@ -30,7 +30,8 @@ def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
     if unknown:
         raise SchemaError(
             f"column(s) {unknown} are not in the table schema {schema.names}; "
-            "evolve the schema first (table.update_schema())"
+            "pass schema_mode='merge' to add them, or evolve the schema first "
+            "(table.update_schema())"
         )
     columns = []
     for f in schema:

@@ -75,6 +75,7 @@ from lakecore_delta.write.features import ensure_writable
 from lakecore_delta.write.file_writer import DeltaFileWriter, new_write_directory
 from lakecore_delta.write.merge import merge_rows
 from lakecore_delta.write.properties import parse_size_bytes
+from lakecore_delta.write.schema_mode import check_columns, evolved
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
 from lakecore_delta.write.stats_out import string_prefix_length
 
@@ -191,6 +192,22 @@ class DeltaWriter:
             ),
         )
 
+    def _user_rows(self, data: Any, schema_mode: str | None) -> tuple[pa.Table, list[Action]]:
+        """Appended or overwriting rows, conformed to the schema ``schema_mode`` gives
+        (``write.schema_mode``), and the actions recording that schema (none when it stays);
+        the writer then plans against the new schema."""
+        table = to_arrow_table(data)
+        if schema_mode is None:
+            check_columns(table, self._state.schema, self._generated)
+            return self._conformed(table), []
+        state, evolution = evolved(self._state, table, schema_mode)
+        if evolution:
+            self._state = state
+            self._generated = generation_expressions(state.schema)
+            self._constraints = table_constraints(state.configuration, state.schema)
+            self._dml_context = None
+        return self._conformed(table), evolution
+
     def _conformed(self, data: Any) -> pa.Table:
         """User data: generated columns filled in when absent, verified when given."""
         table = to_arrow_table(data)
@@ -242,25 +259,29 @@ class DeltaWriter:
         # Parse, bind and type-check before any IO: unknown columns and bad syntax fail here.
         return None if where is None else dml_predicate(where, self._state.schema)
 
-    def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
-        table = self._conformed(data)
+    def append(self, data: Any, schema_mode: str | None = None) -> tuple[list[Action], CommitInfo]:
+        table, evolution = self._user_rows(data, schema_mode)
         add = self._write_conformed(table)
         mode = {"mode": "Append", "partitionBy": list(self._state.partition_columns)}
         metrics = action_metrics([add]).with_rows(inserted=table.num_rows)
-        return [add], CommitInfo("WRITE", mode, metrics=metrics)
+        return [*evolution, add], CommitInfo("WRITE", mode, metrics=metrics)
 
-    def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
+    def overwrite(
+        self, data: Any, where: str | None, schema_mode: str | None = None
+    ) -> tuple[list[Action], CommitInfo]:
         mode = {"mode": "Overwrite", "partitionBy": list(self._state.partition_columns)}
         self._ensure_not_append_only()
-        table = self._conformed(data)
+        if schema_mode == "overwrite" and where is not None:
+            raise InvalidArgumentError("schema_mode='overwrite' overwrites every row: no where=")
+        predicate = self._validate(where)
+        table, evolution = self._user_rows(data, schema_mode)
         if where is None:
-            actions: list[Action] = [RemoveFiles(self._snapshot.files())]
+            actions: list[Action] = [*evolution, RemoveFiles(self._snapshot.files())]
             actions.append(self._write_conformed(table))
             metrics = action_metrics(actions).with_rows(
                 inserted=table.num_rows, deleted=live_rows(self._dml(), self._snapshot.files())
             )
             return actions, CommitInfo("WRITE", mode, read_whole_table=True, metrics=metrics)
-        predicate = self._validate(where)
         assert predicate is not None
         outside = pc.invert(pc.fill_null(evaluate_predicate(predicate, table), False))
         if pc.any(outside).as_py():
@@ -273,7 +294,7 @@ class DeltaWriter:
         changes.inserted += table.num_rows
         if self._dml().cdf:
             changes.changes.append(tagged(table, "insert"))
-        actions = to_actions(self._dml(), changes, self._write_conformed)
+        actions = [*evolution, *to_actions(self._dml(), changes, self._write_conformed)]
         params = {**mode, "predicate": where}
         info = CommitInfo("WRITE", params, read_predicate=where, metrics=changes.metrics(actions))
         return actions, info

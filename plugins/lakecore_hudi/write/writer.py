@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +40,7 @@ from lakecore.planning.candidates import merge_read_predicate
 from lakecore.planning.merge_eval import check_merge as check_merge_clauses
 from lakecore.planning.merge_eval import merge_on, whole_table
 from lakecore.snapshot import Snapshot
-from lakecore.storage import FileInfo, Storage
+from lakecore.storage import Storage
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.source import HudiSnapshotSource
@@ -53,13 +53,13 @@ from lakecore_hudi.timeline.metadata import (
     encode_commit_metadata,
     encode_requested_replace,
 )
-from lakecore_hudi.view import FileSlice
 from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.apply import FileJob, plan_jobs, planned_stat, run_job
 from lakecore_hudi.write.candidates import candidate_slices, slices_for_keys
 from lakecore_hudi.write.changes import ChangeSet, SliceRows, plan_upsert
 from lakecore_hudi.write.dml import check_assignments, plan_delete, plan_overwrite, plan_update
 from lakecore_hudi.write.file_writer import HudiFileWriter
+from lakecore_hudi.write.instant_metrics import instant_metrics
 from lakecore_hudi.write.layout import ensure_writable, layout_for
 from lakecore_hudi.write.merge import check_merge, merge_source, plan_merge
 from lakecore_hudi.write.planned import FileGroup, PlannedInstant, start_instant
@@ -104,9 +104,9 @@ class HudiWriter:
 
     # ---------------------------------------------------------------- operations
 
-    def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
+    def append(self, data: Any, schema_mode: str | None = None) -> tuple[list[Action], CommitInfo]:
         """Insert ``data`` into new file groups (keys are not looked up: Hudi's ``insert``)."""
-        rows = self._keyed(data)
+        rows = self._keyed(data, schema_mode)
         changes = ChangeSet(inserts=[rows] if rows.num_rows else [])
         return self._write(changes, "INSERT", CommitInfo("INSERT", {"rows": rows.num_rows}))
 
@@ -129,10 +129,12 @@ class HudiWriter:
         info = CommitInfo("DELETE", {"predicate": where}, read_predicate=where)
         return self._write(changes, "DELETE", info)
 
-    def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
+    def overwrite(
+        self, data: Any, where: str | None, schema_mode: str | None = None
+    ) -> tuple[list[Action], CommitInfo]:
         if where is not None:
             self._validate(where)
-        rows = self._keyed(data)
+        rows = self._keyed(data, schema_mode)
         candidates = candidate_slices(self._snapshot, where)
         changes, replaced = plan_overwrite(self._rows, self._layout, rows, where, candidates)
         n = rows.num_rows
@@ -374,11 +376,27 @@ class HudiWriter:
 
     # ---------------------------------------------------------------- planning helpers
 
-    def _keyed(self, data: Any) -> pa.Table:
+    def _keyed(self, data: Any, schema_mode: str | None = "") -> pa.Table:
+        """``data`` as keyed rows of the data schema. Appends and overwrites pass their
+        ``schema_mode``: None (deltalake's default) -> every data column must be there
+        (``SchemaError`` naming those missing); another mode is refused (a Hudi write cannot
+        change the schema: the capabilities do not declare it, so the core refuses first).
+        Upserts pass nothing: missing nullable columns are written as nulls."""
+        if schema_mode:
+            raise UnsupportedFeatureError(
+                "schema_merge" if schema_mode == "merge" else "schema_overwrite",
+                f"a hudi write cannot change the table schema (schema_mode={schema_mode!r}); "
+                "use update_schema() first",
+            )
         table = to_arrow_table(data)
         missing = [k for k in self._layout.key_fields if k not in table.column_names]
         if missing:
             raise SchemaError(f"the data has no record key column(s) {missing}")
+        absent = [n for n in self._layout.data_schema.names if n not in table.column_names]
+        if schema_mode is None and absent:
+            raise SchemaError(
+                f"the data has no column(s) {absent} of the table (deltalake refuses this too)"
+            )
         return keyed(conform(table, self._layout.data_schema), self._layout)
 
     def _require_key(self, verb: str) -> None:
@@ -434,31 +452,10 @@ class HudiWriter:
     def _metrics(
         self, stats: list[WriteStat], gone: set[int], inserted: int | None
     ) -> WriteMetrics:
-        """What an instant wrote, from its write stats: files written (base and log files)
-        are added, the files of the slices in ``gone`` (rewritten or replaced) removed.
-        Rows: the stats' inserts, update writes and deletes; records a rewrite carried over
-        are copied. With ``inserted`` (a replacecommit), the new records beyond ``inserted``
-        are carried over from the replaced slices (copied), and the replaced slices' other
-        live records are deleted."""
-        files = [f for i in sorted(gone) for f in _files_of(self._rows.slices[i])]
-        written = [s for s in stats if s.path]
-        metrics = WriteMetrics(
-            files_added=len(written),
-            files_removed=len(files),
-            rows_inserted=sum(s.num_inserts for s in stats),
-            rows_updated=sum(s.num_update_writes for s in stats),
-            rows_deleted=sum(s.num_deletes for s in stats),
-            rows_copied=sum(_carried(s) for s in stats),
-            bytes_added=sum(s.file_size_in_bytes for s in written),
-            bytes_removed=sum(f.size for f in files),
-        )
-        if inserted is None:
-            return metrics
-        copied = metrics.rows_inserted - inserted
-        deleted = self._live_records(gone) - copied
-        return metrics.with_rows(inserted=inserted, copied=copied, deleted=deleted)
+        """The instant's metrics (``instant_metrics``)."""
+        return instant_metrics(stats, self._rows.slices, gone, inserted, self._live_records)
 
-    def _live_records(self, slices: set[int]) -> int:
+    def _live_records(self, slices: Collection[int]) -> int:
         """Live records of ``slices``: the file index's count of a base-only slice, else
         the slice's keys read (merged with its log files)."""
         index = self._snapshot.files()
@@ -556,16 +553,6 @@ def _by_partition(stats: list[WriteStat]) -> dict[str, tuple[WriteStat, ...]]:
     for s in stats:
         out[s.partition_path or ""].append(s)
     return {p: tuple(v) for p, v in out.items()}
-
-
-def _carried(stat: WriteStat) -> int:
-    """Records a write carried over unchanged (a CoW rewrite's other records)."""
-    return max(stat.num_writes - stat.num_inserts - stat.num_update_writes, 0)
-
-
-def _files_of(s: FileSlice) -> list[FileInfo]:
-    """The data files of a slice (its base file, then its log files)."""
-    return ([s.base_file] if s.base_file is not None else []) + list(s.log_files)
 
 
 def _own(file_writer: DataFileWriter) -> HudiFileWriter:

@@ -288,16 +288,38 @@ class LanceWriter:
 
     # ------------------------------------------------------------------ the writes
 
+    def _user_rows(self, data: Any, schema_mode: str | None) -> pa.Table:
+        """Appended or overwriting rows: with ``schema_mode`` None (deltalake's default)
+        every column of the dataset must be there (``SchemaError`` naming those missing); a
+        mode that changes the schema is refused: Lance adds columns by a transaction of
+        their own (``add_columns``), never in a write's (the capabilities do not declare
+        it, so the core refuses first)."""
+        if schema_mode is not None:
+            raise UnsupportedFeatureError(
+                "schema_merge" if schema_mode == "merge" else "schema_overwrite",
+                f"a lance write cannot change the dataset schema (schema_mode={schema_mode!r}): "
+                "Lance adds columns in a commit of their own; use update_schema() first",
+            )
+        table = to_arrow_table(data)
+        absent = [n for n in self._schema.names if n not in table.column_names]
+        if absent:
+            raise SchemaError(
+                f"the data has no column(s) {absent} of the dataset (deltalake refuses this too)"
+            )
+        return conform(table, self._schema)
+
     @_undo_on_error
-    def append(self, data: Any) -> tuple[list[Action], CommitInfo]:
-        rows = conform(data, self._schema)
+    def append(self, data: Any, schema_mode: str | None = None) -> tuple[list[Action], CommitInfo]:
+        rows = self._user_rows(data, schema_mode)
         fragments, paths = self._new_rows(rows)
         change = LanceChange("append", new_fragments=fragments, written=paths)
         return self._stage(change, CommitInfo("WRITE", {"mode": "Append"}), inserted=rows.num_rows)
 
     @_undo_on_error
-    def overwrite(self, data: Any, where: str | None) -> tuple[list[Action], CommitInfo]:
-        rows = conform(data, self._schema)
+    def overwrite(
+        self, data: Any, where: str | None, schema_mode: str | None = None
+    ) -> tuple[list[Action], CommitInfo]:
+        rows = self._user_rows(data, schema_mode)
         if where is not None:
             predicate = self._predicate(where)
             assert predicate is not None

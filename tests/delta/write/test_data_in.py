@@ -145,8 +145,13 @@ BAD_DATA: list[tuple[str, pa.Table | Any, type]] = [
 
 @pytest.mark.parametrize("data,error", [c[1:] for c in BAD_DATA], ids=[c[0] for c in BAD_DATA])
 def test_bad_append_commits_nothing(table: lakecore.Table, data: Any, error: type | None) -> None:
+    # The constraint cases append some columns only: schema_mode="merge" lets them reach the
+    # NOT NULL checks (by default a missing column is a SchemaError, as in deltalake).
+    mode = None if error else "merge"
     assert_nothing_written(
-        table, lambda: table.append(data), error or lakecore.ConstraintViolationError
+        table,
+        lambda: table.append(data, schema_mode=mode),
+        error or lakecore.ConstraintViolationError,
     )
 
 
@@ -184,12 +189,15 @@ def test_null_struct_with_not_null_child_is_allowed(table: lakecore.Table) -> No
 
 
 def test_accepted_inputs(table: lakecore.Table) -> None:
-    """Batches, readers, dicts, reordered columns and safe casts are all fine."""
+    """Batches, readers, dicts, reordered columns and safe casts are all fine (some columns
+    only: with schema_mode="merge" the others are written as nulls)."""
     batch = pa.record_batch({"name": ["b"], "id": pa.array([10], pa.int32())})
-    assert table.append(batch).version == 2
+    assert table.append(batch, schema_mode="merge").version == 2
     reader = pa.RecordBatchReader.from_batches(batch.schema, [batch])
-    assert table.append(reader).version == 3
-    assert table.append({"id": [11], "small": [-128]}).version == 4
+    assert table.append(reader, schema_mode="merge").version == 3
+    assert table.append({"id": [11], "small": [-128]}, schema_mode="merge").version == 4
+    with pytest.raises(lakecore.SchemaError, match="'small'"):
+        table.append(batch)  # by default every column must be there
     ids = sorted(r["id"] for r in lakecore.open(table.uri).to_arrow().to_pylist())
     assert ids == [1, 2, 3, 10, 10, 11]
 

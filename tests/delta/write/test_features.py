@@ -27,6 +27,13 @@ from .helpers import (
 deltalake = pytest.importorskip("deltalake", reason="interop tests need deltalake")
 
 PLAIN = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+def plain(i: int) -> pa.Table:
+    """One row of ``PLAIN`` (every column: appends must carry them all)."""
+    return pa.table({"id": [i], "name": pa.nulls(1, pa.string())})
+
+
 LEGACY = ["appendOnly", "invariants"]
 
 CASES: list[tuple[str, pa.Schema, dict[str, str], dict[str, Any]]] = [
@@ -239,11 +246,11 @@ def test_in_commit_timestamps_are_first_and_increasing(
     path = tmp_path / "t"
     table = lakecore.create(str(path), PLAIN, properties={"delta.enableInCommitTimestamps": "true"})
     for i in range(3):
-        table.append(pa.table({"id": [i]}))
+        table.append(plain(i))
     # The clock goes back an hour: the timestamps must still increase.
     real = commit_module.now_ms
     monkeypatch.setattr(commit_module, "now_ms", lambda: real() - 3_600_000)
-    table.append(pa.table({"id": [3]}))
+    table.append(plain(3))
     table.delete()
     monkeypatch.undo()
     times = [_ict(path, v) for v in range(6)]
@@ -255,7 +262,7 @@ def test_time_travel_by_in_commit_timestamp(tmp_path: Path) -> None:
     path = tmp_path / "t"
     table = lakecore.create(str(path), PLAIN, properties={"delta.enableInCommitTimestamps": "true"})
     for i in range(4):
-        table.append(pa.table({"id": [i]}))
+        table.append(plain(i))
     times = [_ict(path, v) for v in range(5)]
     log = path / "_delta_log"
     for v in range(5):  # reversed, decades away from the commit times
@@ -274,13 +281,13 @@ def test_in_commit_timestamp_after_a_retry_exceeds_the_winner(tmp_path: Path) ->
     """The winner's clock ran ahead: the loser's retry must still commit a later time."""
     path = tmp_path / "t"
     table = lakecore.create(str(path), PLAIN, properties={"delta.enableInCommitTimestamps": "true"})
-    table.append(pa.table({"id": [0]}))
+    table.append(plain(0))
     loser = table.transaction()
-    loser.append(pa.table({"id": [1]}))
+    loser.append(plain(1))
     real = commit_module.now_ms
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(commit_module, "now_ms", lambda: real() + 60_000)  # a writer ahead by 1 min
-        table.append(pa.table({"id": [2]}))
+        table.append(plain(2))
     assert loser.commit().version == 3
     times = [_ict(path, v) for v in range(4)]
     assert times[3] > times[2], times

@@ -119,8 +119,11 @@ def test_failure_while_writing_files_rolls_back_at_once(
         (pa.table({"id": ["one"], "name": ["a"], "ts": [1], "city": ["x"]}), SchemaError),
         (pa.table({"name": ["a"], "ts": [1], "city": ["x"]}), SchemaError),
         (pa.table({"id": [1], "colour": ["red"]}), SchemaError),
-        (pa.table({"id": pa.array([None], pa.int64()), "city": ["x"]}), ConstraintViolationError),
-        ({"id": [1], "city": ["a/b"]}, ConstraintViolationError),
+        (
+            pa.table({"id": pa.array([None], pa.int64()), "name": ["a"], "ts": [1], "city": ["x"]}),
+            ConstraintViolationError,
+        ),
+        ({"id": [1], "name": ["a"], "ts": [1], "city": ["a/b"]}, ConstraintViolationError),
     ],
     ids=["wrong-type", "no-record-key", "unknown-column", "null-key", "slash-in-partition"],
 )
