@@ -15,7 +15,12 @@ import pytest
 
 import lakecore
 from lakecore import Table
-from lakecore.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
+from lakecore.errors import (
+    CommitConflictError,
+    InvalidArgumentError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from lakecore.format import Capability
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -148,3 +153,20 @@ def test_transaction_append_takes_schema_mode(tmp_path: Path) -> None:
     assert sorted(t.to_arrow().to_pylist(), key=str) == sorted(
         [{"id": 2, "v": "b", "w": None}, {"id": 3, "v": "c", "w": 1.5}], key=str
     )
+
+
+def test_concurrent_writers_and_a_schema_merge(tmp_path: Path) -> None:
+    """A schema merge rebases past a concurrent append of the old columns (its rows read the
+    new column as null); a write staged before a concurrent schema change conflicts."""
+    t = make("delta", tmp_path / "t")
+    merging = t.transaction()
+    merging.append(WIDER, schema_mode="merge")
+    t.append(pa.table({"id": [5], "v": ["e"]}))
+    assert merging.commit().version == t.version
+    got = {r["id"]: r["w"] for r in t.to_arrow().to_pylist()}
+    assert got == {1: None, 2: None, 3: 1.5, 5: None}
+    late = t.transaction()
+    late.append(pa.table({"id": [6], "v": ["f"], "w": [2.0]}))
+    t.append(pa.table({"id": [7], "v": ["g"], "w": [3.0], "z": [1]}), schema_mode="merge")
+    with pytest.raises(CommitConflictError, match="metadata"):
+        late.commit()
