@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from lakecore_hudi import state as hudi_state
 from lakecore_hudi.bloom import filter_from_footer
+from lakecore_hudi.write import compaction
 from lakecore_hudi.write.archive import archive_table
 
 import lakecore
@@ -177,6 +178,41 @@ def test_widened_precombine_field_orders_and_compacts(tmp_path: Path, table_type
         assert lakecore.open(str(tmp_path)).compact() is not None
         assert _data(lakecore.open(str(tmp_path)).to_arrow()) == want
         assert _data(hudi_rs_table(tmp_path)) == want
+
+
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_a_compaction_planned_before_a_schema_change_conflicts(
+    tmp_path: Path, version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Held: a compaction (old schema) completing after an ALTER_SCHEMA would record the old
+    # schema last and hide the added column; it conflicts and is rolled back instead.
+    create(tmp_path, "MERGE_ON_READ", version=version)
+    lakecore.open(str(tmp_path)).append(rows((1, "a", 1, "x"), (2, "b", 1, "y")))
+    lakecore.open(str(tmp_path)).upsert(rows((1, "a2", 2, "x")))
+    real = compaction._compact_slice
+    changed: list[bool] = []
+
+    def schema_changes_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        if not changed:
+            changed.append(True)
+            with lakecore.open(str(tmp_path)).update_schema() as u:
+                u.add_column("extra", pa.string())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compaction, "_compact_slice", schema_changes_meanwhile)
+    with pytest.raises(CommitConflictError):
+        lakecore.open(str(tmp_path)).compact()
+    monkeypatch.setattr(compaction, "_compact_slice", real)
+    assert changed
+    want = [
+        {"id": 1, "name": "a2", "ts": 2, "city": "x", "extra": None},
+        {"id": 2, "name": "b", "ts": 1, "city": "y", "extra": None},
+    ]
+    assert _data(lakecore.open(str(tmp_path)).to_arrow()) == want
+    assert _data(hudi_rs_table(tmp_path)) == want
+    assert lakecore.open(str(tmp_path)).compact() is not None  # the next one folds the logs
+    assert "extra" in lakecore.open(str(tmp_path)).schema.names
+    assert _data(hudi_rs_table(tmp_path)) == want
 
 
 # ----------------------------------------------------------------------------- insert sizing
