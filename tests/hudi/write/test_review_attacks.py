@@ -1,8 +1,13 @@
 """Review attacks on the issue-13 Hudi writer (schema evolution, insert sizing, table version 9,
 bloom filters, archiving, the storage path guard).
 
-Each ``xfail(strict=True)`` test pins a bug found by the review: it fails today, and must
-pass (and lose its marker) once the bug is fixed. The plain tests pin attacks that held.
+Bugs the review found were pinned here as ``xfail(strict=True)`` tests and have since been
+fixed (markers removed): a commit archived while concurrent with a pending writer escaped its
+conflict check (CoW lost update); a reader racing archiving got ``CorruptTableError``; v6 took
+an old clean for the start of the timeline and hid files of archived commits; ``add_column``
+took meta field names and case-only duplicates; ``small.file.limit=0`` was refused and a
+malformed size threshold went unnamed; ``resolve`` let ``file:../x`` out of the root. The other
+tests pin attacks that held. A new bug found here is added as a strict xfail.
 """
 
 from __future__ import annotations
