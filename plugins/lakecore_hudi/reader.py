@@ -14,6 +14,7 @@ from lakecore_hudi.conform import conform
 from lakecore_hudi.merge import MergeSpec, merge_slice
 from lakecore_hudi.merge_many import merge_slices
 from lakecore_hudi.names import is_log_file
+from lakecore_hudi.parallel import gather, submit_chunks
 
 BASE_READERS = 4
 """Threads reading the base files of a batch of merged slices (``read_merged``)."""
@@ -60,11 +61,15 @@ class SliceReader:
         costs. Same rows, same order, as ``read`` one by one."""
         from lakecore_hudi.log.scanner import read_slices_log_records
 
-        bases = self._bases([base_path for base_path, _ in slices])
-        records = read_slices_log_records(
-            self.storage, [list(logs) for _, logs in slices], self.table_schema,
-            self.is_valid_instant,
-        )  # fmt: skip
+        paths = [base_path for base_path, _ in slices]
+        # Base files are read on other threads while this one reads and decodes the logs.
+        with ThreadPoolExecutor(BASE_READERS, thread_name_prefix="lakecore-hudi") as pool:
+            pending = submit_chunks(pool, self._read_raw, paths, BASE_READERS)
+            records = read_slices_log_records(
+                self.storage, [list(logs) for _, logs in slices], self.table_schema,
+                self.is_valid_instant,
+            )  # fmt: skip
+            bases = self._conformed(gather(pending))
         parts = [(b, r.data, r.deletes) for b, r in zip(bases, records, strict=True)]
         return [rows.select(list(columns)) for rows in merge_slices(parts, self.spec)]
 
@@ -91,21 +96,16 @@ class SliceReader:
         if not pieces:  # none of the columns is in the file: read() gives its rows (nulls)
             yield self.read(base_path, log_paths, columns)
 
-    def _bases(self, paths: Sequence[str | None]) -> list[pa.Table]:
-        """The rows of each base file (empty for None or a log file) in ``table_schema``;
-        files read with the same schema are conformed together (one call, not one each)."""
+    def _read_raw(self, path: str | None) -> pa.Table | None:
+        """A base file's rows as stored (None for no base file or a log file)."""
+        if path is None or is_log_file(path):
+            return None
+        return read_base_file(self.storage, path, self.table_schema.names)
+
+    def _conformed(self, raw: Sequence[pa.Table | None]) -> list[pa.Table]:
+        """Each of ``raw`` (``_read_raw``'s) in ``table_schema`` (empty for None); tables of
+        one schema are conformed together (one call, not one each)."""
         schema = self.table_schema
-
-        def read(path: str | None) -> pa.Table | None:
-            if path is None or is_log_file(path):
-                return None
-            return read_base_file(self.storage, path, schema.names)
-
-        if len(paths) > 1:  # Parquet decoding releases the GIL; Storage is thread-safe
-            with ThreadPoolExecutor(BASE_READERS, thread_name_prefix="lakecore-hudi") as pool:
-                raw = list(pool.map(read, paths))
-        else:
-            raw = [read(p) for p in paths]
         present = [t for t in raw if t is not None]
         if not present or any(t.schema != present[0].schema for t in present):
             return [schema.empty_table() if t is None else conform(t, schema) for t in raw]

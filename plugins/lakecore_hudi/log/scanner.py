@@ -18,7 +18,6 @@ Which blocks count (as Hudi 1.x's log record reader decides):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +32,7 @@ from lakecore_hudi.log.blocks import (
     decode_delete_block,
 )
 from lakecore_hudi.log.format import BlockType, CommandType, HeaderKey, LogBlock, read_log_blocks
+from lakecore_hudi.parallel import map_in_chunks
 
 __all__ = [
     "SEQ_COLUMN",
@@ -154,11 +154,8 @@ LOG_READERS = 4
 
 
 def _read_all(storage: Storage, paths: Sequence[str]) -> list[bytes]:
-    """The bytes of each of ``paths``, fetched concurrently (Storage is thread-safe)."""
-    if len(paths) < 2:
-        return [storage.read(p) for p in paths]
-    with ThreadPoolExecutor(LOG_READERS, thread_name_prefix="lakecore-hudi-log") as pool:
-        return list(pool.map(storage.read, paths))
+    """The bytes of each of ``paths``, fetched on a few threads (Storage is thread-safe)."""
+    return map_in_chunks(storage.read, paths, LOG_READERS)
 
 
 def _decode_avro_groups(
