@@ -206,8 +206,13 @@ def child_main(tool: str, case_name: str, data_dir: Path) -> None:
 
         load_registry()  # imports the plugin modules, like ``import deltalake``
     rss_base = _rss_mb()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     result = MEASURES[tool](data_dir / spec.name, spec)
-    result.update(rss_base_mb=rss_base, rss_peak_mb=_rss_mb())
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    # CPU seconds of the measured call, all threads: on a shared machine wall time follows
+    # the load, CPU time much less.
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    result.update(rss_base_mb=rss_base, rss_peak_mb=_rss_mb(), cpu_s=cpu)
     print(json.dumps(result))
 
 
@@ -503,6 +508,11 @@ def _read_text(b: dict[str, int]) -> str:
     return " + ".join(parts)
 
 
+def _median_cpu(runs: Sequence[dict[str, Any]]) -> float | None:
+    values = [r["cpu_s"] for r in runs if r.get("cpu_s") is not None]
+    return statistics.median(values) if values else None
+
+
 def _min_median(runs: Sequence[dict[str, Any]]) -> str:
     values = [r["open_index_s"] for r in runs]
     return f"{min(values):.2f} / {statistics.median(values):.2f} s"
@@ -546,15 +556,22 @@ def markdown(results: dict[str, Any]) -> str:
         "same machine load): open+index in seconds, and the ratio of lakecore to delta-rs "
         "per run.",
         "",
-        "| case | delta-rs min / median | lakecore min / median | lakecore / delta-rs per run |",
-        "|---|---:|---:|---|",
+        "| case | delta-rs min / median | lakecore min / median | lakecore / delta-rs per run "
+        "| CPU s (all threads), delta-rs / lakecore, median | CPU ratio |",
+        "|---|---:|---:|---|---:|---:|",
     ]
     for c in results["cases"]:
         dr, lc = (c["results"][t]["runs"] for t in ("delta-rs", "lakecore"))
         per_run = ", ".join(
             f"{b['open_index_s'] / a['open_index_s']:.2f}x" for a, b in zip(dr, lc, strict=False)
         )
-        out.append(f"| `{c['name']}` | {_min_median(dr)} | {_min_median(lc)} | {per_run} |")
+        cpu_dr, cpu_lc = _median_cpu(dr), _median_cpu(lc)
+        cpu = "—" if cpu_dr is None or cpu_lc is None else f"{cpu_dr:.2f} / {cpu_lc:.2f}"
+        cpu_ratio = "—" if cpu_dr is None or cpu_lc is None else f"{cpu_lc / cpu_dr:.2f}x"
+        out.append(
+            f"| `{c['name']}` | {_min_median(dr)} | {_min_median(lc)} | {per_run} "
+            f"| {cpu} | {cpu_ratio} |"
+        )
     out += [
         "",
         "Peak RSS in MiB (whole process: interpreter and libraries included; in brackets the "
