@@ -37,7 +37,13 @@ from lakecore.format.capabilities import Capability, require
 from lakecore.migrate import adopt, guards
 from lakecore.migrate import state as st
 from lakecore.migrate.report import MigrationReport
-from lakecore.migrate.schema import conform, data_schema, schema_change, unchanged_as_source
+from lakecore.migrate.schema import (
+    conform,
+    data_schema,
+    refused_widening,
+    schema_change,
+    unchanged_as_source,
+)
 from lakecore.migrate.target import Progress, TargetSide
 from lakecore.migrate.units import UnitDiff, deletes_of, diff
 from lakecore.model import files as fi
@@ -237,10 +243,11 @@ class _Run(TargetSide):
             data_schema(self.target.snapshot()), self.mirrored, source_schema
         )
         change = schema_change(current, source_schema, snapshot.version)
-        if not change.added:
+        if change.empty:
             self.mirrored = source_schema
             return
-        require(self.to, self.target.capabilities, Capability.SCHEMA_EVOLUTION, "added columns")
+        what = "added columns" if change.added else "widened columns"
+        require(self.to, self.target.capabilities, Capability.SCHEMA_EVOLUTION, what)
         metadata = self.state.app_metadata() if self.state is not None else {}
         timestamp = self._timestamp(snapshot, before=before)
         with self.target.transaction(app_metadata=metadata, timestamp_ms=timestamp) as tx:
@@ -254,6 +261,12 @@ class _Run(TargetSide):
                     f"source version {snapshot.version} adds a column the {self.to} target "
                     f"cannot hold: {exc}"
                 ) from exc
+            for f in change.widened:
+                try:
+                    builder.widen_type(f.name, f.type)
+                except (SchemaError, UnsupportedFeatureError) as exc:
+                    old = current.field(f.name)
+                    raise refused_widening(snapshot.version, old, f) from exc
             from lakecore.model.actions import CommitInfo
 
             tx.stage(builder.actions(), CommitInfo("CHANGE SCHEMA"))

@@ -32,9 +32,16 @@ def _plain(t: pa.DataType) -> pa.DataType:
 
 @dataclass(frozen=True, slots=True)
 class SchemaChange:
-    """Columns a target must add so that it holds a new source schema."""
+    """Columns a target must add, and columns whose type it must widen (to the source's new
+    type), so that it holds a new source schema."""
 
     added: tuple[pa.Field, ...]
+    widened: tuple[pa.Field, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """Whether the target holds the source schema as it is."""
+        return not self.added and not self.widened
 
 
 def schema_change(target: pa.Schema, source: pa.Schema, version: int | str) -> SchemaChange:
@@ -42,13 +49,16 @@ def schema_change(target: pa.Schema, source: pa.Schema, version: int | str) -> S
 
     Added top-level columns are replayed; a dropped or renamed column raises ``MigrationError``
     naming it (its old values would have to change in every target file: migrate with
-    ``history=False`` to write the latest schema only), and so does a retyped one unless the
+    ``history=False`` to write the latest schema only). A retyped column is no change when the
     target's type already holds every value of the new source type (``holds``): the target's
     schema is the target format's form of the source's (Avro has no 8/16-bit integers, Hudi
     reads them back as int32), so comparing it with the source's own types would refuse a
-    source that did not change at all.
+    source that did not change at all. Otherwise it is to be widened, if the source's change
+    itself widens (the target's schema evolution decides whether it can follow: its refusal
+    becomes ``MigrationError`` naming the column).
     """
     names = set(source.names)
+    widened: list[pa.Field] = []
     for f in target:
         if f.name not in names:
             raise MigrationError(
@@ -58,13 +68,24 @@ def schema_change(target: pa.Schema, source: pa.Schema, version: int | str) -> S
             )
         new = source.field(f.name)
         if not holds(f.type, new.type):
-            raise MigrationError(
-                f"source version {version} changes the type of column {f.name!r} "
-                f"({f.type} -> {new.type}); the target cannot follow that: migrate into a new "
-                "target (history=False writes only the latest schema)"
-            )
+            if not holds(new.type, f.type):
+                raise _retyped(version, f, new)
+            widened.append(new)
     held = set(target.names)
-    return SchemaChange(tuple(f for f in source if f.name not in held))
+    return SchemaChange(tuple(f for f in source if f.name not in held), tuple(widened))
+
+
+def _retyped(version: int | str, old: pa.Field, new: pa.Field) -> MigrationError:
+    return MigrationError(
+        f"source version {version} changes the type of column {old.name!r} "
+        f"({old.type} -> {new.type}); the target cannot follow that: migrate into a new "
+        "target (history=False writes only the latest schema)"
+    )
+
+
+def refused_widening(version: int | str, old: pa.Field, new: pa.Field) -> MigrationError:
+    """The ``MigrationError`` of a widening the target's schema evolution refuses."""
+    return _retyped(version, old, new)
 
 
 def _same_logical(a: pa.DataType, b: pa.DataType) -> bool:
