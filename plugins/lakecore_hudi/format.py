@@ -62,8 +62,8 @@ class HudiFormat:
                 "take the file group and instant from each file name "
                 "(<fileId>_<writeToken>_<instant>.parquet) and fail on or skip other files; "
                 "Hudi adopts foreign files only through the 'files' partition of its metadata "
-                "table (names marked '_hudiext', as Apache XTable writes them), which lakecore "
-                "does not write yet"
+                "table (names marked '_hudiext', as Apache XTable writes them); lakecore "
+                "writes that partition but does not adopt files through it yet"
             )
         }
     )
