@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NoReturn
 
 import pyarrow as pa
@@ -131,15 +133,24 @@ def _read_json_pieces(chunks: Sequence[bytes], schema: pa.Schema) -> pa.Table:
     """Parse commits as ``_read_json`` would parse them joined by newlines, in log order.
 
     The text is cut (at line ends) into pieces of about ``_BLOCK_SIZE`` parsed on parallel
-    threads, one block each: faster than the reader's own block threads, and only a big
-    commit is copied (commits are grouped, not joined into one buffer).
+    threads, one block each: faster than the reader's own block threads. Pieces (small
+    commits joined, big ones cut) are made as the threads take them, so only a few pieces'
+    copies of the text exist at once, never one copy of the whole log.
     """
-    pieces = list(_json_pieces(chunks))
-    if len(pieces) == 1:
-        return _read_json(pieces[0], schema)
-    threads = max(1, min(_PARSE_THREADS, os.cpu_count() or 1, len(pieces)))
+    pieces = _json_pieces(chunks)
+    first = next(pieces, b"")
+    second = next(pieces, None)
+    if second is None:
+        return _read_json(first, schema)
+    threads = max(1, min(_PARSE_THREADS, os.cpu_count() or 1))
+    tables: list[pa.Table] = []
     with ThreadPoolExecutor(threads) as pool:
-        tables = list(pool.map(lambda piece: _read_json(piece, schema, whole=True), pieces))
+        pending: deque[Future[pa.Table]] = deque()
+        for piece in itertools.chain((first, second), pieces):
+            if len(pending) > threads:
+                tables.append(pending.popleft().result())
+            pending.append(pool.submit(_read_json, piece, schema, True))
+        tables += [f.result() for f in pending]
     return pa.concat_tables(tables)
 
 
