@@ -91,22 +91,29 @@ def merge_sorted(
     log_data: pa.Table,
     log_deletes: pa.Table,
     spec: MergeSpec,
-    groups: tuple[np.ndarray, np.ndarray] | None = None,
+    groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Merged:
     """``merge_slice`` for ``log_data`` already in seq order, with what ``Merged`` adds.
 
-    With ``groups`` (the group number of each row of ``base`` and of ``log_data``) several
-    slices merge at once: keys match within a group only, so ``log_deletes``' ``record_key``
-    must already be ``group_keys(<its groups>, <keys>)``.
+    With ``groups`` (the group number of each row of ``base``, ``log_data`` and
+    ``log_deletes``) several slices merge at once: keys match within a group only.
     """
     schema = base.schema
     data_seqs = _seqs(log_data)
     rows = conform(log_data.drop_columns([SEQ]), schema)
     # The merge moves only these small helper tables (key, ordering value, seq, row number in
     # base + rows, deleted flag); the rows themselves are taken once, at the end.
-    base_groups, data_groups = groups if groups is not None else (None, None)
-    state = _helpers(base, spec, np.full(base.num_rows, -1, dtype=np.int64), 0, base_groups)
-    logs = _helpers(rows, spec, data_seqs, base.num_rows, data_groups)
+    # Keys become int64 codes (one dictionary over all of them, times the group): every key
+    # operation after this one hashes or compares integers, not strings.
+    deleted_keys = log_deletes.column("record_key")
+    base_codes, data_codes, delete_codes = _key_codes(
+        [_keys(base, spec), _keys(rows, spec), deleted_keys], groups
+    )
+    log_deletes = log_deletes.set_column(
+        log_deletes.schema.get_field_index("record_key"), "record_key", delete_codes
+    )
+    state = _helpers(base, spec, np.full(base.num_rows, -1, dtype=np.int64), 0, base_codes)
+    logs = _helpers(rows, spec, data_seqs, base.num_rows, data_codes)
     distinct: bool | None = None  # whether the state's keys are distinct; known after a run
     repeated = False  # whether the base rows repeated a key
     for is_delete, low, high in _runs(data_seqs, _seqs(log_deletes)):
@@ -129,10 +136,33 @@ def merge_sorted(
     return Merged(rows, positions, repeated_base_keys=repeated)
 
 
-def group_keys(groups: np.ndarray, keys: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
-    """``keys`` made distinct per group: ``<group>\x1f<key>`` (record keys hold no \x1f)."""
-    prefixed = pc.binary_join_element_wise(pa.array(groups).cast(pa.string()), keys, "\x1f")
-    return prefixed if isinstance(prefixed, pa.ChunkedArray) else pa.chunked_array([prefixed])
+def _keys(rows: pa.Table, spec: MergeSpec) -> pa.ChunkedArray:
+    if rows.num_rows == 0:
+        return pa.chunked_array([], pa.string())
+    return record_keys(rows, spec.key_fields)
+
+
+def _key_codes(
+    parts: list[pa.ChunkedArray],
+    groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+) -> list[pa.Array]:
+    """Each part's keys as int64 codes, equal exactly when key (and group) are equal; a null
+    key stays null (it matches nothing)."""
+    sizes = [len(p) for p in parts]
+    chunks = [c.cast(pa.string()) for p in parts for c in p.chunks]
+    if sum(sizes) == 0:
+        return [pa.array([], pa.int64()) for _ in parts]
+    encoded = pc.dictionary_encode(pa.concat_arrays(chunks))
+    codes = encoded.indices.cast(pa.int64())
+    if groups is not None:
+        width = max(1, len(encoded.dictionary))
+        offsets = np.concatenate(groups).astype(np.int64) * width
+        codes = pc.add(codes, pa.array(offsets))
+    out, start = [], 0
+    for size in sizes:
+        out.append(codes.slice(start, size))
+        start += size
+    return out
 
 
 def _seqs(table: pa.Table) -> np.ndarray:
@@ -166,19 +196,11 @@ def _between(table: pa.Table, low: int, high: int) -> pa.Table:
 
 
 def _helpers(
-    rows: pa.Table,
-    spec: MergeSpec,
-    seqs: np.ndarray,
-    first_row: int,
-    groups: np.ndarray | None = None,
+    rows: pa.Table, spec: MergeSpec, seqs: np.ndarray, first_row: int, keys: pa.Array
 ) -> pa.Table:
-    """The merge's view of ``rows``: key (``group_keys`` with ``groups``), ordering value,
-    seq, row number (``first_row`` + i) and whether the record is a delete
-    (``_hoodie_is_deleted``)."""
+    """The merge's view of ``rows``: key code (``_key_codes``), ordering value, seq, row
+    number (``first_row`` + i) and whether the record is a delete (``_hoodie_is_deleted``)."""
     n = rows.num_rows
-    keys = record_keys(rows, spec.key_fields) if n else pa.chunked_array([], pa.string())
-    if groups is not None and n:
-        keys = group_keys(groups, keys)
     if spec.orders and spec.ordering_field in rows.column_names:
         order = rows.column(spec.ordering_field)
     else:

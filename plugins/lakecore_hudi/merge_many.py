@@ -2,7 +2,7 @@
 
 A table of many small file groups (each with a few log records) would otherwise pay the
 merge's ~30 Arrow calls per slice. Slices never share records, so they can merge together
-when keys match within a slice only (``merge.group_keys``) and each slice's records keep
+when keys match within a slice only (``merge.merge_sorted``'s groups) and each slice's records keep
 their own order. The one constraint across slices is the merge's walk over runs of data and
 of delete records: records are renumbered so that the k-th run of every slice falls in the
 k-th global run (data runs even, delete runs odd), so the walk takes as many steps as the
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from lakecore_hudi.merge import SEQ, MergeSpec, group_keys, merge_slice, merge_sorted
+from lakecore_hudi.merge import SEQ, MergeSpec, merge_slice, merge_sorted
 
 __all__ = ["merge_slices"]
 
@@ -46,13 +46,8 @@ def merge_slices(
     data = _with_seq(data.take(pa.array(order)), global_data[order])
     data_groups = data_groups[order]
     deletes = _with_seq(deletes, global_deletes)
-    if deletes.num_rows:
-        keyed = group_keys(delete_groups, deletes.column("record_key"))
-        deletes = deletes.set_column(
-            deletes.schema.get_field_index("record_key"), "record_key", keyed
-        )
     base = pa.concat_tables(bases)
-    result = merge_sorted(base, data, deletes, spec, (base_groups, data_groups))
+    result = merge_sorted(base, data, deletes, spec, (base_groups, data_groups, delete_groups))
     if result.repeated_base_keys:
         # Then every slice's base was deduplicated, also slices without data records, which
         # merge_slice leaves as they are: merge one by one instead (rare: Hudi inserts that
