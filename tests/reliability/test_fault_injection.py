@@ -128,8 +128,9 @@ def _check_case(
         # At the put: a lost reply is read back, a refused put is retried; after it: cleanup.
         if error is not None:
             problems.append(f"a fault at or after the commit put raised {error!r}")
-        if error is None and after.version is not None and result != after.version:
-            problems.append(f"returned {result!r}, not the committed version {after.version}")
+        version = getattr(result, "version", result)  # a write's WriteResult
+        if error is None and after.version is not None and version != after.version:
+            problems.append(f"returned {version!r}, not the committed version {after.version}")
     # A new writer is not disturbed; the reference reader agrees.
     write, data = follow_up(kind)
     write(lakecore.open(str(root)))

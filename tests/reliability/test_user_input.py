@@ -37,12 +37,22 @@ SCHEMA = pa.schema(
 FORMATS = ("delta", "hudi")
 
 
+def complete(data: Any, schema: pa.Schema = SCHEMA) -> pa.Table:
+    """``data`` (a table or a dict of columns) with the schema's other columns as nulls:
+    appends must carry every column (as deltalake asks)."""
+    table = data if isinstance(data, pa.Table) else pa.table(dict(data))
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
+    return table
+
+
 def make_table(root: Path, fmt: str, schema: pa.Schema = SCHEMA, **props: str) -> lakecore.Table:
     properties = dict(props)
     if fmt == "hudi":
         properties.update(record_key="id", table_type="COPY_ON_WRITE")
     table = lakecore.create(str(root), schema, fmt, [], properties)
-    table.append({"id": [1, 2], "n": pa.array([10, 20], pa.int32())})
+    table.append(complete({"id": [1, 2], "n": pa.array([10, 20], pa.int32())}, schema))
     return table
 
 
@@ -130,7 +140,7 @@ def test_append_refuses_a_cast_that_changes_values(
 ) -> None:
     table = make_table(tmp_path / "t", fmt)
     data = {"id": pa.array([3]), column: values} if column != "id" else {"id": values}
-    assert_refused(table, lakecore.SchemaError, lambda: table.append(pa.table(data)))
+    assert_refused(table, lakecore.SchemaError, lambda: table.append(complete(data)))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -142,7 +152,7 @@ def test_append_takes_a_lossless_cast(
 ) -> None:
     table = make_table(tmp_path / "t", fmt)
     data = {"id": pa.array([3]), column: values} if column != "id" else {"id": values}
-    table.append(pa.table(data))
+    table.append(complete(data))
     row = next(r for r in user_rows(table) if r["id"] == (expected if column == "id" else 3))
     assert row[column] == expected
 
@@ -156,7 +166,7 @@ def test_every_write_verb_refuses_a_value_changing_cast(
     tmp_path: Path, fmt: str, verb: str, values: pa.Array
 ) -> None:
     table = make_table(tmp_path / "t", fmt)
-    data = pa.table({"id": [1], "n": values})
+    data = complete({"id": [1], "n": values})
     assert_refused(table, lakecore.SchemaError, lambda: getattr(table, verb)(data))
 
 
@@ -185,8 +195,8 @@ NESTED_LOSSY: list[tuple[str, pa.Table]] = [
 @pytest.mark.parametrize("data", [c[1] for c in NESTED_LOSSY], ids=[c[0] for c in NESTED_LOSSY])
 def test_delta_append_refuses_lossy_nested_casts(tmp_path: Path, data: pa.Table) -> None:
     table = lakecore.create(str(tmp_path / "t"), NESTED)
-    table.append({"id": [1]})
-    assert_refused(table, lakecore.SchemaError, lambda: table.append(data))
+    table.append(complete({"id": [1]}, NESTED))
+    assert_refused(table, lakecore.SchemaError, lambda: table.append(complete(data, NESTED)))
 
 
 def test_delta_append_takes_lossless_nested_casts(tmp_path: Path) -> None:
@@ -366,7 +376,7 @@ GOOD_PROPERTIES: dict[str, str] = {
 def test_valid_property_values_are_taken(tmp_path: Path) -> None:
     table = lakecore.create(str(tmp_path / "t"), SCHEMA, properties=GOOD_PROPERTIES)
     assert table.snapshot().properties == GOOD_PROPERTIES
-    table.append({"id": [1], "n": pa.array([1], pa.int32())})
+    table.append(complete({"id": [1], "n": pa.array([1], pa.int32())}))
     other = make_table(tmp_path / "u", "delta")
     other.set_properties(dict(GOOD_PROPERTIES))
     assert other.snapshot().properties == GOOD_PROPERTIES
