@@ -67,32 +67,52 @@ def file_metrics(
 ) -> WriteMetrics:
     """Files and bytes of file-index rows ``added`` and ``removed`` (their ``size`` column);
     a path of ``kept`` (a file that stays live, e.g. a Delta file given a deletion vector) or
-    both removed and added counts in neither. Row counts are left at zero."""
-    added_paths, added_bytes = _paths_and_bytes(added)
-    removed_paths, removed_bytes = _paths_and_bytes(removed)
-    both = (set(added_paths) & set(removed_paths)) | set(_paths_and_bytes(kept)[0])
+    both removed and added counts in neither. Row counts are left at zero. Arrow compute
+    throughout: an overwrite removes every file of a table that may have millions."""
+    added_paths, added_sizes = _paths_and_sizes(added)
+    removed_paths, removed_sizes = _paths_and_sizes(removed)
+    kept_paths, _ = _paths_and_sizes(kept)
+    new = _outside(added_paths, removed_paths, kept_paths)
+    gone = _outside(removed_paths, added_paths, kept_paths)
     return WriteMetrics(
-        files_added=sum(1 for p in added_paths if p not in both),
-        files_removed=sum(1 for p in removed_paths if p not in both),
-        bytes_added=sum(b for p, b in zip(added_paths, added_bytes, strict=True) if p not in both),
-        bytes_removed=sum(
-            b for p, b in zip(removed_paths, removed_bytes, strict=True) if p not in both
-        ),
+        files_added=_count_true(new),
+        files_removed=_count_true(gone),
+        bytes_added=_sum(added_sizes.filter(new)),
+        bytes_removed=_sum(removed_sizes.filter(gone)),
     )
 
 
-def _paths_and_bytes(tables: Iterable[pa.Table]) -> tuple[list[str], list[int]]:
-    paths: list[str] = []
-    sizes: list[int] = []
+def _paths_and_sizes(tables: Iterable[pa.Table]) -> tuple[pa.Array, pa.Array]:
+    """The ``path`` and ``size`` (0 when absent) columns of ``tables``, concatenated."""
+    paths: list[pa.Array] = [pa.array([], pa.string())]
+    sizes: list[pa.Array] = [pa.array([], pa.int64())]
     for t in tables:
         if t.num_rows == 0 or PATH not in t.column_names:
             continue
-        paths.extend(str(p) for p in t.column(PATH).to_pylist())
+        paths.append(t.column(PATH).combine_chunks().cast(pa.string()))
         if SIZE in t.column_names:
-            sizes.extend(int(s or 0) for s in t.column(SIZE).to_pylist())
+            size = t.column(SIZE).combine_chunks().cast(pa.int64())
+            sizes.append(pc.fill_null(size, 0))
         else:
-            sizes.extend([0] * t.num_rows)
-    return paths, sizes
+            sizes.append(pa.repeat(pa.scalar(0, pa.int64()), t.num_rows))
+    return pa.concat_arrays(paths), pa.concat_arrays(sizes)
+
+
+def _outside(paths: pa.Array, *others: pa.Array) -> pa.Array:
+    """Mask of ``paths`` in none of ``others``."""
+    mask = pc.is_valid(paths)
+    for other in others:
+        if len(other):
+            mask = pc.and_(mask, pc.invert(pc.is_in(paths, value_set=other)))
+    return mask
+
+
+def _count_true(mask: pa.Array) -> int:
+    return int(pc.sum(mask.cast(pa.int64())).as_py() or 0)
+
+
+def _sum(values: pa.Array) -> int:
+    return int(pc.sum(values).as_py() or 0)
 
 
 def record_count(files: pa.Table) -> int:
