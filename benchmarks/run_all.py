@@ -120,8 +120,12 @@ def delta_dml(r: dict[str, Any]) -> list[Row]:
 
 
 def hudi(r: dict[str, Any]) -> list[Row]:
-    t = r["median_seconds"]
-    return [Row("MoR snapshot read", "s", t["lakecore"], t["hudi-rs"], "hudi-rs")]
+    rows = []
+    for case in r["cases"]:
+        t = case["median_seconds"]
+        measure = f"MoR snapshot read, {case['name']}"
+        rows.append(Row(measure, "s", t["lakecore"], t["hudi-rs"], "hudi-rs"))
+    return rows
 
 
 def hudi_dml(r: dict[str, Any]) -> list[Row]:
