@@ -79,6 +79,7 @@ class Transaction:
         self._app_metadata = {str(k): str(v) for k, v in (app_metadata or {}).items()}
         self._timestamp_ms = timestamp_ms
         self._started = time.monotonic()
+        self._schema_replaced = False  # an overwrite with schema_mode="overwrite" is staged
         self.version: int | str | None = None
         """The committed version, once committed."""
         self.result: WriteResult | None = None
@@ -97,6 +98,8 @@ class Transaction:
         """
         if self._state != OPEN:
             raise CommitError(f"the transaction is already {self._state}")
+        if self._schema_replaced and info.operation != "SET TRANSACTION":
+            raise _schema_replaced()
         if info.metrics is None:
             info = replace(info, metrics=action_metrics(actions))
         self._actions.extend(actions)
@@ -117,6 +120,8 @@ class Transaction:
         return time.monotonic() - self._started
 
     def _writer(self) -> Any:
+        if self._schema_replaced:  # before the write makes any file
+            raise _schema_replaced()
         return self._table._format_writer(self._snapshot, self._timestamp_ms)
 
     # Staging writes data files: a storage fault there is a CommitStorageError (nothing is
@@ -136,8 +141,12 @@ class Transaction:
         (``schema_mode`` as ``Table.overwrite``)."""
         self._require_schema_mode(schema_mode, "overwrite", where)
         self._table._require(Capability.OVERWRITE)
+        replacing = schema_mode == "overwrite"
+        if replacing and any(i.operation != "SET TRANSACTION" for i in self._operations):
+            raise _schema_replaced()
         with storage_faults("writing the overwrite"):
             self.stage(*self._writer().overwrite(data, where, schema_mode))
+        self._schema_replaced = replacing
 
     def _require_schema_mode(self, mode: str | None, operation: str, where: str | None) -> None:
         capability = schema_mode_capability(mode, operation, where)
@@ -317,6 +326,14 @@ class Transaction:
             self.commit()
         else:
             self._state = ABORTED  # nothing staged, nothing to clean up
+
+
+def _schema_replaced() -> InvalidArgumentError:
+    # Every write of a transaction is planned against its snapshot's schema: rows staged
+    # before or after a schema overwrite would be read under a schema they were not written for.
+    return InvalidArgumentError(
+        "an overwrite with schema_mode='overwrite' must be the only write of its transaction"
+    )
 
 
 SCHEMA_MODES = {"merge": Capability.SCHEMA_MERGE, "overwrite": Capability.SCHEMA_OVERWRITE}

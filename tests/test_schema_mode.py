@@ -170,3 +170,22 @@ def test_concurrent_writers_and_a_schema_merge(tmp_path: Path) -> None:
     t.append(pa.table({"id": [7], "v": ["g"], "w": [3.0], "z": [1]}), schema_mode="merge")
     with pytest.raises(CommitConflictError, match="metadata"):
         late.commit()
+
+
+def test_a_schema_overwrite_is_the_only_write_of_its_transaction(tmp_path: Path) -> None:
+    """Rows staged before or after it were planned for the old schema: refused, and the
+    transaction commits nothing."""
+    t = make("delta", tmp_path / "t")
+    version, before = t.version, listing(tmp_path / "t")
+    new = pa.table({"k": ["z"]})
+    with pytest.raises(InvalidArgumentError, match="only write"), t.transaction() as tx:
+        tx.append(pa.table({"id": [3], "v": ["c"]}))
+        tx.overwrite(new, schema_mode="overwrite")
+    with pytest.raises(InvalidArgumentError, match="only write"), t.transaction() as tx:
+        tx.overwrite(new, schema_mode="overwrite")
+        tx.append(pa.table({"id": [3], "v": ["c"]}))
+    assert t.version == version and listing(tmp_path / "t") == before  # files written: gone
+    with t.transaction() as tx:
+        tx.overwrite(new, schema_mode="overwrite")
+        tx.set_app_transaction("job", 1)
+    assert t.to_arrow().to_pylist() == [{"k": "z"}]
