@@ -22,7 +22,7 @@ from lakecore_hudi.table_config import TableConfig
 
 #: Table versions lakecore writes (Hudi 0.14/0.15, 1.0 and 1.1).
 WRITABLE_TABLE_VERSIONS = frozenset({6, 8, 9})
-_WRITABLE_KEYGENS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION"})
+_WRITABLE_KEYGENS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.model.data_input import cast_lossless
 from lakecore.model.partition_paths import HIVE_NULL as DEFAULT_PARTITION
 from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.write import timestamp_keys
 from lakecore_hudi.write.layout import WriteLayout
 
 KEY = "__lakecore_key"
@@ -108,13 +109,20 @@ def record_keys(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
 def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
     """The partition path of each row ("" for a non-partitioned table).
 
+    With the TIMESTAMP key generator the path is the value formatted as a date
+    (``timestamp_keys``).
+
     Raises:
+        UnsupportedFeatureError: timestamp key settings lakecore cannot apply.
         ConstraintViolationError: a value holds ``/`` (it would add a directory level), or is
             ``.`` or ``..`` without hive-style partitioning (it would leave its partition).
     """
     fields = layout.partition_fields
     if not fields:
         return pa.chunked_array([pa.array([""] * rows.num_rows, pa.string())])
+    if layout.config.keygen_type == "TIMESTAMP":  # one field, formatted as a date
+        column = rows.column(fields[0])
+        return timestamp_keys.partition_paths(column, fields[0], layout.config)
     if rows.num_rows == 0:
         return pa.chunked_array([], pa.string())
     pieces: list[Any] = []

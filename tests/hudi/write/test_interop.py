@@ -20,6 +20,7 @@ WRITABLE = [
     "cow_v6_complexkeygen_hivestyle",
     "cow_v6_nonpartitioned",
     "cow_v6_simplekeygen_nonhivestyle",
+    "cow_v6_timebasedkeygen_nonhivestyle",
     "mor_avro_v6_trips_8i1u",
     "mor_parquet_v6_nonpartitioned",
     "mor_parquet_v6_simplekeygen_nonhivestyle",
@@ -28,7 +29,6 @@ WRITABLE = [
 ]
 REFUSED = {
     "cow_v6_simplekeygen_hivestyle_no_metafields": "hudi-virtual-keys",
-    "cow_v6_timebasedkeygen_nonhivestyle": "hudi-keygen-timestamp",
     "mor_avro_v8_trips_8i3u1d": "hudi-metadata-column_stats",
 }
 
