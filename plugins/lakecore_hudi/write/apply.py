@@ -171,7 +171,7 @@ def run_job(
         assert job.rows is not None
         write_partition_metadata(storage, job.partition, instant)
         records = _new(job.rows, job, layout, instant, job.name)
-        size = write_base_file(storage, job.path, records)
+        size = write_base_file(storage, job.path, records, meta_keys=not layout.virtual_keys)
         return _with(stat, num_writes=records.num_rows, num_inserts=records.num_rows, size=size)
     if job.kind == "rewrite":
         return _rewrite(storage, rows, job, layout, instant, stat)
@@ -181,8 +181,9 @@ def run_job(
 def _new(
     keyed: pa.Table, job: FileJob, layout: WriteLayout, instant: str, file_name: str
 ) -> pa.Table:
+    log = job.kind == "log"
     return new_records(
-        keyed, keyed.column(KEY), job.partition, instant, job.index, file_name, layout
+        keyed, keyed.column(KEY), job.partition, instant, job.index, file_name, layout, log
     )
 
 
@@ -206,7 +207,7 @@ def _rewrite(
         parts.append(_new(job.rows, job, layout, instant, job.name))
         updated = job.rows.num_rows
     records = pa.concat_tables(parts)
-    size = write_base_file(storage, job.path, records)
+    size = write_base_file(storage, job.path, records, meta_keys=not layout.virtual_keys)
     deleted = int(pc.sum(hit.cast(pa.int64())).as_py() or 0) - updated
     return _with(
         stat,

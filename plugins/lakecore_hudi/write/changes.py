@@ -23,7 +23,8 @@ from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.reader import SliceReader
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.view import FileSlice
-from lakecore_hudi.write.rows_in import KEY, PARTITION
+from lakecore_hudi.write.layout import layout_for
+from lakecore_hudi.write.rows_in import KEY, PARTITION, record_keys
 
 _ROW = "__lakecore_row"
 _GROUP = "__lakecore_group"
@@ -66,7 +67,14 @@ class ChangeSet:
 
 
 class SliceRows:
-    """Reads (and caches) the live records of a snapshot's latest file slices, merged."""
+    """Reads (and caches) the live records of a snapshot's latest file slices, merged.
+
+    On a table without meta fields (``hoodie.populate.meta.fields=false``: Hudi's virtual
+    keys) the files hold no ``_hoodie_record_key`` / ``_hoodie_partition_path`` values; both
+    are derived here, as Hudi's key generator derives them on every read: the key rendered from
+    the key fields exactly as new rows' keys are (``rows_in.record_keys``), the partition
+    path that of the slice. Callers see the same columns on either kind of table.
+    """
 
     def __init__(self, storage: Storage, state: HudiState) -> None:
         self.state = state
@@ -76,6 +84,7 @@ class SliceRows:
             storage, state.table_schema, state.merge_spec, state.is_valid_instant, False
         )
         self._cache: dict[int, pa.Table] = {}
+        self._virtual = not state.config.populate_meta_fields
 
     def records(self, index: int) -> pa.Table:
         """Every column (meta fields included) of the live records of slice ``index``."""
@@ -84,7 +93,7 @@ class SliceRows:
             base = s.base_file.path if s.base_file is not None else None
             logs = [f.path for f in s.log_files]
             try:
-                self._cache[index] = self._reader.read(base, logs, self.state.table_schema.names)
+                found = self._reader.read(base, logs, self.state.table_schema.names)
             except FileNotFoundError as exc:
                 gone = [p for p in logs if not self._storage.exists(p)]
                 if not gone:
@@ -95,6 +104,7 @@ class SliceRows:
                     f"log file {gone[0]} of file group {s.file_id} vanished while it was read "
                     "(a concurrent writer's rollback removed it); run the operation again"
                 ) from exc
+            self._cache[index] = self._with_keys(index, found)
         return self._cache[index]
 
     def columns(self, index: int, names: Sequence[str]) -> pa.Table:
@@ -103,7 +113,21 @@ class SliceRows:
         s = self.slices[index]
         if index in self._cache or s.log_files or s.base_file is None:
             return self.records(index).select(list(names))
-        return self._reader.read(s.base_file.path, [], list(names))
+        if not self._virtual:
+            return self._reader.read(s.base_file.path, [], list(names))
+        stored = [n for n in names if n not in (RECORD_KEY, PARTITION_PATH)]
+        read = list(dict.fromkeys(stored + list(self.state.config.record_key_fields)))
+        found = self._reader.read(s.base_file.path, [], read)
+        return self._with_keys(index, found).select(list(names))
+
+    def _with_keys(self, index: int, found: pa.Table) -> pa.Table:
+        """``found`` plus the derived key and partition path columns (virtual keys only)."""
+        if not self._virtual:
+            return found
+        layout = layout_for(self.state.config, self.state.table_schema)
+        path = pa.array([self.slices[index].partition_path] * found.num_rows, pa.string())
+        keys = record_keys(found, layout)
+        return found.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, path)
 
 
 def key_index(rows: SliceRows, ordering: str | None, candidates: Sequence[int]) -> pa.Table:

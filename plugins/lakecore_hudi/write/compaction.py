@@ -200,7 +200,7 @@ def _compact_slice(
     name = base_file_name(s.file_id, write_token(n, int(instant[-9:]), 0), instant, "parquet")
     path = join_path(s.partition_path, name)
     records = carried_over(rows.records(index), name, layout)
-    size = write_base_file(storage, path, records)
+    size = write_base_file(storage, path, records, meta_keys=not layout.virtual_keys)
     log_size = sum(f.size for f in s.log_files)
     return WriteStat(
         file_id=s.file_id,

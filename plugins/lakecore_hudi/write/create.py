@@ -40,6 +40,7 @@ OPTIONS = (
     "table_name",
     "database_name",
     "metadata_enable",
+    "populate_meta_fields",
 )
 _TABLE_TYPES: dict[str, TableType] = {
     "COPY_ON_WRITE": "COPY_ON_WRITE",
@@ -60,6 +61,7 @@ _ALIASES = {
     "hoodie.table.name": "table_name",
     "hoodie.database.name": "database_name",
     "hoodie.metadata.enable": "metadata_enable",
+    "hoodie.populate.meta.fields": "populate_meta_fields",
 }
 
 
@@ -75,16 +77,19 @@ class CreateOptions:
     hive_style: bool
     database_name: str | None
     metadata_enable: bool = False
+    populate_meta_fields: bool = True
 
     @classmethod
     def parse(cls, properties: Mapping[str, str], default_name: str) -> CreateOptions:
         """Validate ``properties`` (lakecore names or their ``hoodie.*`` aliases).
 
         No ``record_key`` makes a keyless table (Hudi 0.14+: keys are generated as records
-        are written; no upsert or merge).
+        are written; no upsert or merge). ``populate_meta_fields=false`` makes a table with
+        virtual keys (its files leave the ``_hoodie_*`` columns null); it needs a record key.
 
         Raises:
-            ValueError: an unknown option, a bad table type / version / boolean.
+            ValueError: an unknown option, a bad table type / version / boolean, or virtual
+                keys without a record key.
         """
         values: dict[str, str] = {}
         for key, raw in properties.items():
@@ -107,6 +112,14 @@ class CreateOptions:
             raise ValueError(f"metadata_enable must be true or false, not {metadata!r}")
         if metadata == "true" and version == "6":
             raise ValueError("lakecore maintains the metadata tables of table versions 8 and 9")
+        populate = values.get("populate_meta_fields", "true").lower()
+        if populate not in ("true", "false"):
+            raise ValueError(f"populate_meta_fields must be true or false, not {populate!r}")
+        if populate == "false" and not keys:
+            raise ValueError(
+                "populate_meta_fields=false needs a record_key: a table without meta fields "
+                "derives its keys from the key columns"
+            )
         return cls(
             table_name=_avro_name(values.get("table_name") or default_name),
             table_type=_TABLE_TYPES[kind],
@@ -116,6 +129,7 @@ class CreateOptions:
             hive_style=hive == "true",
             database_name=values.get("database_name") or None,
             metadata_enable=metadata == "true",
+            populate_meta_fields=populate == "true",
         )
 
 
@@ -179,6 +193,7 @@ def create_table(
         hive_style=options.hive_style,
         create_schema_json=create_schema,
         database_name=options.database_name,
+        populate_meta_fields=options.populate_meta_fields,
     )
     # lakecore's instant times are UTC; say so, so that time-travel by wall clock agrees.
     props["hoodie.table.timeline.timezone"] = "UTC"

@@ -1,7 +1,9 @@
 """Writing Hudi data files: Parquet base files, log files, partition metadata.
 
 Rows are written in the table's *file schema* (``WriteLayout.file_schema``): the five meta
-columns, then the data columns. New records get their meta fields here; records carried over
+columns, then the data columns. On a table with virtual keys the meta columns are there but
+null (but the base files' ``_hoodie_file_name``), and base files get no bloom filter, as
+Hudi's writers leave them. New records get their meta fields here; records carried over
 from an older file keep their commit time and sequence number and point at the new file (as
 Hudi's merge handle does).
 """
@@ -52,6 +54,7 @@ def new_records(
     file_index: int,
     file_name: str,
     layout: WriteLayout,
+    log: bool = False,
 ) -> pa.Table:
     """Data ``rows`` (data schema) as new records of ``instant`` in file ``file_name``.
 
@@ -59,8 +62,17 @@ def new_records(
     ``<instant>_<task partition>_<record>``. A null key (a keyless table's new record) becomes
     that same sequence id, as Hudi's auto-generated keys are (``HoodieRecord.generateSequenceId``):
     unique in the table, since file indexes are unique within an instant.
+
+    On a table with virtual keys (``layout.virtual_keys``) every meta field is null but, in a
+    base file (not ``log``), ``_hoodie_file_name``: what Hudi's Spark writers store (their
+    Parquet writer fills only the file name; their append handle fills nothing).
     """
     n = rows.num_rows
+    data = [rows.column(f.name).combine_chunks() for f in layout.data_schema]
+    if layout.virtual_keys:
+        return pa.Table.from_arrays(
+            _virtual_meta(n, None if log else file_name) + data, schema=layout.file_schema
+        )
     seqno = pa.array([f"{instant}_{file_index}_{i}" for i in range(n)], pa.string())
     meta = [
         pa.array([instant] * n, pa.string()),
@@ -69,24 +81,45 @@ def new_records(
         pa.array([partition] * n, pa.string()),
         pa.array([file_name] * n, pa.string()),
     ]
-    columns = meta + [rows.column(f.name).combine_chunks() for f in layout.data_schema]
-    return pa.Table.from_arrays(columns, schema=layout.file_schema)
+    return pa.Table.from_arrays(meta + data, schema=layout.file_schema)
 
 
 def carried_over(records: pa.Table, file_name: str, layout: WriteLayout) -> pa.Table:
-    """Existing records (file schema columns, any order) moved into file ``file_name``."""
+    """Existing records (file schema columns, any order) moved into file ``file_name``.
+
+    With virtual keys the records need only the data columns: the meta fields are written
+    null but for the file name (``new_records``), whatever ``records`` derived for them.
+    """
+    if layout.virtual_keys:
+        data = [_conformed(records.column(f.name), f.type) for f in layout.data_schema]
+        meta = _virtual_meta(records.num_rows, file_name)
+        return pa.Table.from_arrays(meta + data, schema=layout.file_schema)
     columns = []
     for field in layout.file_schema:
         if field.name == FILE_NAME:
             columns.append(pa.array([file_name] * records.num_rows, pa.string()))
         else:
-            column = records.column(field.name)
-            columns.append(column if column.type == field.type else column.cast(field.type))
+            columns.append(_conformed(records.column(field.name), field.type))
     return pa.Table.from_arrays(columns, schema=layout.file_schema)
 
 
+def _conformed(column: pa.ChunkedArray, type_: pa.DataType) -> pa.ChunkedArray:
+    return column if column.type == type_ else column.cast(type_)
+
+
+def _virtual_meta(n: int, file_name: str | None) -> list[pa.Array]:
+    """The meta columns of ``n`` records of a table with virtual keys: nulls, but the file
+    name when given."""
+    name = pa.array([file_name] * n, pa.string()) if file_name else pa.nulls(n, pa.string())
+    return [pa.nulls(n, pa.string()) for _ in range(4)] + [name]
+
+
 def write_base_file(
-    storage: Storage, path: str, records: pa.Table, bloom: BloomSettings | None = None
+    storage: Storage,
+    path: str,
+    records: pa.Table,
+    bloom: BloomSettings | None = None,
+    meta_keys: bool = True,
 ) -> int:
     """Write ``records`` (file schema) as a Parquet base file; returns its size in bytes.
 
@@ -94,14 +127,19 @@ def write_base_file(
     bloom index (``lakecore_hudi.bloom``): the serialized filter of the file's record keys
     (added in row order, so the bits are the ones Hudi would set), its type code, and
     ``hoodie_min_record_key`` / ``hoodie_max_record_key`` (when the file has rows); none of
-    them when ``records`` has no ``_hoodie_record_key`` column. ``bloom``
+    them when ``records`` has no ``_hoodie_record_key`` values (no column, nulls, or
+    ``meta_keys`` False: a table with virtual keys). ``bloom``
     sizes the filter (Hudi's defaults when None: DYNAMIC_V0, 60000 entries, fpp 1e-9).
     The metadata goes into the footer only, not into the embedded Arrow schema (which
     would hold the 430 KB filter a second time).
     """
-    # Files without the key column (tables with hoodie.populate.meta.fields=false) get no
-    # bloom entries, as Hudi writes them.
-    keyed = RECORD_KEY in records.column_names
+    # Files without key values (tables with hoodie.populate.meta.fields=false) get no bloom
+    # entries: Hudi's writers enable the filter only when meta fields are populated.
+    keyed = (
+        meta_keys
+        and RECORD_KEY in records.column_names
+        and records.column(RECORD_KEY).null_count == 0
+    )
     extra = footer_metadata(records.column(RECORD_KEY), bloom) if keyed else {}
     # Records read back from another file carry that file's footer metadata (its filter).
     records = records.replace_schema_metadata(None)
