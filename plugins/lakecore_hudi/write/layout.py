@@ -103,8 +103,17 @@ class WriteLayout:
         return json.dumps(self.data_avro(), separators=(",", ":"))
 
     @property
+    def virtual_keys(self) -> bool:
+        """Whether the table stores no meta field values (``hoodie.populate.meta.fields=false``):
+        keys and partition paths are derived from the key and partition fields on every read."""
+        return not self.config.populate_meta_fields
+
+    @property
     def file_schema(self) -> pa.Schema:
-        """Meta fields (nullable strings) then the data columns: the schema of written files."""
+        """Meta fields (nullable strings) then the data columns: the schema of written files.
+
+        Tables with virtual keys keep the meta columns in their files too, as Hudi's writers
+        do (its write schema always has them), but leave them null (``files_out``)."""
         meta = [pa.field(name, pa.string()) for name in META_FIELDS]
         return pa.schema(meta + list(self.data_schema))
 
@@ -167,9 +176,10 @@ def ensure_writable(config: TableConfig) -> None:
             f"the table's format is {config.get('hoodie.table.format')!r}, not native Hudi",
         ),
         (
-            not config.populate_meta_fields,
+            not config.populate_meta_fields and not config.record_key_fields,
             "hudi-virtual-keys",
-            "the table does not store meta fields (hoodie.populate.meta.fields=false)",
+            "the table stores no meta fields (hoodie.populate.meta.fields=false) and has no "
+            "record key fields: its keys could not be derived",
         ),
         (
             config.base_file_format != "PARQUET",
