@@ -22,7 +22,7 @@ from lakecore_hudi.table_config import TableConfig
 
 #: Table versions lakecore writes (Hudi 0.14/0.15, 1.0 and 1.1).
 WRITABLE_TABLE_VERSIONS = frozenset({6, 8, 9})
-_WRITABLE_KEYGENS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP"})
+_WRITABLE_KEYGENS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP", "CUSTOM"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +189,8 @@ def ensure_writable(config: TableConfig) -> None:
         (
             (config.keygen_type or "SIMPLE") not in _WRITABLE_KEYGENS,
             f"hudi-keygen-{(config.keygen_type or config.keygen_class or '').lower()}",
-            "lakecore writes tables with the SIMPLE, COMPLEX and NON_PARTITION key generators",
+            "lakecore writes tables with the SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP and CUSTOM "
+            "key generators",
         ),
         (
             config.url_encode_partitions,

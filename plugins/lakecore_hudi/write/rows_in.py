@@ -109,11 +109,13 @@ def record_keys(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
 def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
     """The partition path of each row ("" for a non-partitioned table).
 
-    With the TIMESTAMP key generator the path is the value formatted as a date
+    With the TIMESTAMP key generator the path is the first field's value formatted as a date,
+    and so is the segment of each ``field:TIMESTAMP`` field of the CUSTOM key generator
     (``timestamp_keys``).
 
     Raises:
-        UnsupportedFeatureError: timestamp key settings lakecore cannot apply.
+        UnsupportedFeatureError: timestamp key settings lakecore cannot apply, or a CUSTOM
+            key generator without recorded partition field types.
         ConstraintViolationError: a value holds ``/`` (it would add a directory level), or is
             ``.`` or ``..`` without hive-style partitioning (it would leave its partition).
     """
@@ -121,12 +123,16 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
     if not fields:
         return pa.chunked_array([pa.array([""] * rows.num_rows, pa.string())])
     if layout.config.keygen_type == "TIMESTAMP":  # one field, formatted as a date
-        column = rows.column(fields[0])
-        return timestamp_keys.partition_paths(column, fields[0], layout.config)
+        fields = fields[:1]
+    dated = timestamp_keys.timestamp_fields(layout.config)
     if rows.num_rows == 0:
         return pa.chunked_array([], pa.string())
     pieces: list[Any] = []
     for i, name in enumerate(fields):
+        if name in dated:  # its segment (hive prefix included) is a formatted date
+            path = timestamp_keys.partition_paths(rows.column(name), name, layout.config)
+            pieces += ["/", path] if i else [path]
+            continue
         text = _text(rows.column(name))
         text = pc.fill_null(
             pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION, text), DEFAULT_PARTITION

@@ -19,7 +19,8 @@ string is formatted in the zone it was parsed in (its own offset if it has one, 
 zone); where Hudi would use the writer JVM's default zone (numbers with no output zone, strings
 with no offset and no zone), lakecore uses UTC. A null value becomes Hudi's default: ``1`` in the
 time unit for numbers, the epoch's first millisecond formatted with the first input pattern for
-strings. Hive-style partitioning prefixes ``field=``.
+strings. Hive-style partitioning prefixes ``field=``. The CUSTOM key generator formats its
+``field:TIMESTAMP`` partition fields the same way (``timestamp_fields``).
 
 Formatting is vectorised (``date_patterns.format_millis``); strings are parsed once per
 distinct value.
@@ -149,6 +150,35 @@ def keys_for(config: TableConfig, column_type: pa.DataType) -> TimestampKeys:
         _zone(config, "output.timezone"),
         to_ms,
     )
+
+
+def timestamp_fields(config: TableConfig) -> frozenset[str]:
+    """The partition fields whose path segment is a formatted date: the first partition field
+    of the TIMESTAMP key generator, the ``field:TIMESTAMP`` ones of the CUSTOM key generator.
+
+    Raises:
+        UnsupportedFeatureError: a CUSTOM key generator's partition field has no recorded type
+            (``hoodie.table.partition.fields`` as ``field:SIMPLE`` / ``field:TIMESTAMP``), or
+            another type.
+    """
+    keygen = config.keygen_type
+    if keygen == "TIMESTAMP":
+        return frozenset(config.partition_fields[:1])
+    if keygen != "CUSTOM":
+        return frozenset()
+    out: set[str] = set()
+    for entry in config.partition_fields_with_types:
+        name, _, kind = entry.partition(":")
+        if kind.strip().upper() not in ("SIMPLE", "TIMESTAMP"):
+            raise UnsupportedFeatureError(
+                "hudi-keygen-custom",
+                f"cannot write this Hudi table: the CUSTOM key generator's partition field "
+                f"{entry!r} has no SIMPLE or TIMESTAMP type recorded in "
+                "hoodie.table.partition.fields",
+            )
+        if kind.strip().upper() == "TIMESTAMP":
+            out.add(name)
+    return frozenset(out)
 
 
 def partition_paths(column: pa.ChunkedArray, field: str, config: TableConfig) -> pa.ChunkedArray:
