@@ -160,7 +160,6 @@ def test_undeclared_capability_is_refused_inside_a_transaction(
         ("hudi", lambda t: t.vacuum(), Capability.VACUUM),
         ("hudi", lambda t: t.restore("0"), Capability.RESTORE),
         ("hudi", lambda t: t.optimize(), Capability.OPTIMIZE),
-        ("hudi", lambda t: t.append(ROWS, schema_mode="merge"), Capability.SCHEMA_MERGE),
         (
             "hudi",
             lambda t: t.overwrite(ROWS, schema_mode="overwrite"),

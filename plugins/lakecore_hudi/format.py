@@ -41,6 +41,7 @@ CAPABILITIES = frozenset(
         Capability.COMMIT_METADATA,
         Capability.COMMIT_TIMESTAMPS,
         Capability.SCHEMA_EVOLUTION,
+        Capability.SCHEMA_MERGE,
     }
 )
 """What lakecore does with Hudi tables. Schema evolution adds nullable columns and widens

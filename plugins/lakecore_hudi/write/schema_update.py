@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from lakecore.errors import SchemaError, UnsupportedFeatureError
 from lakecore.model.actions import Action, FormatPayload
-from lakecore_hudi.avro_schema import arrow_to_avro
+from lakecore_hudi.avro_schema import arrow_to_avro, avro_to_arrow
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.timeline.lifecycle import write_inflight
 from lakecore_hudi.timeline.metadata import CommitMetadata, encode_commit_metadata
@@ -123,6 +123,12 @@ class HudiSchemaUpdate:
     def drop_column(self, name: str) -> HudiSchemaUpdate:
         """Raises ``UnsupportedFeatureError``: drops need Hudi's schema-on-read evolution."""
         raise _needs_schema_on_read("drop")
+
+    def avro_form(self) -> pa.Schema:
+        """The staged data schema as the table's Avro schema reads back (e.g. int8 -> int32):
+        the types files written with it hold."""
+        layout = replace(self._layout, data_schema=self._schema)
+        return avro_to_arrow(layout.data_avro(), "the staged schema")
 
     def actions(self) -> list[Action]:
         """Plan the ALTER_SCHEMA instant (requested and inflight; completed by the commit),

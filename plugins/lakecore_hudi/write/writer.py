@@ -41,7 +41,7 @@ from lakecore.planning.merge_eval import check_merge as check_merge_clauses
 from lakecore.planning.merge_eval import merge_on, whole_table
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
-from lakecore_hudi.keys import RECORD_KEY
+from lakecore_hudi.keys import META_FIELDS, RECORD_KEY
 from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.source import HudiSnapshotSource
 from lakecore_hudi.state import HudiState, instant_text
@@ -379,16 +379,20 @@ class HudiWriter:
     def _keyed(self, data: Any, schema_mode: str | None = "") -> pa.Table:
         """``data`` as keyed rows of the data schema. Appends and overwrites pass their
         ``schema_mode``: None (deltalake's default) -> every data column must be there
-        (``SchemaError`` naming those missing); another mode is refused (a Hudi write cannot
-        change the schema: the capabilities do not declare it, so the core refuses first).
-        Upserts pass nothing: missing nullable columns are written as nulls."""
-        if schema_mode:
+        (``SchemaError`` naming those missing); ``"merge"`` -> the data's new columns join
+        the schema this writer writes with (nullable; checked as ``update_schema`` checks an
+        added column), so the write's instant records the wider schema, as a Hudi writer
+        evolving its schema on write does; ``"overwrite"`` is refused (capability
+        ``schema_overwrite`` is not declared, so the core refuses first). Upserts pass
+        nothing: missing nullable columns are written as nulls."""
+        if schema_mode == "overwrite":
             raise UnsupportedFeatureError(
-                "schema_merge" if schema_mode == "merge" else "schema_overwrite",
-                f"a hudi write cannot change the table schema (schema_mode={schema_mode!r}); "
-                "use update_schema() first",
+                "schema_overwrite",
+                "a hudi write cannot replace the table schema (schema_mode='overwrite')",
             )
         table = to_arrow_table(data)
+        if schema_mode == "merge":
+            self._merge_columns(table.schema)
         missing = [k for k in self._layout.key_fields if k not in table.column_names]
         if missing:
             raise SchemaError(f"the data has no record key column(s) {missing}")
@@ -398,6 +402,18 @@ class HudiWriter:
                 f"the data has no column(s) {absent} of the table (deltalake refuses this too)"
             )
         return keyed(conform(table, self._layout.data_schema), self._layout)
+
+    def _merge_columns(self, data: pa.Schema) -> None:
+        """Widen this writer's layout by ``data``'s columns the table lacks (in the table's
+        Avro form of their types); raises ``SchemaError`` as ``update_schema`` would."""
+        have = set(self._layout.data_schema.names)
+        new = [f for f in data if f.name not in have and f.name not in META_FIELDS]
+        if not new:
+            return
+        update = HudiSchemaUpdate(self._storage, self._layout, self._at)
+        for f in new:
+            update.add_column(f.name, f.type)
+        self._layout = replace(self._layout, data_schema=update.avro_form())
 
     def _require_key(self, verb: str) -> None:
         """Refuse ``verb`` (it finds records by their key) on a keyless table, before any IO."""

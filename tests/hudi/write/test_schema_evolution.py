@@ -132,3 +132,42 @@ def test_a_write_concurrent_with_a_schema_change_conflicts(tmp_path: Path) -> No
     reopened = lakecore.open(str(tmp_path))
     assert "extra" in reopened.schema.names
     assert sorted(reopened.to_arrow(columns=["id"]).column(0).to_pylist()) == [1]
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_append_and_overwrite_with_schema_mode_merge(tmp_path: Path, table_type: str) -> None:
+    """schema_mode="merge" (deltalake's): the data's new column joins the schema in the
+    write's own instant; rows written before read it as null, in lakecore and hudi-rs."""
+    t = create(tmp_path, table_type)
+    t.append(rows((1, "a", 1, "x"), (2, "b", 1, "y")))
+    versions = len(t.history())
+    wide = pa.table(
+        {"id": [3], "name": ["c"], "ts": [1], "city": ["x"], "score": pa.array([1], pa.int8())}
+    )
+    t.append(wide, schema_mode="merge")
+    assert len(t.history()) == versions + 1  # one instant: the write itself
+    assert t.schema.field("score").type == pa.int32()  # Avro has no int8
+    again = pa.table(
+        {"id": [4], "name": ["d"], "ts": [1], "city": ["y"], "score": [7], "tag": ["t"]}
+    )
+    t.overwrite(again, "city = 'y'", schema_mode="merge")
+    want = [
+        {"id": 1, "name": "a", "ts": 1, "city": "x", "score": None, "tag": None},
+        {"id": 3, "name": "c", "ts": 1, "city": "x", "score": 1, "tag": None},
+        {"id": 4, "name": "d", "ts": 1, "city": "y", "score": 7, "tag": "t"},
+    ]
+    assert _data(lakecore.open(str(tmp_path)).to_arrow()) == want
+    assert _data(hudi_rs_table(tmp_path)) == want
+    before = _timeline(tmp_path)
+    with pytest.raises(SchemaError, match="'NAME'"):  # Hudi readers match names ignoring case
+        t.append(pa.table({"id": [9], "NAME": ["n"]}), schema_mode="merge")
+    assert _timeline(tmp_path) == before
+
+
+def test_schema_mode_overwrite_is_refused_before_any_write(tmp_path: Path) -> None:
+    t = create(tmp_path)
+    t.append(rows((1, "a", 1, "x")))
+    before = _timeline(tmp_path)
+    with pytest.raises(UnsupportedFeatureError, match="schema_overwrite"):
+        t.overwrite(rows((2, "b", 1, "x")), schema_mode="overwrite")
+    assert _timeline(tmp_path) == before
