@@ -41,6 +41,7 @@ OPTIONS = (
     "database_name",
     "metadata_enable",
     "populate_meta_fields",
+    "url_encode_partitions",
 )
 _TABLE_TYPES: dict[str, TableType] = {
     "COPY_ON_WRITE": "COPY_ON_WRITE",
@@ -62,6 +63,7 @@ _ALIASES = {
     "hoodie.database.name": "database_name",
     "hoodie.metadata.enable": "metadata_enable",
     "hoodie.populate.meta.fields": "populate_meta_fields",
+    "hoodie.datasource.write.partitionpath.urlencode": "url_encode_partitions",
 }
 
 
@@ -78,6 +80,7 @@ class CreateOptions:
     database_name: str | None
     metadata_enable: bool = False
     populate_meta_fields: bool = True
+    url_encode_partitions: bool = False
 
     @classmethod
     def parse(cls, properties: Mapping[str, str], default_name: str) -> CreateOptions:
@@ -130,7 +133,16 @@ class CreateOptions:
             database_name=values.get("database_name") or None,
             metadata_enable=metadata == "true",
             populate_meta_fields=populate == "true",
+            url_encode_partitions=_flag(values, "url_encode_partitions"),
         )
+
+
+def _flag(values: Mapping[str, str], name: str) -> bool:
+    """A true/false option (default false); raises ``ValueError`` for anything else."""
+    text = values.get(name, "false").strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"{name} must be true or false, not {values[name]!r}")
+    return text == "true"
 
 
 def _avro_name(text: str) -> str:
@@ -197,6 +209,8 @@ def create_table(
     )
     # lakecore's instant times are UTC; say so, so that time-travel by wall clock agrees.
     props["hoodie.table.timeline.timezone"] = "UTC"
+    if options.url_encode_partitions:
+        props["hoodie.datasource.write.partitionpath.urlencode"] = "true"
     if options.metadata_enable:
         if storage.exists(PROPERTIES_PATH):
             raise TableExistsError(f"{storage.root} already holds a Hudi table")

@@ -193,9 +193,10 @@ def ensure_writable(config: TableConfig) -> None:
             "key generators",
         ),
         (
-            config.url_encode_partitions,
+            config.url_encode_partitions and config.keygen_type in ("TIMESTAMP", "CUSTOM"),
             "hudi-partition-url-encoding",
-            "hoodie.datasource.write.partitionpath.urlencode=true is not supported for writing",
+            "hoodie.datasource.write.partitionpath.urlencode=true is not supported for writing "
+            "with the TIMESTAMP and CUSTOM key generators",
         ),
         (
             config.drop_partition_columns,

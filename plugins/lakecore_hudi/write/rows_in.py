@@ -116,8 +116,10 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
     Raises:
         UnsupportedFeatureError: timestamp key settings lakecore cannot apply, or a CUSTOM
             key generator without recorded partition field types.
-        ConstraintViolationError: a value holds ``/`` (it would add a directory level), or is
-            ``.`` or ``..`` without hive-style partitioning (it would leave its partition).
+        ConstraintViolationError: a value holds ``/`` (it would add a directory level; with
+            ``hoodie.datasource.write.partitionpath.urlencode`` values are escaped as Hudi
+            escapes them, ``/`` included), or is ``.`` or ``..`` without hive-style
+            partitioning (it would leave its partition).
     """
     fields = layout.partition_fields
     if not fields:
@@ -134,6 +136,8 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
             pieces += ["/", path] if i else [path]
             continue
         text = _text(rows.column(name))
+        if layout.config.url_encode_partitions:
+            text = escape_path_names(text)
         text = pc.fill_null(
             pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION, text), DEFAULT_PARTITION
         )
@@ -153,6 +157,26 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
         prefix = ("/" if i else "") + (f"{name}=" if hive else "")
         pieces += [prefix, text] if prefix else [text]
     return _join(pieces, rows.num_rows)
+
+
+#: What Hudi's ``PartitionPathEncodeUtils.escapePathName`` (Hive's) writes as ``%XX``.
+_ESCAPED = frozenset([chr(c) for c in range(32)] + list("\"#%'*/:=?\\\x7f{[]^"))
+
+
+def escape_path_name(value: str) -> str:
+    """``value`` as a URL-encoded partition path value (``%XX``, upper-case hex, for control
+    characters and ``"#%'*/:=?\\{[]^`` and DEL; other characters as they are)."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def escape_path_names(text: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``escape_path_name`` of every value (nulls stay null), computed once per distinct
+    value: partition values repeat."""
+    distinct = pc.unique(text).drop_null()
+    escaped = pa.array([escape_path_name(v) for v in distinct.to_pylist()], pa.string())
+    if escaped.equals(distinct):
+        return text
+    return pc.take(escaped, pc.index_in(text, value_set=distinct))
 
 
 def _join(pieces: list[Any], n: int) -> pa.ChunkedArray:
