@@ -20,6 +20,7 @@ from lakecore_hudi.archived_writes import (
 from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.base_files import read_base_schema
 from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.listing import list_data_files
 from lakecore_hudi.merge import MergeSpec
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.partitions import formats_timestamps
@@ -31,7 +32,7 @@ from lakecore_hudi.timeline.metadata import (
     parse_clustering_plan,
     parse_commit_metadata,
 )
-from lakecore_hudi.view import FileSlice, Visible, data_files, latest_slices
+from lakecore_hudi.view import FileSlice, Visible, latest_slices
 from lakecore_hudi.written_files import check_written_files
 
 REPLACE_ACTIONS = ("replacecommit", "clustering")
@@ -124,7 +125,7 @@ def load_state(
     if instant is None:
         slices: tuple[FileSlice, ...] = ()
     else:
-        files = data_files(storage.list_all(""))
+        files = list_data_files(storage, config, timeline, options)
         visible = with_archived_completions(storage, config, files, visible)
         by_completion = config.table_version >= 8
         slices = tuple(latest_slices(files, visible, by_completion))

@@ -61,10 +61,20 @@ class Visible:
 
 @dataclass(frozen=True, slots=True)
 class SliceFile:
-    """A listed data file: its path relative to the table root plus the parsed name."""
+    """A listed data file: its path relative to the table root plus the parsed name.
+
+    ``partition``: its partition path when that is not the path's directory (an external
+    file in a sub-directory of its partition); None derives it from the path.
+    """
 
     info: FileInfo
     name: BaseFile | LogFile
+    partition: str | None = None
+
+    @property
+    def partition_path(self) -> str:
+        """The partition path of the file's file group."""
+        return split_path(self.info.path)[0] if self.partition is None else self.partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +130,7 @@ def latest_slices(
     bases: dict[tuple[str, str], list[SliceFile]] = defaultdict(list)
     logs: dict[tuple[str, str], list[SliceFile]] = defaultdict(list)
     for f in files:
-        group = (split_path(f.info.path)[0], f.name.file_id)
+        group = (f.partition_path, f.name.file_id)
         if group in visible.replaced:
             continue
         if isinstance(f.name, LogFile):

@@ -193,7 +193,8 @@ def test_missing_base_file_is_corrupt(tmp_path: Path, name: str) -> None:
     base = lakecore.open(str(root)).snapshot().files().column("path")[-1].as_py()
     assert base.endswith(".parquet")
     (root / base).unlink()
-    table = lakecore.open(str(root))
+    # Storage listing: a table listed by its metadata table fails at read (test_mdt_listing).
+    table = lakecore.open(str(root), options={"hoodie.metadata.enable": "false"})
     fails_cleanly(root, table.snapshot, CorruptTableError, base)
 
 
@@ -202,7 +203,8 @@ def test_missing_log_file_is_corrupt(tmp_path: Path, name: str) -> None:
     root = copy_table(tmp_path, name)
     log = slice_logs(root)[0]
     (root / log).unlink()
-    fails_cleanly(root, lakecore.open(str(root)).snapshot, CorruptTableError, log)
+    table = lakecore.open(str(root), options={"hoodie.metadata.enable": "false"})
+    fails_cleanly(root, table.snapshot, CorruptTableError, log)
 
 
 @pytest.mark.parametrize("kind", ["base", "log"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from lakecore.errors import CorruptTableError
 from lakecore.storage import Storage
 from lakecore_hudi.mdt.column_stats import (
     METADATA_DIR,
@@ -68,7 +69,8 @@ def read_files_partition(
         ``files`` partition.
 
     Raises:
-        CorruptTableError: a metadata-table file is unreadable; the message names it.
+        CorruptTableError: a metadata-table file is unreadable, or the ``files`` partition
+            has no completed file slice; the message names the file or directory.
         UnsupportedFeatureError: a metadata-table file uses a feature lakecore cannot read.
     """
     if FILES_PARTITION not in config.metadata_partitions:
@@ -95,8 +97,16 @@ def _records(
             return True
         return first is not None and instant < first
 
-    listing = storage.list_dir(f"{METADATA_DIR}/{FILES_PARTITION}")
-    slices = latest_slices(_slice_files(listing), timeline.visible, mdt_version >= 8)
+    directory = f"{METADATA_DIR}/{FILES_PARTITION}"
+    slices = latest_slices(
+        _slice_files(storage.list_dir(directory)), timeline.visible, mdt_version >= 8
+    )
+    if not slices:
+        # Initialising the partition writes its first base file; without any slice the
+        # listing would read as an empty table.
+        raise CorruptTableError(
+            f"{directory}: the metadata table's 'files' partition has no completed file slice"
+        )
     out: list[Mapping[str, Any]] = []
     for s in slices:
         if s.base_file is not None:
