@@ -612,26 +612,13 @@ def new_table_properties(
             # Hudi 0.x's default payload, recorded for MOR tables only.
             props["hoodie.compaction.payload.class"] = _OVERWRITE_PAYLOAD
             props["hoodie.compaction.record.merger.strategy"] = EVENT_TIME_STRATEGY_ID
-    elif table_version == 9:
-        event_time = precombine_field is not None
-        props.update(
-            {
-                "hoodie.table.initial.version": "9",
-                "hoodie.table.format": "native",
-                "hoodie.timeline.layout.version": "2",
-                "hoodie.timeline.path": "timeline",
-                "hoodie.timeline.history.path": "history",
-                "hoodie.table.keygenerator.type": keygen[0],
-                "hoodie.record.merge.mode": (
-                    "EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING"
-                ),
-            }
-        )
     else:
+        # Versions 8 and 9 share the timeline layout; 9 records the merge mode alone (Hudi
+        # 1.1's upgrade from 8 drops the payload class and strategy id of built-in modes).
         event_time = precombine_field is not None
         props.update(
             {
-                "hoodie.table.initial.version": "8",
+                "hoodie.table.initial.version": str(table_version),
                 "hoodie.timeline.layout.version": "2",
                 "hoodie.timeline.path": "timeline",
                 "hoodie.timeline.history.path": "history",
@@ -639,14 +626,17 @@ def new_table_properties(
                 "hoodie.record.merge.mode": (
                     "EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING"
                 ),
-                "hoodie.record.merge.strategy.id": (
-                    EVENT_TIME_STRATEGY_ID if event_time else COMMIT_TIME_STRATEGY_ID
-                ),
-                "hoodie.compaction.payload.class": (
-                    _DEFAULT_PAYLOAD if event_time else _OVERWRITE_PAYLOAD
-                ),
             }
         )
+        if table_version == 9:
+            props["hoodie.table.format"] = "native"
+        else:
+            props["hoodie.record.merge.strategy.id"] = (
+                EVENT_TIME_STRATEGY_ID if event_time else COMMIT_TIME_STRATEGY_ID
+            )
+            props["hoodie.compaction.payload.class"] = (
+                _DEFAULT_PAYLOAD if event_time else _OVERWRITE_PAYLOAD
+            )
     return props
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 import lakecore
 from lakecore.table import Table
+from tests.corpus import CORPUS
 
 SCHEMA = pa.schema(
     [
@@ -117,3 +119,16 @@ def upsert(table: Table, data: pa.Table) -> int | str:
         tx.stage(*writer.upsert(data))  # type: ignore[attr-defined]
     assert tx.version is not None
     return tx.version
+
+
+def copy_corpus_table(name: str, tmp_path: Path) -> Path:
+    """A writable copy of corpus Hudi table ``name`` under ``tmp_path`` (fails clearly when
+    the corpus is not available)."""
+    source = CORPUS / "hudi" / name
+    if not source.exists():
+        pytest.fail(f"corpus table {name} is not available (set LAKECORE_CORPUS)")
+    root = tmp_path / name
+    shutil.copytree(source, root)
+    for path in root.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)  # the corpus is read-only
+    return root

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,7 @@ import pytest
 
 import lakecore
 from lakecore.errors import UnsupportedFeatureError
-from tests.corpus import CORPUS
-from tests.hudi.write.helpers import hudi_rs_table
+from tests.hudi.write.helpers import copy_corpus_table, hudi_rs_table
 
 WRITABLE = [
     "cow_v6_complexkeygen_hivestyle",
@@ -34,17 +32,6 @@ REFUSED = {
 }
 
 
-def _copy(name: str, tmp_path: Path) -> Path:
-    source = CORPUS / "hudi" / name
-    if not source.exists():
-        pytest.fail(f"corpus table {name} is not available (set LAKECORE_CORPUS)")
-    root = tmp_path / name
-    shutil.copytree(source, root)
-    for path in root.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)  # the corpus is read-only
-    return root
-
-
 def _data(table: pa.Table) -> list[dict[str, Any]]:
     keep = [
         c for c in table.column_names if not c.startswith("_hoodie_") or c == "_hoodie_record_key"
@@ -55,7 +42,7 @@ def _data(table: pa.Table) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("name", WRITABLE)
 def test_update_and_delete_in_a_hudi_written_table(tmp_path: Path, name: str) -> None:
-    root = _copy(name, tmp_path)
+    root = copy_corpus_table(name, tmp_path)
     table = lakecore.open(str(root))
     before = table.to_arrow()
     keys = list(table.snapshot().properties["hoodie.table.recordkey.fields"].split(","))
@@ -90,7 +77,7 @@ def test_update_and_delete_in_a_hudi_written_table(tmp_path: Path, name: str) ->
 
 @pytest.mark.parametrize(("name", "feature"), sorted(REFUSED.items()))
 def test_tables_lakecore_cannot_write_are_refused(tmp_path: Path, name: str, feature: str) -> None:
-    root = _copy(name, tmp_path)
+    root = copy_corpus_table(name, tmp_path)
     table = lakecore.open(str(root))
     listing = sorted(str(p) for p in root.rglob("*"))
     with pytest.raises(UnsupportedFeatureError) as caught:

@@ -5,7 +5,6 @@ reads. What version 9 tables may declare that lakecore's merge does not follow i
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +14,17 @@ import pytest
 
 import lakecore
 from lakecore.errors import UnsupportedFeatureError
-from tests.corpus import CORPUS
-from tests.hudi.write.helpers import assert_reads, create, hudi_rs_table, model_of, rows, upsert
+from tests.hudi.write.helpers import (
+    assert_reads,
+    copy_corpus_table,
+    create,
+    hudi_rs_table,
+    model_of,
+    rows,
+    upsert,
+)
 
 CORPUS_V9 = ["cow_v9_txns_nonpart_nometa", "mor_avro_v9_txns_nonpart_nometa"]
-
-
-def _copy(name: str, tmp_path: Path) -> Path:
-    source = CORPUS / "hudi" / name
-    if not source.exists():
-        pytest.fail(f"corpus table {name} is not available (set LAKECORE_CORPUS)")
-    root = tmp_path / name
-    shutil.copytree(source, root)
-    for path in root.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)  # the corpus is read-only
-    return root
 
 
 def _data(table: pa.Table) -> list[dict[str, Any]]:
@@ -80,7 +75,7 @@ def test_a_created_version_9_table_is_hudi_1_1s(tmp_path: Path, table_type: str)
 
 @pytest.mark.parametrize("name", CORPUS_V9)
 def test_a_hudi_written_version_9_table_takes_every_write(tmp_path: Path, name: str) -> None:
-    root = _copy(name, tmp_path)
+    root = copy_corpus_table(name, tmp_path)
     table = lakecore.open(str(root))
     before = _same(root)
     data = table.to_arrow()

@@ -17,7 +17,7 @@ from lakecore_hudi.write import timestamp_keys as tk
 import lakecore
 from lakecore.errors import ConstraintViolationError, UnsupportedFeatureError
 from tests.corpus import CORPUS
-from tests.hudi.write.helpers import hudi_rs_table
+from tests.hudi.write.helpers import copy_corpus_table, hudi_rs_table
 
 TABLE = "cow_v6_timebasedkeygen_nonhivestyle"
 CORPUS_TABLES = {TABLE: "ts_str", "cow_v9_timebasedkeygen_unixtimestamp": "ts_epoch"}
@@ -180,11 +180,7 @@ def test_computed_paths_equal_the_paths_hudi_wrote() -> None:
 
 
 def _copy(tmp_path: Path) -> Path:
-    root = tmp_path / TABLE
-    shutil.copytree(CORPUS / "hudi" / TABLE, root)
-    for path in root.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)  # the corpus is read-only
-    return root
+    return copy_corpus_table(TABLE, tmp_path)
 
 
 def _check_same(root: Path) -> pa.Table:

@@ -10,7 +10,6 @@ the meta columns null but the file name, and no bloom filter, as the corpus tabl
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,25 +25,20 @@ from lakecore_hudi.write.layout import ensure_writable
 
 import lakecore
 from lakecore.errors import UnsupportedFeatureError
-from tests.corpus import CORPUS
-from tests.hudi.write.helpers import create, expected_rows, hudi_rs_rows, lakecore_rows, rows
+from tests.hudi.write.helpers import (
+    copy_corpus_table,
+    create,
+    expected_rows,
+    hudi_rs_rows,
+    lakecore_rows,
+    rows,
+)
 
 Row = dict[str, Any]
 CORPUS_TABLES = [
     "cow_v6_simplekeygen_hivestyle_no_metafields",
     "cow_v8_simplekeygen_hivestyle_no_metafields",
 ]
-
-
-def _copy(name: str, tmp_path: Path) -> Path:
-    source = CORPUS / "hudi" / name
-    if not source.exists():
-        pytest.fail(f"corpus table {name} is not available (set LAKECORE_CORPUS)")
-    root = tmp_path / name
-    shutil.copytree(source, root)
-    for path in root.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)  # the corpus is read-only
-    return root
 
 
 def _key(row: Row) -> str:
@@ -76,7 +70,7 @@ def _data(table: pa.Table) -> list[Row]:
 
 @pytest.mark.parametrize("name", CORPUS_TABLES)
 def test_corpus_table_without_meta_fields_accepts_writes(tmp_path: Path, name: str) -> None:
-    root = _copy(name, tmp_path)
+    root = copy_corpus_table(name, tmp_path)
     table = lakecore.open(str(root))
     existing = table.to_arrow()
     model = {r["id"]: r for r in _data(existing)}
