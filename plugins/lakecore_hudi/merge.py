@@ -127,7 +127,8 @@ def merge_sorted(
             distinct = pc.count_distinct(keys).as_py() == len(keys) if len(keys) else True
             repeated = not distinct
         state = _combine(state, logs.slice(first, last - first), spec, distinct=distinct)
-        distinct = True  # a combine leaves one row per key
+        # A combine leaves one row per key it touched; untouched repeated base keys stay.
+        distinct = distinct or not repeated
     live = state.filter(pc.invert(state.column(_DEL))).column(_POS)
     # One chunk first: take over a chunked table is ~2x slower than concatenating and taking.
     out = pa.concat_tables([base, rows], promote_options="none").combine_chunks().take(live)
@@ -226,7 +227,13 @@ def _combine(state: pa.Table, block: pa.Table, spec: MergeSpec, *, distinct: boo
         return state
     block = pa.Table.from_arrays(block.columns, schema=state.schema)
     if not distinct:
-        return _combine_sorted(state, block, spec)  # a base file with repeated keys
+        # A base file with repeated keys: the keys the block does not touch keep every copy
+        # (as hudi-rs and Hudi's readers return them); the touched ones merge by one sort.
+        touched = pc.is_in(state.column(_KEY), value_set=block.column(_KEY).combine_chunks())
+        touched = pc.fill_null(touched, False)
+        untouched = state.filter(pc.invert(touched))
+        merged = _combine_sorted(state.filter(touched), block, spec)
+        return pa.concat_tables([untouched, merged], promote_options="none")
     return _overlay(state, _newest_per_key(block, spec), spec)
 
 
@@ -314,7 +321,7 @@ def _last_of_runs(order: pa.Array, sorted_keys: pa.Array) -> pa.Array:
 
 def _apply_delete_run(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Table:
     """Apply deletes (in order) that may name a key several times: one round per repeat."""
-    while deletes.num_rows and state.num_rows:
+    while deletes.num_rows:
         keys = deletes.column("record_key").combine_chunks()
         first = pc.equal(pc.index_in(keys, value_set=keys), pa.array(np.arange(len(keys))))
         first = pc.fill_null(first, False)
@@ -325,14 +332,16 @@ def _apply_delete_run(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa
 
 def _apply_deletes(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Table:
     """Apply deletes of distinct keys."""
-    if state.num_rows == 0 or deletes.num_rows == 0:
+    if deletes.num_rows == 0:
         return state
     keys = deletes.column("record_key").combine_chunks()
+    delete_order = _delete_ordering(deletes.column("ordering_value").combine_chunks(), spec, state)
+    if delete_order is not None:
+        state = _with_tombstones(state, keys, delete_order)
     at = pc.index_in(state.column(_KEY), value_set=keys)
     hit = pc.is_valid(at)
     if not pc.any(hit).as_py():
         return state
-    delete_order = _delete_ordering(deletes.column("ordering_value").combine_chunks(), spec, state)
     if delete_order is None:
         wins = hit
         new_order = None
@@ -350,6 +359,30 @@ def _apply_deletes(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Ta
         order = pc.if_else(wins, new_order.cast(state.schema.field(_ORD).type), state.column(_ORD))
         state = state.set_column(state.schema.get_field_index(_ORD), _ORD, order)
     return state
+
+
+def _with_tombstones(state: pa.Table, keys: pa.Array, order: pa.Array) -> pa.Table:
+    """``state`` plus a deleted row for each key it does not hold whose delete carries an
+    ordering value: a later record of that key with a lower value loses to the delete (as in
+    Hudi's readers, which keep deletes in the merged log records); the row is never output."""
+    absent = pc.invert(pc.fill_null(pc.is_in(keys, value_set=state.column(_KEY)), False))
+    hard = pc.or_(pc.is_null(order), _is_default(order))
+    keep = pc.and_(absent, pc.invert(hard))
+    n = pc.sum(keep.cast(pa.int64())).as_py() or 0
+    if not n:
+        return state
+    ordering = pc.array_filter(order, keep).cast(state.schema.field(_ORD).type)
+    tombstones = pa.table(
+        {
+            _KEY: pc.array_filter(keys, keep).cast(state.schema.field(_KEY).type),
+            _ORD: ordering,
+            _SEQ: pa.array(np.full(n, -1, dtype=np.int64)),
+            _POS: pa.array(np.full(n, -1, dtype=np.int64)),
+            _DEL: pa.array(np.ones(n, dtype=bool)),
+        },
+        schema=state.schema,
+    )
+    return pa.concat_tables([state, tombstones], promote_options="none")
 
 
 def _delete_ordering(values: pa.Array, spec: MergeSpec, state: pa.Table) -> pa.Array | None:

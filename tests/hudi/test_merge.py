@@ -10,11 +10,14 @@ as stated below (not the implementation):
    ordering always, and under event-time ordering when its ordering value is >= the current
    one (ties go to the newer record); a missing ordering value loses to any value.
    ``_hoodie_is_deleted = true`` makes the record a delete marker with its ordering value.
-3. A delete of a key with no current state does nothing. Otherwise it turns the key into a
-   delete marker: always under commit-time ordering; under event-time ordering when its
-   ordering value is null or 0 ("hard": the marker then has no ordering value), or >= the
-   current ordering value (the marker keeps the delete's value), or the current state has
-   no ordering value.
+3. A delete of a key with no current state does nothing, except under event-time ordering
+   with an ordering value (not null, not 0): it then becomes the key's delete marker with
+   that value, so a later record with a lower value loses to it (Hudi's readers keep such
+   deletes among the merged log records; hudi-rs returns no row). Otherwise a delete turns
+   the key into a delete marker: always under commit-time ordering; under event-time
+   ordering when its ordering value is null or 0 ("hard": the marker then has no ordering
+   value), or >= the current ordering value (the marker keeps the delete's value), or the
+   current state has no ordering value.
 4. The live rows are the keys whose final state is not a delete marker.
 """
 
@@ -131,6 +134,8 @@ def model(base: Sequence[Row], ops: Sequence[Op], event_time: bool) -> list[Row]
                 states[op.key] = _State(op.row(), ordering, bool(op.is_deleted))
             continue
         if current is None:
+            if event_time and op.ordering not in (None, 0):
+                states[op.key] = _State(("", 0, 0, None), op.ordering, True)
             continue
         if not event_time:
             states[op.key] = _State(current.row, current.ordering, True)
@@ -214,7 +219,15 @@ def test_a_later_insert_after_a_delete_resurrects_the_key() -> None:
 def test_deletes_of_unknown_keys_do_nothing() -> None:
     base = [("a", 5, 1, None)]
     assert live_values(base, [Delete("zz", 9)], EVENT) == [1]
-    assert live_values(base, [Delete("zz", 9), Data("zz", 1, 2)], EVENT) == [1, 2]
+    assert live_values(base, [Delete("zz", 9), Data("zz", 10, 2)], EVENT) == [1, 2]
+    assert live_values(base, [Delete("zz", 0), Data("zz", 1, 2)], EVENT) == [1, 2]  # hard
+    assert live_values(base, [Delete("zz", 9), Data("zz", 1, 2)], COMMIT) == [1, 2]
+
+
+def test_an_ordered_delete_of_an_unknown_key_outranks_a_later_lower_record() -> None:
+    # Hudi keeps the delete among the merged log records: the lower record loses to it.
+    base = [("a", 5, 1, None)]
+    assert live_values(base, [Delete("zz", 9), Data("zz", 1, 2)], EVENT) == [1]
 
 
 def test_is_deleted_records_delete_like_ordered_records() -> None:

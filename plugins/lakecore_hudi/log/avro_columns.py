@@ -158,6 +158,8 @@ def _decode(
         for child in node.children:
             array, pos = _decode(child, data, pos, ends)
             children.append(array)
+        if not children:  # a record without fields takes no bytes; n empty structs
+            return pa.array([{}] * n, node.arrow), pos
         return pa.StructArray.from_arrays(children, fields=list(node.arrow)), pos
     if kind in ("int", "long"):
         values, pos = _varints(data, pos, ends, _VARINT_WIDTH[kind])
