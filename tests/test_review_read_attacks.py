@@ -250,6 +250,12 @@ def test_columnar_decoder_case_count() -> None:
     assert len(_DECODER_CASES) == 20
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=pa.ArrowInvalid,
+    reason="bug: column-wise decoder fails (untyped ArrowInvalid) on a record field with no "
+    "fields: pa.StructArray.from_arrays([]) has length 0 (avro_columns._decode 'record')",
+)
 def test_columnar_decoder_record_without_fields() -> None:
     schema = _rec([{"name": "e", "type": _rec([], "Empty")}, {"name": "x", "type": "long"}])
     _columnar_equals_fastavro(schema, [{"e": {}, "x": i} for i in range(64)])
@@ -332,6 +338,13 @@ def test_event_time_ties_nulls_and_deletes_match_hudi_rs(tmp_path: Path) -> None
     assert _key(lc, 6) == []
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="bug: a delete (with an ordering value) of a key the slice does not hold yet is "
+    "dropped, so a later record with a lower ordering value brings the key back; hudi-rs and "
+    "Hudi's file group reader keep the delete and return no row (merge._apply_deletes)",
+)
 def test_delete_of_a_key_not_yet_in_the_slice_is_kept(tmp_path: Path) -> None:
     log, block, template = _mor_with_log(tmp_path)
     _append_deletes(log, block, [(500, 15)])
@@ -359,6 +372,13 @@ def test_hard_delete_then_lower_reinsert_keeps_the_base_row(tmp_path: Path) -> N
     assert lc == hr
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="bug (lost rows): a base file repeating a key (lakecore's own append writes it) "
+    "loses all but one copy as soon as any key of the slice has a log record; hudi-rs keeps "
+    "both (merge._combine_sorted deduplicates the whole state)",
+)
 def test_repeated_base_keys_survive_an_unrelated_update(tmp_path: Path) -> None:
     table = create(tmp_path, "MERGE_ON_READ", partitioned=False)
     table.append(rows((1, "a", 1, "x"), (1, "a2", 1, "x"), (2, "b", 1, "x"), (3, "c", 1, "x")))
@@ -704,3 +724,81 @@ def test_delta_commit_pieces_at_every_cut_with_crlf(
         got = lakecore.open(builder.uri).snapshot().files().sort_by("path")
         assert got.equals(whole), size
     assert whole.num_rows == 16 and len(sizes) > 90
+
+
+def _delta_files(root: Path, schema: pa.Schema, files: list[list[Row]], **kwargs: Any) -> None:
+    from deltalake import write_deltalake
+
+    for rows_ in files:
+        table = pa.Table.from_pylist(rows_, schema=schema)
+        write_deltalake(str(root), table, mode="append", **kwargs)
+
+
+def test_delta_pruning_on_odd_column_names(tmp_path: Path) -> None:
+    """Names with '.', '[', non-ASCII, a leading space, upper case (read case-insensitively):
+    the partial stats index finds their stats by index, never as a field path."""
+    schema = pa.schema(
+        [
+            ("a.b", pa.int64()),
+            ("[x]", pa.int64()),
+            ("é", pa.string()),
+            (" sp", pa.int64()),
+            ("ID", pa.int64()),
+        ]
+    )
+    files = [[{"a.b": i, "[x]": i * 2, "é": f"s{i}", " sp": -i, "ID": i}] for i in range(4)]
+    root, plain = tmp_path / "t", tmp_path / "no_stats"
+    _delta_files(root, schema, files)
+    shutil.copytree(root, plain)
+    _delta_table_strip(plain)
+    table, oracle = lakecore.open(str(root)), lakecore.open(str(plain))
+    wheres = ["`a.b` = 2", "`[x]` = 4", "`é` = 's3'", "` sp` = -1", "`a.b` > 1 AND `[x]` < 6"]
+    wheres += ["id = 3", "`ID` IN (1, 2)", "NOT (`a.b` <> 2)"]
+    for where in wheres:
+        want = oracle.scan(where=where).to_arrow()
+        assert want.num_rows >= 1, where
+        assert _rows(table.scan(where=where).to_arrow()) == _rows(want), where
+        assert table.scan(where=where).files().num_rows == want.num_rows, where  # pruned
+
+
+_COUNT_VARIANTS: dict[str, Any] = {
+    "as written": lambda d: json.dumps(d),
+    "no numRecords": lambda d: json.dumps({k: v for k, v in d.items() if k != "numRecords"}),
+    "numRecords last": lambda d: f'{{"minValues":{{}},"numRecords":{d["numRecords"]}}}',
+    "space after colon": lambda d: f'{{"numRecords": {d["numRecords"]}}}',
+    "numRecords as float": lambda d: f'{{"numRecords":{d["numRecords"]}.0}}',
+    "numRecords as text": lambda d: f'{{"numRecords":"{d["numRecords"]}"}}',
+    "negative numRecords": lambda d: '{"numRecords":-1}',
+    "trailing space": lambda d: f'{{"numRecords":{d["numRecords"]}}} ',
+}
+
+
+@pytest.mark.parametrize("variant", sorted(_COUNT_VARIANTS))
+def test_delta_counts_and_limits_on_partition_predicates(tmp_path: Path, variant: str) -> None:
+    """A predicate on partition columns only parses no stats (record counts by a regex): the
+    counts and limits must still be the rows', whatever shape ``numRecords`` takes."""
+    schema = pa.schema([("p", pa.string()), ("id", pa.int64())])
+    files = [[{"p": "ab"[i % 2], "id": i * 10 + j} for j in range(3 + i)] for i in range(4)]
+    _delta_files(tmp_path, schema, files, partition_by=["p"])
+    for path in sorted((tmp_path / "_delta_log").glob("*.json")):
+        lines = []
+        for line in path.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                action["add"]["stats"] = _COUNT_VARIANTS[variant](
+                    json.loads(action["add"]["stats"])
+                )
+            lines.append(json.dumps(action))
+        path.write_text("\n".join(lines) + "\n")
+    table = lakecore.open(str(tmp_path))
+    rows_ = table.to_arrow()
+    for where, p in [
+        ("p = 'a'", {"a"}),
+        ("p = 'b' OR p = 'a'", {"a", "b"}),
+        ("NOT (p = 'a')", {"b"}),
+    ]:
+        want = sum(1 for r in rows_.to_pylist() if r["p"] in p)
+        assert table.count(where=where) == want, where
+        assert table.scan(where=where, limit=2).to_arrow().num_rows == 2, where
+        assert table.scan(where=where).to_arrow().num_rows == want, where
+    assert rows_.num_rows == 18
