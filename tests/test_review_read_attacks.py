@@ -250,12 +250,6 @@ def test_columnar_decoder_case_count() -> None:
     assert len(_DECODER_CASES) == 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pa.ArrowInvalid,
-    reason="bug: column-wise decoder fails (untyped ArrowInvalid) on a record field with no "
-    "fields: pa.StructArray.from_arrays([]) has length 0 (avro_columns._decode 'record')",
-)
 def test_columnar_decoder_record_without_fields() -> None:
     schema = _rec([{"name": "e", "type": _rec([], "Empty")}, {"name": "x", "type": "long"}])
     _columnar_equals_fastavro(schema, [{"e": {}, "x": i} for i in range(64)])
@@ -338,13 +332,6 @@ def test_event_time_ties_nulls_and_deletes_match_hudi_rs(tmp_path: Path) -> None
     assert _key(lc, 6) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: a delete (with an ordering value) of a key the slice does not hold yet is "
-    "dropped, so a later record with a lower ordering value brings the key back; hudi-rs and "
-    "Hudi's file group reader keep the delete and return no row (merge._apply_deletes)",
-)
 def test_delete_of_a_key_not_yet_in_the_slice_is_kept(tmp_path: Path) -> None:
     log, block, template = _mor_with_log(tmp_path)
     _append_deletes(log, block, [(500, 15)])
@@ -372,13 +359,6 @@ def test_hard_delete_then_lower_reinsert_keeps_the_base_row(tmp_path: Path) -> N
     assert lc == hr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug (lost rows): a base file repeating a key (lakecore's own append writes it) "
-    "loses all but one copy as soon as any key of the slice has a log record; hudi-rs keeps "
-    "both (merge._combine_sorted deduplicates the whole state)",
-)
 def test_repeated_base_keys_survive_an_unrelated_update(tmp_path: Path) -> None:
     table = create(tmp_path, "MERGE_ON_READ", partitioned=False)
     table.append(rows((1, "a", 1, "x"), (1, "a2", 1, "x"), (2, "b", 1, "x"), (3, "c", 1, "x")))
