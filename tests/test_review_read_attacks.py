@@ -384,14 +384,6 @@ def test_repeated_base_key_updated_in_a_log_keeps_the_other_copy(tmp_path: Path)
     assert _sorted(lakecore.open(str(tmp_path)).to_arrow()) == hr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug (lost rows): a delete whose ordering value is a LongWrapper(0) is taken as a "
-    "hard delete (merge._is_default tests the value, not the wrapper); only IntWrapper(0) is "
-    "Hudi's 'no ordering' marker, so hudi-rs (and Hudi's Long.equals(0) check) keep a row "
-    "with a greater ordering value",
-)
 def test_long_zero_ordering_delete_is_not_a_hard_delete(tmp_path: Path) -> None:
     log, block, _ = _mor_with_log(tmp_path)
     _append_deletes(log, block, [(3, 0), (4, 0)])  # int64 ordering values: LongWrapper(0)

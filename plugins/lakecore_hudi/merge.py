@@ -11,8 +11,9 @@ the number of records:
   (``EVENT_TIME_ORDERING``). A record with ``_hoodie_is_deleted = true`` is a delete.
 - delete block: removes the current record of each key, except that under event-time
   ordering a delete whose ordering value is set and lower than the record's loses. A delete
-  without an ordering value (null or the default 0) always wins ("hard" delete), like Hudi's
-  log scanner.
+  without an ordering value always wins ("hard" delete), like Hudi's log scanner: null here,
+  which is how the log reader returns Hudi's natural-order marker ``IntWrapper(0)``; a real
+  value 0 (e.g. ``LongWrapper(0)``) orders like any other.
 
 Deleted keys stay as markers in the state (so a later, lower-ordered record cannot bring back
 a record deleted by ordering value) and are dropped at the end.
@@ -347,7 +348,7 @@ def _apply_deletes(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Ta
         new_order = None
     else:
         d = delete_order.take(at)
-        hard = pc.or_(pc.is_null(d), _is_default(d))
+        hard = pc.is_null(d)
         wins = pc.and_(
             hit, pc.or_(hard, pc.fill_null(pc.greater_equal(d, state.column(_ORD)), True))
         )
@@ -366,7 +367,7 @@ def _with_tombstones(state: pa.Table, keys: pa.Array, order: pa.Array) -> pa.Tab
     ordering value: a later record of that key with a lower value loses to the delete (as in
     Hudi's readers, which keep deletes in the merged log records); the row is never output."""
     absent = pc.invert(pc.fill_null(pc.is_in(keys, value_set=state.column(_KEY)), False))
-    hard = pc.or_(pc.is_null(order), _is_default(order))
+    hard = pc.is_null(order)
     keep = pc.and_(absent, pc.invert(hard))
     n = pc.sum(keep.cast(pa.int64())).as_py() or 0
     if not n:
@@ -398,10 +399,3 @@ def _delete_ordering(values: pa.Array, spec: MergeSpec, state: pa.Table) -> pa.A
         return values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return pa.nulls(len(values), target)
-
-
-def _is_default(values: pa.Array) -> pa.Array:
-    """Hudi writes ordering value 0 for deletes that carry none."""
-    if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
-        return pc.fill_null(pc.equal(values, 0), False)
-    return pa.array(np.zeros(len(values), dtype=bool))
