@@ -368,13 +368,6 @@ def test_repeated_base_keys_survive_an_unrelated_update(tmp_path: Path) -> None:
     assert _sorted(lakecore.open(str(tmp_path)).to_arrow()) == hr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug (lost rows): a base key repeated in the base file and updated in a log reads "
-    "as one row; hudi-rs (and Hudi's file group reader, which removes the log record once the "
-    "first base copy used it) return the updated row plus the other base copy as it is",
-)
 def test_repeated_base_key_updated_in_a_log_keeps_the_other_copy(tmp_path: Path) -> None:
     table = create(tmp_path, "MERGE_ON_READ", partitioned=False)
     table.append(rows((1, "a", 1, "x"), (1, "a2", 1, "x"), (2, "b", 1, "x")))

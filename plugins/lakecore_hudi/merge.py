@@ -228,14 +228,32 @@ def _combine(state: pa.Table, block: pa.Table, spec: MergeSpec, *, distinct: boo
         return state
     block = pa.Table.from_arrays(block.columns, schema=state.schema)
     if not distinct:
-        # A base file with repeated keys: the keys the block does not touch keep every copy
-        # (as hudi-rs and Hudi's readers return them); the touched ones merge by one sort.
+        # A base file with repeated keys. Hudi's readers merge a key's log records into one
+        # copy only (the first base copy; later, the row the log records already made) and
+        # return the other copies as they are, as do the keys the block does not touch.
         touched = pc.is_in(state.column(_KEY), value_set=block.column(_KEY).combine_chunks())
         touched = pc.fill_null(touched, False)
-        untouched = state.filter(pc.invert(touched))
-        merged = _combine_sorted(state.filter(touched), block, spec)
-        return pa.concat_tables([untouched, merged], promote_options="none")
+        candidates = state.filter(touched)
+        order = pc.sort_indices(
+            candidates, sort_keys=[(_KEY, "ascending"), (_SEQ, "descending"), (_POS, "ascending")]
+        )
+        first = _first_of_runs(candidates.column(_KEY).take(order).combine_chunks())
+        chosen = pc.array_filter(order, first)
+        others = pc.array_filter(order, pc.invert(first))
+        merged = _overlay(candidates.take(chosen), _newest_per_key(block, spec), spec)
+        parts = [state.filter(pc.invert(touched)), candidates.take(others), merged]
+        return pa.concat_tables(parts, promote_options="none")
     return _overlay(state, _newest_per_key(block, spec), spec)
+
+
+def _first_of_runs(sorted_keys: pa.Array) -> pa.Array:
+    """Whether each value of ``sorted_keys`` starts a run of equal values."""
+    n = len(sorted_keys)
+    first = np.ones(n, dtype=bool)
+    if n > 1:
+        differs = pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, n - 1))
+        first[1:] = differs.to_numpy(zero_copy_only=False)
+    return pa.array(first)
 
 
 def _newest_per_key(block: pa.Table, spec: MergeSpec) -> pa.Table:
@@ -286,16 +304,6 @@ def _overlay(state: pa.Table, winners: pa.Table, spec: MergeSpec) -> pa.Table:
     return both.take(pa.array(np.concatenate([rows, added])))
 
 
-def _combine_sorted(state: pa.Table, block: pa.Table, spec: MergeSpec) -> pa.Table:
-    """``_combine`` by one sort of state and block together (any repeated keys)."""
-    both = pa.concat_tables([state, block], promote_options="none")
-    # Nulls first: a null ordering value (or a hard delete's marker) loses to any value.
-    names = [_KEY, _ORD, _SEQ, _POS] if spec.orders else [_KEY, _SEQ, _POS]
-    order = _sort_nulls_first(both, names)
-    sorted_keys = both.column(_KEY).take(order).combine_chunks()
-    return both.take(_last_of_runs(order, sorted_keys))
-
-
 _PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
 
 
@@ -306,18 +314,6 @@ def _sort_nulls_first(table: pa.Table, names: list[str]) -> pa.Array:
         return pc.sort_indices(table, sort_keys=[(n, "ascending", "at_start") for n in names])
     keys = [(n, "ascending") for n in names]
     return pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
-
-
-def _last_of_runs(order: pa.Array, sorted_keys: pa.Array) -> pa.Array:
-    """Indices (into the unsorted table) of the last row of each run of equal keys."""
-    n = len(sorted_keys)
-    if n == 0:
-        return order
-    last = np.ones(n, dtype=bool)
-    if n > 1:
-        differs = pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1))
-        last[:-1] = differs.to_numpy(zero_copy_only=False)
-    return pc.array_filter(order, pa.array(last))
 
 
 def _apply_delete_run(state: pa.Table, deletes: pa.Table, spec: MergeSpec) -> pa.Table:
