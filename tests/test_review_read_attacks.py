@@ -342,13 +342,6 @@ def test_delete_of_a_key_not_yet_in_the_slice_is_kept(tmp_path: Path) -> None:
     assert lc == hr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: after a hard delete (ordering 0) a re-inserted record with a lower ordering "
-    "value than the base row replaces it; hudi-rs and Hudi (base vs merged log record, "
-    "event-time) keep the base row (merge._overlay/_apply_deletes marker semantics)",
-)
 def test_hard_delete_then_lower_reinsert_keeps_the_base_row(tmp_path: Path) -> None:
     log, block, template = _mor_with_log(tmp_path)
     _append_deletes(log, block, [(3, None)])

@@ -36,6 +36,10 @@ _ORD = "__lakecore_ord"
 _SEQ = "__lakecore_seq"
 _POS = "__lakecore_pos"
 _DEL = "__lakecore_del"
+_BORD = "__lakecore_base_ord"
+"""The ordering value of the base row a state row's key started from (null: none)."""
+_BPOS = "__lakecore_base_pos"
+"""That base row's number (-1: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +119,8 @@ def merge_sorted(
     )
     state = _helpers(base, spec, np.full(base.num_rows, -1, dtype=np.int64), 0, base_codes)
     logs = _helpers(rows, spec, data_seqs, base.num_rows, data_codes)
+    state = state.append_column(_BORD, state.column(_ORD)).append_column(_BPOS, state.column(_POS))
+    logs = _without_base(logs)
     distinct: bool | None = None  # whether the state's keys are distinct; known after a run
     repeated = False  # whether the base rows repeated a key
     for is_delete, low, high in _runs(data_seqs, _seqs(log_deletes)):
@@ -130,6 +136,14 @@ def merge_sorted(
         state = _combine(state, logs.slice(first, last - first), spec, distinct=distinct)
         # A combine leaves one row per key it touched; untouched repeated base keys stay.
         distinct = distinct or not repeated
+    if spec.orders:
+        base_deleted = np.asarray(
+            pc.fill_null(base.column(IS_DELETED), False).to_numpy(zero_copy_only=False)
+            if IS_DELETED in base.column_names
+            else np.zeros(base.num_rows, dtype=bool),
+            dtype=bool,
+        )
+        state = _base_over_lower_log_records(state, base_deleted)
     live = state.filter(pc.invert(state.column(_DEL))).column(_POS)
     # One chunk first: take over a chunked table is ~2x slower than concatenating and taking.
     out = pa.concat_tables([base, rows], promote_options="none").combine_chunks().take(live)
@@ -221,6 +235,40 @@ def _helpers(
     )
 
 
+def _without_base(table: pa.Table) -> pa.Table:
+    """``table`` (helper columns) with no base row behind it (``_BORD`` null, ``_BPOS`` -1)."""
+    n = table.num_rows
+    nulls = pa.nulls(n, table.schema.field(_ORD).type)
+    return table.append_column(_BORD, pa.chunked_array([nulls])).append_column(
+        _BPOS, pa.chunked_array([np.full(n, -1, dtype=np.int64)])
+    )
+
+
+def _base_over_lower_log_records(state: pa.Table, base_deleted: np.ndarray) -> pa.Table:
+    """Hudi's readers merge a key's log records first, then that one record with the base row
+    by ordering value: after a hard delete (which resets the ordering) a later log record
+    with a lower ordering value than the base row leaves the base row in place. Every other
+    sequence gives the same winner both ways, since winners only grow in ordering value."""
+    base_pos = state.column(_BPOS).combine_chunks()
+    base_ord = state.column(_BORD)
+    ours = state.column(_ORD)
+    live = pc.invert(state.column(_DEL))
+    from_log = pc.and_(pc.greater_equal(base_pos, 0), pc.not_equal(state.column(_POS), base_pos))
+    lower = pc.or_kleene(pc.is_null(ours), pc.greater(base_ord, ours))
+    back = pc.and_(pc.and_(from_log, pc.is_valid(base_ord)), pc.and_(lower, live))
+    flags = pc.fill_null(back, False).combine_chunks().to_numpy(zero_copy_only=False)
+    if not flags.any():
+        return state
+    positions = state.column(_POS).combine_chunks().to_numpy(zero_copy_only=False).copy()
+    deleted = state.column(_DEL).combine_chunks().to_numpy(zero_copy_only=False).copy()
+    picked = base_pos.to_numpy(zero_copy_only=False)[flags]
+    positions[flags] = picked
+    # A base row that is itself a delete marker (_hoodie_is_deleted) wins as a delete.
+    deleted[flags] = base_deleted[picked]
+    state = state.set_column(state.schema.get_field_index(_POS), _POS, pa.array(positions))
+    return state.set_column(state.schema.get_field_index(_DEL), _DEL, pa.array(deleted))
+
+
 def _combine(state: pa.Table, block: pa.Table, spec: MergeSpec, *, distinct: bool) -> pa.Table:
     """Apply a run of data records (``block``, newer than everything in ``state``);
     ``distinct`` says the state's keys are distinct (else one sort of both decides)."""
@@ -301,7 +349,16 @@ def _overlay(state: pa.Table, winners: pa.Table, spec: MergeSpec) -> pa.Table:
     if not replace.any() and not len(added):
         return state
     both = pa.concat_tables([state, winners], promote_options="none")
-    return both.take(pa.array(np.concatenate([rows, added])))
+    out = both.take(pa.array(np.concatenate([rows, added])))
+    # A slot keeps the base row its key started from, whichever record now fills it.
+    base_ord = pa.concat_arrays(
+        [state.column(_BORD).combine_chunks(), pa.nulls(len(added), state.schema.field(_BORD).type)]
+    )
+    base_pos = np.concatenate(
+        [state.column(_BPOS).to_numpy(), np.full(len(added), -1, dtype=np.int64)]
+    )
+    out = out.set_column(out.schema.get_field_index(_BORD), _BORD, base_ord)
+    return out.set_column(out.schema.get_field_index(_BPOS), _BPOS, pa.array(base_pos))
 
 
 _PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
@@ -376,6 +433,8 @@ def _with_tombstones(state: pa.Table, keys: pa.Array, order: pa.Array) -> pa.Tab
             _SEQ: pa.array(np.full(n, -1, dtype=np.int64)),
             _POS: pa.array(np.full(n, -1, dtype=np.int64)),
             _DEL: pa.array(np.ones(n, dtype=bool)),
+            _BORD: pa.nulls(n, state.schema.field(_BORD).type),
+            _BPOS: pa.array(np.full(n, -1, dtype=np.int64)),
         },
         schema=state.schema,
     )

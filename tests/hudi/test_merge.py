@@ -18,7 +18,11 @@ as stated below (not the implementation):
    ordering when its ordering value is null ("hard": the marker then has no ordering
    value), or >= the current ordering value (the marker keeps the delete's value), or the
    current state has no ordering value.
-4. The live rows are the keys whose final state is not a delete marker.
+4. Under event-time ordering, a key whose final state is a live log record with a lower
+   ordering value than its base row (or none, the base row having one) keeps the base row
+   instead: Hudi's readers merge a key's log records first, then that record with the base
+   row. (Only a hard delete, which resets the ordering, makes this differ from rule 2.)
+5. The live rows are the keys whose final state is not a delete marker.
 """
 
 from __future__ import annotations
@@ -121,10 +125,11 @@ class _State:
 
 
 def model(base: Sequence[Row], ops: Sequence[Op], event_time: bool) -> list[Row]:
-    """Rules 1-4 of the module docstring, one record at a time over a dict."""
+    """Rules 1-5 of the module docstring, one record at a time over a dict."""
     states: dict[str, _State] = {}
     for row in base:
         states[row[0]] = _State(row, row[1] if event_time else None, bool(row[3]))
+    bases = dict(states)
     for op in ops:
         current = states.get(op.key)
         if isinstance(op, Data):
@@ -142,6 +147,13 @@ def model(base: Sequence[Row], ops: Sequence[Op], event_time: bool) -> list[Row]
             states[op.key] = _State(current.row, None, True)
         elif current.ordering is None or op.ordering >= current.ordering:
             states[op.key] = _State(current.row, op.ordering, True)
+    for key, final in states.items():
+        # Rule 4: the base row against the key's final log record, by ordering value.
+        was = bases.get(key)
+        if was is None or not event_time or final is was or final.deleted:
+            continue
+        if was.ordering is not None and (final.ordering is None or was.ordering > final.ordering):
+            states[key] = was
     return sorted(s.row for s in states.values() if not s.deleted)
 
 
@@ -216,8 +228,11 @@ def test_a_record_deleted_by_ordering_value_is_not_brought_back_by_a_lower_one()
 
 def test_a_later_insert_after_a_delete_resurrects_the_key() -> None:
     base = [("a", 5, 1, None)]
-    assert live_values(base, [Delete("a"), Data("a", 1, 2)], EVENT) == [2]
+    assert live_values(base, [Delete("a"), Data("a", 6, 2)], EVENT) == [2]
     assert live_values(base, [Delete("a"), Data("a", 1, 2)], COMMIT) == [2]
+    # Hudi merges the log records first, then with the base row: the lower re-insert loses.
+    assert live_values(base, [Delete("a"), Data("a", 1, 2)], EVENT) == [1]
+    assert live_values([("a", 5, 1, True)], [Delete("a"), Data("a", 1, 2)], EVENT) == []
     assert live_values(base, [Delete("a", 6), Data("a", 6, 2)], EVENT) == [2]
 
 
