@@ -114,7 +114,9 @@ class HudiWriter:
         """Insert or update ``data`` by record key (the batch is first reduced to one row per
         key: the greatest precombine value, the last row on ties)."""
         self._require_key("upsert")
-        rows = dedupe(self._keyed(data), self._layout)
+        # Every column, as appends by default: a missing one would overwrite stored values
+        # with nulls (Hudi's writers refuse such records too).
+        rows = dedupe(self._keyed(data, None), self._layout)
         changes = plan_upsert(self._rows, rows, self._ordering(), self._slices_for_keys(rows))
         return self._write(changes, "UPSERT", CommitInfo("UPSERT", {"rows": rows.num_rows}))
 
@@ -383,8 +385,8 @@ class HudiWriter:
         the schema this writer writes with (nullable; checked as ``update_schema`` checks an
         added column), so the write's instant records the wider schema, as a Hudi writer
         evolving its schema on write does; ``"overwrite"`` is refused (capability
-        ``schema_overwrite`` is not declared, so the core refuses first). Upserts pass
-        nothing: missing nullable columns are written as nulls."""
+        ``schema_overwrite`` is not declared, so the core refuses first). Upserts pass None;
+        the empty rows of an overwrite's kept records pass nothing (no check)."""
         if schema_mode == "overwrite":
             raise UnsupportedFeatureError(
                 "schema_overwrite",

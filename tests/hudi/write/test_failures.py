@@ -180,3 +180,19 @@ def test_actions_hudi_cannot_commit_are_refused(tmp_path: Path) -> None:
     config = state_of(table.snapshot()).config
     assert load_timeline(table.storage, config).pending() == ()
     assert_reads(root, {1: {"id": 1, "name": "a", "ts": 1, "city": "x"}})
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_an_upsert_missing_a_column_is_refused_before_any_file(
+    tmp_path: Path, table_type: str
+) -> None:
+    """A missing column would overwrite the stored values with nulls: refused, naming it (as
+    appends are by default, and as Hudi's writers refuse such records)."""
+    root = tmp_path / "t"
+    table = create(root, table_type)
+    table.append(rows((1, "a", 1, "x")))
+    before = _files(root)
+    with pytest.raises(SchemaError, match="'name'"):
+        table.upsert(pa.table({"id": [1], "ts": [2], "city": ["x"]}))
+    assert _files(root) == before
+    assert_reads(root, {1: {"id": 1, "name": "a", "ts": 1, "city": "x"}})
