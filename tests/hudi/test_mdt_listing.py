@@ -29,20 +29,12 @@ from lakecore.errors import CorruptTableError, LakecoreError
 from lakecore.storage import open_storage
 from lakecore.testing.faults import CountingStorage
 from tests.corpus import CORPUS
+from tests.hudi.test_column_stats import MDT_TABLES
 from tests.hudi.write.helpers import create
 
 HUDI = CORPUS / "hudi"
 MDT_ON = ReadOptions()
 MDT_OFF = ReadOptions.parse({"hoodie.metadata.enable": "false"})
-# The corpus tables whose hoodie.properties declare the metadata table's files partition.
-MDT_TABLES = (
-    "cow_v9_timebasedkeygen_unixtimestamp",
-    "cow_v9_txns_simple_overwrite",
-    "mor_avro_v8_trips_8i3u1d",
-    "mor_avro_v9_lance_nonhivestyle",
-    "mor_avro_v9_nonpartitioned_rollback",
-    "mor_avro_v9_txns_nonpart_meta",
-)
 
 
 def _slices(state: HudiState) -> list[tuple[Any, ...]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -132,3 +133,18 @@ def copy_corpus_table(name: str, tmp_path: Path) -> Path:
     for path in root.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)  # the corpus is read-only
     return root
+
+
+def files_on_disk(root: Path) -> dict[str, dict[str, int]]:
+    """partition -> data file name -> size, as storage holds them (``.hoodie`` and partition
+    metadata files left out)."""
+    out: dict[str, dict[str, int]] = {}
+    for directory, _, names in os.walk(root):
+        rel = os.path.relpath(directory, root)
+        if rel.split(os.sep)[0] == ".hoodie":
+            continue
+        files = {n: (Path(directory) / n).stat().st_size for n in names}
+        files.pop(".hoodie_partition_metadata", None)
+        if files:
+            out["" if rel == "." else rel] = files
+    return out

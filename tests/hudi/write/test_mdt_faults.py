@@ -24,8 +24,8 @@ import lakecore
 from lakecore.errors import CommitStorageError, LakecoreError
 from lakecore.table import Table
 from lakecore.testing.faults import MUTATING
-from tests.hudi.write.helpers import create
-from tests.hudi.write.test_mdt_maintain import data_files, mdt_listing
+from tests.hudi.write.helpers import create, files_on_disk
+from tests.hudi.write.test_mdt_maintain import mdt_listing
 from tests.reliability.faulty_ops import (
     follow_up,
     hudi_data,
@@ -99,7 +99,7 @@ def _cases(name: str, template: Path, tmp_path: Path, everything: bool) -> int:
             final = state("hudi-mor", root)
             if final.rows != with_rows("hudi-mor", now, data):
                 failures.append(f"{where}: the next writer's append did not land")
-            if mdt_listing(root) != data_files(root):
+            if mdt_listing(root) != files_on_disk(root):
                 failures.append(f"{where}: the files partition does not list storage's files")
             if peer_rows("hudi-mor", root) != final.rows:
                 failures.append(f"{where}: hudi-rs reads other rows than lakecore")

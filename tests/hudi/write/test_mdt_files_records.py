@@ -3,9 +3,6 @@ is on storage for every corpus metadata table, folding follows Hudi's payload.""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.mdt import hfile
 from lakecore_hudi.mdt.files_partition import read_files_partition
@@ -22,6 +19,7 @@ from lakecore_hudi.table_config import read_table_config
 
 from lakecore.storage import open_storage
 from tests.corpus import CORPUS
+from tests.hudi.write.helpers import files_on_disk
 
 HUDI = CORPUS / "hudi"
 
@@ -45,25 +43,12 @@ def test_hudi_files_records_reencode_identically() -> None:
     assert checked == 7
 
 
-def _on_disk(root: Path) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for directory, _, names in os.walk(root):
-        rel = os.path.relpath(directory, root)
-        if rel.split(os.sep)[0] == ".hoodie":
-            continue
-        files = {n: (Path(directory) / n).stat().st_size for n in names}
-        files.pop(".hoodie_partition_metadata", None)
-        if files:
-            out["" if rel == "." else rel] = files
-    return out
-
-
 def test_reader_lists_the_corpus_tables_files() -> None:
     tables = sorted(p.parents[1] for p in HUDI.glob("*/.hoodie/metadata"))
     for root in tables:
         storage = open_storage(str(root))
         listing = read_files_partition(storage, read_table_config(storage))
-        assert listing == _on_disk(root), root.name
+        assert listing == files_on_disk(root), root.name
     assert len(tables) == 6
 
 

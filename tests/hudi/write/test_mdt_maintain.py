@@ -24,23 +24,9 @@ from lakecore_hudi.table_config import read_table_config
 import lakecore
 from lakecore.storage import open_storage
 from lakecore.table import Table
-from tests.hudi.write.helpers import create, hudi_rs, rows, upsert
+from tests.hudi.write.helpers import create, files_on_disk, hudi_rs, rows, upsert
 
 MDT = ".hoodie/metadata"
-
-
-def data_files(root: Path) -> dict[str, dict[str, int]]:
-    """partition -> data file name -> size, as storage holds them."""
-    out: dict[str, dict[str, int]] = {}
-    for directory, _, names in os.walk(root):
-        rel = os.path.relpath(directory, root)
-        if rel.split(os.sep)[0] == ".hoodie":
-            continue
-        files = {n: (Path(directory) / n).stat().st_size for n in names}
-        files.pop(".hoodie_partition_metadata", None)
-        if files:
-            out["" if rel == "." else rel] = files
-    return out
 
 
 def mdt_listing(root: Path) -> dict[str, dict[str, int]] | None:
@@ -71,7 +57,7 @@ def lakecore_rows(table: Table, version: str) -> list[dict[str, Any]]:
 def check(root: Path, table: Table, versions: list[str]) -> None:
     """The files partition lists storage's data files; hudi-rs agrees with lakecore at
     every instant so far."""
-    assert mdt_listing(root) == data_files(root)
+    assert mdt_listing(root) == files_on_disk(root)
     for v in versions:
         assert hudi_rs_rows(root, v) == lakecore_rows(table, v), v
 
@@ -108,7 +94,7 @@ def test_every_instant_keeps_the_files_partition(
         check(root, table, history(table))
     doomed = table.clean(retain_commits=1)
     assert doomed  # the clean deleted files, and the files partition forgot them
-    assert mdt_listing(root) == data_files(root)
+    assert mdt_listing(root) == files_on_disk(root)
     latest = str(lakecore.open(str(root)).version)
     assert hudi_rs_rows(root) == lakecore_rows(table, latest)
     mdt_timeline = os.listdir(root / MDT / ".hoodie" / "timeline")
@@ -126,7 +112,7 @@ def test_hudi_rs_lists_through_the_metadata_table(tmp_path: Path) -> None:
     table = create(root, partitioned=False, metadata_enable="true")
     table.append(rows((1, "a", 1, "x")))
     version = history(table)[-1]
-    name = next(iter(data_files(root)[""]))
+    name = next(iter(files_on_disk(root)[""]))
     shutil.copy(root / name, root / name.replace(name.split("-")[0], "decoy000"))
     assert [r["id"] for r in hudi_rs_rows(root)] == [1]
     assert hudi_rs_rows(root, version) == hudi_rs_rows(root)
@@ -143,7 +129,7 @@ def test_compaction_and_clean_of_the_metadata_table(
     table = create(root, "MERGE_ON_READ", metadata_enable="true")
     for i in range(8):
         upsert(table, rows((i % 3, f"n{i}", i, "x" if i % 2 else "y")))
-        assert mdt_listing(root) == data_files(root)
+        assert mdt_listing(root) == files_on_disk(root)
     files = os.listdir(root / MDT / "files")
     bases = sorted(f for f in files if f.endswith(".hfile"))
     timeline = os.listdir(root / MDT / ".hoodie" / "timeline")
@@ -205,7 +191,7 @@ def test_crash_between_metadata_and_data_commit(
     (failed,) = pending - completed
     mdt_timeline = os.listdir(root / MDT / ".hoodie" / "timeline")
     assert any(n.startswith(f"{failed}_") for n in mdt_timeline)  # metadata side completed
-    on_disk = data_files(root)
+    on_disk = files_on_disk(root)
     assert "city=y" in on_disk  # the failed write's file is there ...
     assert mdt_listing(root) == {"city=x": on_disk["city=x"]}  # ... and listed nowhere
     reopened = lakecore.open(str(root))
@@ -218,7 +204,7 @@ def test_crash_between_metadata_and_data_commit(
     mdt_timeline = os.listdir(root / MDT / ".hoodie" / "timeline")
     assert not any(n.startswith(failed) for n in mdt_timeline)
     assert not any(failed in n for n in os.listdir(root / MDT / "files"))
-    assert mdt_listing(root) == data_files(root)
+    assert mdt_listing(root) == files_on_disk(root)
     assert [r["id"] for r in hudi_rs_rows(root)] == [1, 3]
 
 
@@ -250,9 +236,9 @@ def test_a_clean_that_died_after_deleting_is_repaired(
         with pytest.raises(Crash):
             table.clean(retain_commits=1)
     listed = mdt_listing(root)
-    assert listed is not None and listed != data_files(root)  # lists the deleted files
+    assert listed is not None and listed != files_on_disk(root)  # lists the deleted files
     lakecore.open(str(root)).append(rows((2, "c", 1, "x")))
-    assert mdt_listing(root) == data_files(root)
+    assert mdt_listing(root) == files_on_disk(root)
     assert [r["id"] for r in hudi_rs_rows(root)] == [1, 2]
 
 
@@ -275,7 +261,7 @@ def test_concurrent_writers_out_of_instant_order(tmp_path: Path) -> None:
         tx.commit()
     with pytest.raises(CommitConflictError):
         loser.commit()
-    assert mdt_listing(root) == data_files(root)
+    assert mdt_listing(root) == files_on_disk(root)
     assert sorted((r["id"], r["name"]) for r in hudi_rs_rows(root)) == [
         (1, "a"),
         (2, "B"),
@@ -302,7 +288,7 @@ def test_metadata_timeline_is_archived(tmp_path: Path) -> None:
     mdt_deltas = sorted(n.split("_")[0] for n in active if n.endswith(".deltacommit"))
     assert len(active) < 46
     assert mdt_deltas[0] <= min(data_active)  # nothing archived past the data timeline
-    assert mdt_listing(root) == data_files(root)
+    assert mdt_listing(root) == files_on_disk(root)
     latest = str(lakecore.open(str(root)).version)
     assert hudi_rs_rows(root) == lakecore_rows(table, latest)
     assert sorted(r["id"] for r in hudi_rs_rows(root)) == [0, 1, 2, 3]
@@ -316,5 +302,5 @@ def test_create_replaces_a_failed_creates_metadata_table(tmp_path: Path) -> None
     (root / ".hoodie" / "hoodie.properties").unlink()
     table = create(root, partitioned=False, metadata_enable="true")
     table.append(rows((1, "a", 1, "x")))
-    assert mdt_listing(root) == data_files(root)
+    assert mdt_listing(root) == files_on_disk(root)
     assert [r["id"] for r in hudi_rs_rows(root)] == [1]

@@ -22,7 +22,8 @@ from lakecore_hudi.table_config import parse_properties, render_table_config
 
 import lakecore
 from tests.corpus import CORPUS
-from tests.hudi.write.test_mdt_maintain import data_files, mdt_listing
+from tests.hudi.write.helpers import files_on_disk
+from tests.hudi.write.test_mdt_maintain import mdt_listing
 
 TABLES = [
     "mor_avro_v9_nonpartitioned_rollback",
@@ -61,7 +62,7 @@ def _hudi_rs(root: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("name", TABLES)
 def test_spark_table_with_files_partition_takes_lakecore_writes(tmp_path: Path, name: str) -> None:
     root = _files_only(name, tmp_path)
-    assert mdt_listing(root) == data_files(root)  # Spark's own metadata table, as found
+    assert mdt_listing(root) == files_on_disk(root)  # Spark's own metadata table, as found
     table = lakecore.open(str(root))
     snapshot = table.snapshot()
     keys = snapshot.properties["hoodie.table.recordkey.fields"].split(",")
@@ -83,7 +84,7 @@ def test_spark_table_with_files_partition_takes_lakecore_writes(tmp_path: Path, 
     ]
     for step in steps:
         step()
-        assert mdt_listing(root) == data_files(root)
+        assert mdt_listing(root) == files_on_disk(root)
         assert _hudi_rs(root) == _rows(lakecore.open(str(root)).to_arrow())
     rows = _rows(lakecore.open(str(root)).to_arrow())
     assert 0 < len(rows) < data.num_rows  # the delete landed, the rest stayed
