@@ -1,0 +1,169 @@
+"""The live records of the data file groups one instant touches, before and after it.
+
+The record-level indexes of the metadata table (``record_index``, ``secondary_index_*``)
+change with the records an instant inserts, deletes or moves, which its commit metadata does
+not list. As Hudi does (``BaseFileRecordParsingUtils.getRecordKeyStatuses`` compares a new
+base file with the previous one of its file group; ``getRevivedAndDeletedKeysFromMergedLogs``
+merges a group's log files with and without the instant's), they are derived here by reading
+each touched file group twice:
+
+- *before*: the group's latest file slice on the completed timeline without the instant
+  (which is still inflight when the metadata table is written);
+- *after*: the same view with the instant's own files (the paths its write stats list) made
+  visible; a file group the instant replaces (``IndexContext.replaced``) has no records after.
+
+Slices are read merged (base file + log files, the table's merge rules) with lakecore's slice
+reader, so a MoR delete block, an update in a log, a rewritten CoW base file and a compaction
+all come out as the records the group holds. Only the touched partitions are listed and only
+the touched groups are read: the cost grows with what the instant wrote, not with the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lakecore.storage import FileInfo, Storage
+from lakecore_hudi.archived_writes import timeline_start
+from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
+from lakecore_hudi.mdt.index_context import IndexContext
+from lakecore_hudi.options import ReadOptions
+from lakecore_hudi.state import HudiState, _schema
+from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.instants import COMMIT, COMPLETED, Instant
+from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.view import FileSlice, SliceFile, Visible, data_files, latest_slices
+from lakecore_hudi.write.changes import SliceRows
+
+__all__ = ["GroupChange", "group_changes", "is_compaction", "table_schema"]
+
+_AFTER_EVERYTHING = "99999999999999999"
+"""Completion time given to the inflight instant: it completes after every completed one."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChange:
+    """One touched file group: its live records before and after the instant.
+
+    Both tables hold ``_hoodie_record_key``, ``_hoodie_partition_path`` and the requested
+    columns (derived keys on a table without meta fields).
+    """
+
+    partition: str
+    file_id: str
+    before: pa.Table
+    after: pa.Table
+
+
+def is_compaction(ctx: IndexContext) -> bool:
+    """Whether the instant is a compaction (it changes no record, only files)."""
+    if ctx.meta is None:
+        return ctx.action == "compaction"
+    operation = (ctx.meta.operation_type or "").upper()
+    return ctx.meta.compacted or operation in ("COMPACT", "LOG_COMPACT")
+
+
+def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupChange]:
+    """Every file group the instant's write stats name or it replaces, read before and after.
+
+    ``columns`` are data columns to read besides the key and partition path. A clean or a
+    compaction touches no record: ``[]``.
+
+    Raises:
+        CorruptTableError / UnsupportedFeatureError: from reading the data files.
+        CommitConflictError: a log file vanished while read (a concurrent rollback).
+    """
+    if ctx.meta is None or is_compaction(ctx):
+        return []
+    written: dict[tuple[str, str], set[str]] = {}
+    for stat in ctx.meta.write_stats():
+        group = (stat.partition_path or "", stat.file_id)
+        paths = written.setdefault(group, set())
+        if stat.path:
+            paths.add(stat.path)
+        prefix = f"{stat.partition_path}/" if stat.partition_path else ""
+        paths.update(prefix + name for name in stat.log_files)
+    replaced = {(p, fid) for p, fids in ctx.replaced.items() for fid in fids}
+    groups = sorted(set(written) | replaced)
+    if not groups:
+        return []
+    timeline = load_timeline(ctx.storage, ctx.config)
+    before, after = _visibility(ctx, timeline)
+    listing = _listing(ctx.storage, {p for p, _ in groups}, {g[1] for g in groups})
+    ours = {path for paths in written.values() for path in paths}
+    files = [f for f in listing if f.name.instant != ctx.instant or f.info.path in ours]
+    completion = ctx.config.table_version >= 8
+    old = {(s.partition_path, s.file_id): s for s in latest_slices(files, before, completion)}
+    new = {(s.partition_path, s.file_id): s for s in latest_slices(files, after, completion)}
+    schema = table_schema(ctx, [s for s in old.values()])
+    wanted = [RECORD_KEY, PARTITION_PATH, *columns]
+    old_rows = _reader(ctx, timeline, before, schema, [old[g] for g in groups if g in old])
+    new_rows = _reader(
+        ctx, timeline, after, schema, [new[g] for g in groups if g in new and g in written]
+    )
+    out = []
+    empty = pa.schema([_field(schema, c) for c in wanted]).empty_table()
+    for group in groups:
+        was = old_rows.get(group)
+        now = new_rows.get(group)
+        out.append(
+            GroupChange(
+                partition=group[0],
+                file_id=group[1],
+                before=empty if was is None else was.select(wanted),
+                after=empty if now is None else now.select(wanted),
+            )
+        )
+    return out
+
+
+def table_schema(ctx: IndexContext, slices: Sequence[FileSlice]) -> pa.Schema:
+    """The table's full schema (meta fields included when stored) as the instant writes it:
+    its writer schema, else the table's create schema, else a previous base file's (the
+    snapshot reader's rule, ``state._schema``)."""
+    meta = ctx.meta if ctx.meta is not None else CommitMetadata()
+    writer = Instant(ctx.instant, COMMIT, COMPLETED, None, "")
+    return _schema(ctx.storage, [writer], {ctx.instant: meta}, tuple(slices), ctx.config)
+
+
+def _field(schema: pa.Schema, name: str) -> pa.Field:
+    index = schema.get_field_index(name)
+    return schema.field(index) if index >= 0 else pa.field(name, pa.string())
+
+
+def _visibility(ctx: IndexContext, timeline: Timeline) -> tuple[Visible, Visible]:
+    """The completed timeline without the instant, and with it (completed last)."""
+    done = [i for i in timeline.completed_write_instants() if i.timestamp != ctx.instant]
+    completion = {i.timestamp: i.completion_time for i in done if i.completion_time}
+    start = timeline_start(timeline)
+    before = Visible(frozenset(i.timestamp for i in done), completion, archived_before=start)
+    after = Visible(
+        before.instants | {ctx.instant},
+        {**completion, ctx.instant: _AFTER_EVERYTHING},
+        archived_before=start,
+    )
+    return before, after
+
+
+def _listing(storage: Storage, partitions: set[str], file_ids: set[str]) -> list[SliceFile]:
+    infos: list[FileInfo] = []
+    for partition in sorted(partitions):
+        infos.extend(storage.list_dir(partition))
+    return [f for f in data_files(infos) if f.name.file_id in file_ids]
+
+
+def _reader(
+    ctx: IndexContext,
+    timeline: Timeline,
+    visible: Visible,
+    schema: pa.Schema,
+    slices: Sequence[FileSlice],
+) -> dict[tuple[str, str], pa.Table]:
+    if not slices:
+        return {}
+    # SliceRows reads through a HudiState; only these slices and this visibility matter.
+    state = HudiState(ctx.config, timeline, None, visible, tuple(slices), schema, ReadOptions())
+    rows = SliceRows(ctx.storage, state)
+    return {(s.partition_path, s.file_id): rows.records(i) for i, s in enumerate(slices)}

@@ -1,0 +1,223 @@
+"""record_index records (``mdt/record_index_records``) against what Hudi wrote.
+
+Every corpus table whose metadata table has a ``record_index`` partition is replayed instant
+by instant: the records ``commit_records`` computes for a completed instant (seen as it was
+while inflight: the timeline cut before it) must be exactly the ones Hudi's delta commit of
+that instant wrote into the partition (HFile data block entries and DELETE block keys), field
+by field. One field cannot always be reproduced: ``instantTime`` is Hudi's parse of the
+instant time in its JVM's time zone (``hoodie.table.timeline.timezone`` is LOCAL on the
+corpus tables); lakecore reads instant times as UTC, which is what Hudi wrote on the tables
+written in UTC, and 6 hours less than Hudi's on ``mor_avro_v9_txns_nonpart_meta``, written by
+a JVM at UTC-06:00. The test pins that difference exactly.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
+from lakecore_hudi.mdt import record_index_records as ri
+from lakecore_hudi.mdt.index_context import IndexContext
+from lakecore_hudi.mdt.record_index import read_index_partition, record_location
+from lakecore_hudi.mdt.record_schema import metadata_record_schema
+from lakecore_hudi.table_config import read_table_config
+from lakecore_hudi.timeline.metadata import CommitMetadata
+
+from lakecore.errors import UnsupportedFeatureError
+from lakecore.storage import open_storage
+from tests.corpus import CORPUS
+from tests.hudi.write.mdt_index_checks import (
+    assert_record_index_matches_table,
+    holders,
+    hudi_records_at,
+    replay_context,
+    replayable_instants,
+    table_records,
+)
+
+HUDI = CORPUS / "hudi"
+TABLES = sorted(
+    p.parent.parent.name
+    for p in HUDI.glob("*/.hoodie/hoodie.properties")
+    if "record_index" in p.read_text(encoding="latin-1")
+)
+EXPECTED_TABLES = 6
+EXPECTED_INSTANTS = 34
+SIX_HOURS_MS = 6 * 3600 * 1000
+ZONE_OFFSET_MS = {"mor_avro_v9_txns_nonpart_meta": SIX_HOURS_MS}
+"""Hudi's instantTime minus lakecore's (the writer's JVM zone was UTC-06:00)."""
+
+
+def test_every_record_index_table_is_found() -> None:
+    assert len(TABLES) == EXPECTED_TABLES, TABLES
+
+
+def _comparable(record: dict[str, Any] | None, offset: int) -> dict[str, Any] | None:
+    """``record`` with the instantTime shifted by the writer's zone offset."""
+    if record is None:
+        return None
+    info = record.get("recordIndexMetadata")
+    if info is None:
+        return record
+    return {**record, "recordIndexMetadata": {**info, "instantTime": info["instantTime"] + offset}}
+
+
+def _replayed(name: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    root = HUDI / name
+    return [
+        (ts, ri.commit_records(replay_context(root, ts))) for ts, _ in replayable_instants(root)
+    ]
+
+
+def test_commit_records_equal_hudis_delta_commits() -> None:
+    instants = written = 0
+    for name in TABLES:
+        offset = ZONE_OFFSET_MS.get(name, 0)
+        for ts, records in _replayed(name):
+            ours = {r["key"]: _comparable(r, offset) for r in records}
+            assert len(ours) == len(records), f"{name} {ts}: a key twice"
+            deletions = {k for k, r in ours.items() if ri.merge(None, r) is None}
+            hudi = hudi_records_at(HUDI / name, ri.PARTITION, ts)
+            assert {k: r for k, r in ours.items() if k not in deletions} == {
+                k: r for k, r in hudi.items() if r is not None
+            }, f"{name} {ts}"
+            assert deletions == {k for k, r in hudi.items() if r is None}, f"{name} {ts}"
+            instants += 1
+            written += len(records)
+    assert instants == EXPECTED_INSTANTS
+    assert written == 85
+
+
+def test_replayed_records_fold_to_hudis_live_index() -> None:
+    """Folding every instant's records with ``merge`` gives Hudi's live partition, field by
+    field (instantTime up to the writer's zone)."""
+    for name in TABLES:
+        folded: dict[str, dict[str, Any]] = {}
+        for _, records in _replayed(name):
+            for r in records:
+                merged = ri.merge(folded.get(r["key"]), r)
+                if merged is None:
+                    folded.pop(r["key"], None)
+                else:
+                    folded[r["key"]] = merged
+        storage = open_storage(str(HUDI / name))
+        live = read_index_partition(storage, read_table_config(storage), ri.PARTITION)
+        assert live is not None
+        offset = ZONE_OFFSET_MS.get(name, 0)
+        ours = {k: _comparable(r, offset)["recordIndexMetadata"] for k, r in folded.items()}  # type: ignore[index]
+        assert ours == {k: e.record["recordIndexMetadata"] for k, e in live.items()}, name
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_live_index_is_the_tables_records(name: str) -> None:
+    assert assert_record_index_matches_table(HUDI / name) > 0
+
+
+def test_from_empty_records_equal_hudis_entries() -> None:
+    """The records an instant inserting every live record would write equal Hudi's live
+    entries in every field but instantTime (Hudi's is each key's own inserting instant)."""
+    checked = 0
+    for name in TABLES:
+        root = HUDI / name
+        storage = open_storage(str(root))
+        live = read_index_partition(storage, read_table_config(storage), ri.PARTITION)
+        assert live is not None
+        held = holders(table_records(root))
+        for key, places in held.items():
+            # A key Spark's insert left in two file groups: Hudi indexes one of them.
+            place = record_location(live[key].record) if len(places) > 1 else next(iter(places))
+            ours = ri.location_record(key, place[0], place[1], 0)
+            theirs = {**live[key].record, "_hoodie_file_name": None}
+            ours_info, theirs_info = (
+                ours.pop("recordIndexMetadata"),
+                theirs.pop("recordIndexMetadata"),
+            )
+            assert ours == theirs
+            assert {**ours_info, "instantTime": None} == {**theirs_info, "instantTime": None}
+            checked += 1
+    assert checked == 45
+
+
+def test_records_round_trip_through_the_metadata_schema() -> None:
+    count = 0
+    for name in TABLES:
+        version = read_table_config(open_storage(str(HUDI / name))).table_version
+        schema = fastavro.parse_schema(metadata_record_schema(version))
+        for _, records in _replayed(name):
+            for record in records:
+                out = io.BytesIO()
+                fastavro.schemaless_writer(out, schema, record)
+                out.seek(0)
+                assert fastavro.schemaless_reader(out, schema, None) == record
+                count += 1
+    assert count == 85
+
+
+def test_file_id_encodings() -> None:
+    uuid_id = "0ad34fbd-dd1a-4a9e-b367-63404003fa9c"
+    for file_id, index in ((f"{uuid_id}-0", 0), (f"{uuid_id}-12", 12), (uuid_id, -1)):
+        record = ri.location_record("k", "p=1", file_id, 5)
+        info = record["recordIndexMetadata"]
+        assert (info["fileIdEncoding"], info["fileIndex"], info["fileId"]) == (0, index, "")
+        assert record_location(record) == ("p=1", file_id)
+    for raw in ("part-0001.parquet_20240101_hudiext", f"{uuid_id.upper()}-0", "x-1"):
+        info = ri.location_record("k", "", raw, 5)["recordIndexMetadata"]
+        assert (info["fileIdEncoding"], info["fileIdHighBits"], info["fileId"]) == (1, -1, raw)
+        assert record_location(ri.location_record("k", "", raw, 5)) == ("", raw)
+
+
+def test_merge_newer_wins_and_deletions_drop() -> None:
+    a = ri.location_record("k", "p", "f-0", 1)
+    b = ri.location_record("k", "q", "g-0", 2)
+    assert ri.merge(a, b) is b
+    assert ri.merge(None, a) is a
+    assert ri.merge(a, ri.deletion("k")) is None
+    assert ri.merge(ri.deletion("k"), b) is b
+    assert ri.routing_key("TXN-001", 8) == ri.routing_key("TXN-001", 9) == "TXN-001"
+
+
+def _ctx(meta: CommitMetadata | None, action: str, defs: dict[str, Any] | None = None) -> Any:
+    storage = open_storage(str(HUDI / TABLES[0]))
+    return IndexContext(
+        storage, read_table_config(storage), "20990101000000000", action, meta, {}, {}, 9,
+        defs or {},
+    )  # fmt: skip
+
+
+def test_clean_and_compaction_write_nothing() -> None:
+    assert ri.commit_records(_ctx(None, "clean")) == []
+    assert ri.commit_records(_ctx(CommitMetadata(operation_type="COMPACT"), "commit")) == []
+
+
+def test_partitioned_record_index_is_refused() -> None:
+    defs = {"indexDefinitions": {"record_index": {"indexOptions": {"isPartitioned": "true"}}}}
+    with pytest.raises(UnsupportedFeatureError, match="partitioned"):
+        ri.commit_records(_ctx(CommitMetadata(), "commit", defs))
+
+
+def test_lakecore_writes_replay_to_the_tables_records(tmp_path: Path) -> None:
+    """On a lakecore-written table (inserts, an update moving keys to another partition, a
+    delete, MoR logs), the folded records of every instant are the table's records."""
+    from tests.hudi.write.helpers import create, rows, upsert
+
+    for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        root = tmp_path / table_type
+        table = create(root, table_type)
+        table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"), (3, "c", 1, "y")))
+        upsert(table, rows((2, "b", 2, "y"), (4, "d", 2, "z")))
+        table.delete("id = 3")
+        upsert(table, rows((1, "a", 3, "x")))
+        folded: dict[str, dict[str, Any]] = {}
+        for ts, _ in replayable_instants(root):
+            for r in ri.commit_records(replay_context(root, ts)):
+                merged = ri.merge(folded.get(r["key"]), r)
+                folded.pop(r["key"], None) if merged is None else folded.update({r["key"]: merged})
+        held = holders(table_records(root))
+        assert {k: {record_location(r)} for k, r in folded.items()} == held, table_type
+        assert sorted(held) == ["1", "2", "4"]
+        got = table_records(root).select([RECORD_KEY, PARTITION_PATH]).to_pylist()
+        assert {r[RECORD_KEY]: r[PARTITION_PATH] for r in got}["2"] == "city=y"
