@@ -2,9 +2,10 @@
 
 Hudi rolls back the metadata delta commit of a rolled-back data instant under a metadata
 ``rollback`` instant with the data rollback's own instant time, before the data rollback
-completes. With table version 8 every metadata delta commit wrote its own log file
-(``files/.files-0000-0_<instant>.log.1_*``), so rolling it back deletes that file, then
-deletes the instant's files from the metadata timeline. Every step is idempotent: a data
+completes. With table version 8 every metadata delta commit wrote its own log files (one per
+file group it touched, in any partition: ``<partition>/.<file id>_<instant>.log.1_*``), so
+rolling it back deletes those files, then deletes the instant's files from the metadata
+timeline. Every step is idempotent: a data
 rollback resumed after a crash runs this again.
 
 A data instant is only rolled back while it is pending, and the metadata table never
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 
 from lakecore.errors import CommitConflictError
 from lakecore.storage import Storage
-from lakecore_hudi.mdt.files_partition import FILES_PARTITION
-from lakecore_hudi.mdt.table import FILES_FILE_ID, metadata_config, metadata_storage
+from lakecore_hudi.mdt.prefixed import PrefixedStorage
+from lakecore_hudi.mdt.table import metadata_config, metadata_storage
+from lakecore_hudi.names import parse_log_file_name
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.timeline.instants import COMPLETED, DELTA_COMMIT, ROLLBACK
@@ -53,34 +56,36 @@ def rollback_in_metadata(storage: Storage, config: TableConfig, ts: str, target:
         return
     timeline = load_timeline(mdt, mconfig)
     mine = [i for i in timeline.instants if i.timestamp == target]
-    prefix = f".{FILES_FILE_ID}_{target}.log."
-    logs = [
-        i.path for i in mdt.list_dir(FILES_PARTITION) if i.path.rsplit("/", 1)[1].startswith(prefix)
-    ]
+    logs = _logs_of(mdt, config.metadata_partitions, target)
     started = any(i.timestamp == ts and i.action == ROLLBACK for i in timeline.instants)
     if not mine and not logs and not started:
         return
-    plan = RollbackPlan(
-        (target, DELTA_COMMIT),
-        (RollbackRequest(FILES_PARTITION, FILES_FILE_ID, "", tuple(mdt.resolve(p) for p in logs)),),
+    requests = tuple(
+        RollbackRequest(p, file_id, "", tuple(mdt.resolve(path) for path in paths))
+        for (p, file_id), paths in sorted(logs.items())
     )
+    plan = RollbackPlan((target, DELTA_COMMIT), requests)
     began = time.time()
     with contextlib.suppress(CommitConflictError):  # resuming: already there
         write_requested(mdt, mconfig, ROLLBACK, ts, encode_rollback_plan(plan))
     with contextlib.suppress(CommitConflictError):
         write_inflight(mdt, mconfig, ROLLBACK, ts)
-    for path in logs:
-        with contextlib.suppress(FileNotFoundError):
-            mdt.delete(path)
-    names = tuple(p.rsplit("/", 1)[1] for p in logs)
+    for paths in logs.values():
+        for path in paths:
+            with contextlib.suppress(FileNotFoundError):
+                mdt.delete(path)
+    deleted: dict[str, list[str]] = {}
+    for (p, _), paths in sorted(logs.items()):
+        deleted.setdefault(p, []).extend(path.rsplit("/", 1)[1] for path in paths)
     meta = RollbackMetadata(
         start_rollback_time=ts,
         time_taken_ms=int((time.time() - began) * 1000),
-        total_files_deleted=len(logs),
+        total_files_deleted=sum(len(paths) for paths in logs.values()),
         commits_rollback=(target,),
         instants_rollback=((target, DELTA_COMMIT),),
         partition_metadata={
-            FILES_PARTITION: RollbackPartitionMetadata(FILES_PARTITION, success_delete_files=names)
+            p: RollbackPartitionMetadata(p, success_delete_files=tuple(names))
+            for p, names in deleted.items()
         },
     )
     if not any(
@@ -93,3 +98,16 @@ def rollback_in_metadata(storage: Storage, config: TableConfig, ts: str, target:
     for instant in sorted(mine, key=lambda i: i.state != COMPLETED):
         with contextlib.suppress(FileNotFoundError):
             mdt.delete(timeline.path_of(instant))
+
+
+def _logs_of(
+    mdt: PrefixedStorage, partitions: Sequence[str], target: str
+) -> dict[tuple[str, str], list[str]]:
+    """(partition, file id) -> the log files delta commit ``target`` wrote there."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for partition in partitions:
+        for info in mdt.list_dir(partition):
+            parsed = parse_log_file_name(info.path)
+            if parsed is not None and parsed.instant == target:
+                out.setdefault((partition, parsed.file_id), []).append(info.path)
+    return out

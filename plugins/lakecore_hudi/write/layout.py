@@ -17,7 +17,8 @@ import pyarrow as pa
 from lakecore.errors import UnsupportedFeatureError
 from lakecore_hudi.avro_schema import arrow_to_avro
 from lakecore_hudi.keys import META_FIELDS
-from lakecore_hudi.mdt.table import MAINTAINED_PARTITIONS, METADATA_TABLE_VERSIONS
+from lakecore_hudi.mdt.partition_spec import is_maintained
+from lakecore_hudi.mdt.table import METADATA_TABLE_VERSIONS
 from lakecore_hudi.table_config import TableConfig
 
 #: Table versions lakecore writes (Hudi 0.14/0.15, 1.0 and 1.1).
@@ -223,9 +224,10 @@ def ensure_writable(config: TableConfig) -> None:
 def _ensure_metadata_writable(config: TableConfig) -> None:
     """Refuse a metadata table lakecore cannot keep up to date, naming the partition.
 
-    lakecore maintains the ``files`` partition of version 8 and 9 tables (``mdt.maintain``); any
-    other partition (column_stats, partition_stats, record_index, bloom_filters, secondary or
-    expression indexes) would go stale, and a partition still being built is not ready.
+    lakecore maintains the ``files`` partition of version 8 and 9 tables and the index
+    partitions wired in ``mdt.partition_spec`` (``mdt.maintain``); any other partition (e.g.
+    bloom_filters, expression indexes) would go stale, and a partition still being built is not
+    ready.
     """
     building = list(config.metadata_partitions_inflight)
     if building:
@@ -234,7 +236,7 @@ def _ensure_metadata_writable(config: TableConfig) -> None:
             f"cannot write this Hudi table: its metadata table partition {building[0]!r} is "
             "still being built (hoodie.table.metadata.partitions.inflight)",
         )
-    others = [p for p in config.metadata_partitions if p not in MAINTAINED_PARTITIONS]
+    others = [p for p in config.metadata_partitions if not is_maintained(p)]
     if others:
         raise UnsupportedFeatureError(
             f"hudi-metadata-{others[0]}",
