@@ -1,0 +1,219 @@
+"""Checks of a Hudi table's ``column_stats`` / ``partition_stats`` metadata partitions, for the
+generator tests and for end-to-end tests of tables lakecore writes.
+
+- ``live_records``: the live records of a metadata partition (latest file slices, live log
+  blocks, folded with a generator's ``merge``), as raw ``HoodieMetadataRecord`` dicts.
+- ``replayed_records``: the records the generators compute for every data instant of the
+  timeline, folded the same way: a table's metadata must equal it.
+- ``assert_column_stats_match_files``: every live column-stats record describes a data file
+  that exists, with the statistics recomputed from that file; every data file of a completed
+  write has its records.
+- ``assert_partition_stats_bound_files``: every partition-stats record bounds the live files
+  of its partition and every partition with live files has records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from lakecore_hudi.mdt import column_stats_records as csr
+from lakecore_hudi.mdt.column_stats import (
+    METADATA_DIR,
+    _block_records,
+    _hfile_records,
+    _live_blocks,
+    _load_timeline,
+    _metadata_config,
+    _slice_files,
+)
+from lakecore_hudi.mdt.file_ranges import file_ranges
+from lakecore_hudi.mdt.files_partition import is_init_instant
+from lakecore_hudi.mdt.index_context import IndexContext
+from lakecore_hudi.mdt.stats_values import java_order_key
+from lakecore_hudi.table_config import read_table_config
+from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.instants import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+from lakecore_hudi.timeline.metadata import parse_clean_metadata, parse_commit_metadata
+from lakecore_hudi.view import data_files, latest_slices
+
+from lakecore.storage import Storage, open_storage
+
+Record = dict[str, Any]
+Merge = Callable[[Record | None, Record], Record | None]
+Generator = Callable[[IndexContext], list[Record]]
+
+PAYLOAD = "ColumnStatsMetadata"
+
+
+def index_defs(storage: Storage) -> dict[str, Any]:
+    """The parsed ``.hoodie/.index_defs/index.json`` ({} if absent)."""
+    try:
+        parsed: dict[str, Any] = json.loads(storage.read(".hoodie/.index_defs/index.json"))
+    except FileNotFoundError:
+        return {}
+    return parsed
+
+
+def live_records(root: Path | str, partition: str, merge: Merge) -> dict[str, Record]:
+    """Key -> live record of metadata partition ``partition`` (folded with ``merge``).
+
+    A log block counts when its metadata instant is completed and its data instant is a
+    completed (or archived, or initialisation) instant, as Hudi's metadata reader decides.
+    """
+    storage = open_storage(str(root))
+    mdt = _metadata_config(storage)
+    assert mdt is not None, f"{root}: no metadata table"
+    timeline = _load_timeline(storage, mdt)
+    data = load_timeline(storage, read_table_config(storage))
+    completed = {i.timestamp for i in data.completed()}
+    first = min((i.timestamp for i in data.instants), default="")
+
+    def valid(instant: str | None) -> bool:
+        if instant is None:
+            return False
+        return is_init_instant(instant) or instant in completed or instant < first
+
+    files = _slice_files(storage.list_dir(f"{METADATA_DIR}/{partition}"))
+    out: dict[str, Record] = {}
+    for s in latest_slices(files, timeline.visible, mdt.table_version >= 8):
+        merged: dict[str, Record | None] = {}
+        records = []
+        if s.base_file is not None:
+            path = s.base_file.path
+            records.extend(_hfile_records(storage.read(path), path, None))
+        logs = [(f.path, storage.read(f.path)) for f in s.log_files]
+        for block in _live_blocks(logs, timeline):
+            if valid(block.instant_time):
+                records.extend(_block_records(block))
+        for r in records:
+            record = {**r.record, "key": r.key}
+            merged[r.key] = merge(merged.get(r.key), record)
+        out.update({k: v for k, v in merged.items() if v is not None})
+    return out
+
+
+def instant_contexts(root: Path | str) -> list[IndexContext]:
+    """An ``IndexContext`` for every completed write and clean of the data timeline, in
+    order (the storage shows the whole table, later instants included)."""
+    storage = open_storage(str(root))
+    config = read_table_config(storage)
+    timeline = load_timeline(storage, config)
+    defs = index_defs(storage)
+    out = []
+    for instant in timeline.completed():
+        data = timeline.read_details(storage, instant)
+        path = timeline.path_of(instant)
+        meta, cleaned, replaced = None, {}, {}
+        if instant.action in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT):
+            meta = parse_commit_metadata(data, path, instant.action == REPLACE_COMMIT)
+            replaced = {p: list(ids) for p, ids in meta.partition_to_replace_file_ids.items()}
+        elif instant.action == "clean":
+            clean = parse_clean_metadata(data, path)
+            cleaned = {
+                p: [f.rsplit("/", 1)[-1] for f in m.success_delete_files]
+                for p, m in clean.partition_metadata.items()
+            }
+        else:
+            continue
+        out.append(
+            IndexContext(
+                storage=storage,
+                config=config,
+                instant=instant.timestamp,
+                action=instant.action,
+                meta=meta,
+                cleaned=cleaned,
+                replaced=replaced,
+                table_version=config.table_version,
+                index_defs=defs,
+            )
+        )
+    return out
+
+
+def replayed_records(root: Path | str, generate: Generator, merge: Merge) -> dict[str, Record]:
+    """Key -> record folded from ``generate`` over every data instant of the timeline."""
+    merged: dict[str, Record | None] = {}
+    for ctx in instant_contexts(root):
+        for record in generate(ctx):
+            merged[record["key"]] = merge(merged.get(record["key"]), record)
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+def _payload(record: Mapping[str, Any]) -> dict[str, Any]:
+    payload = dict(record[PAYLOAD])
+    return payload
+
+
+def assert_column_stats_match_files(root: Path | str) -> int:
+    """Every live column-stats record names an existing data file and equals the stats
+    recomputed from it (log files: over the blocks of completed instants); every data file
+    written by a completed instant (Parquet base files and log files) has a record for each
+    indexed column. Returns the number of records checked."""
+    storage = open_storage(str(root))
+    config = read_table_config(storage)
+    timeline = load_timeline(storage, config)
+    completed = {i.timestamp for i in timeline.completed()}
+    live = live_records(root, csr.PARTITION, csr.merge)
+    version2 = csr.index_version(index_defs(storage), csr.PARTITION, config.table_version) >= 2
+    columns = csr.columns_to_index(config, index_defs(storage), None)
+    by_file: dict[str, dict[str, Record]] = {}
+    for record in live.values():
+        payload = record[PAYLOAD]
+        by_file.setdefault(payload["fileName"], {})[payload["columnName"]] = record
+    on_disk = {f.info.path.rsplit("/", 1)[-1]: f for f in data_files(storage.list_all(""))}
+    missing = sorted(set(by_file) - set(on_disk))
+    assert not missing, f"{root}: live column stats for files not on storage: {missing}"
+    checked = 0
+    for name, f in sorted(on_disk.items()):
+        if f.name.instant not in completed or name.endswith(".lance"):
+            continue
+        partition = f.partition_path
+        ranges = file_ranges(storage, f.info.path, columns, completed.__contains__)
+        expected = {r.column: csr.column_stats_record(partition, r, version2) for r in ranges}
+        found = by_file.get(name, {})
+        assert sorted(found) == sorted(expected), f"{root}: {name}: columns {sorted(found)}"
+        for column, record in expected.items():
+            assert found[column]["key"] == record["key"], (name, column)
+            assert _payload(found[column]) == _payload(record), (name, column)
+            checked += 1
+    return checked
+
+
+def assert_partition_stats_bound_files(
+    root: Path | str, partition_stats: Mapping[str, Record]
+) -> int:
+    """Every partition-stats record (``partition_stats``: key -> live record) bounds the live
+    column stats of its partition's files; returns the number of (partition, column) checked.
+
+    Not equality: Hudi's partition stats after a replace commit keep the replaced files'
+    bounds until the partition is written again.
+    """
+    column_stats = live_records(root, csr.PARTITION, csr.merge)
+    per_partition: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    storage = open_storage(str(root))
+    on_disk = {
+        f.info.path.rsplit("/", 1)[-1]: f.partition_path for f in data_files(storage.list_all(""))
+    }
+    for record in column_stats.values():
+        payload = record[PAYLOAD]
+        partition = on_disk.get(payload["fileName"])
+        if partition is not None:
+            per_partition.setdefault((partition, payload["columnName"]), []).append(payload)
+    checked = 0
+    for record in partition_stats.values():
+        payload = record[PAYLOAD]
+        part = csr.range_of(payload)
+        for file_payload in per_partition.get((payload["fileName"], payload["columnName"]), []):
+            file_range = csr.range_of(file_payload)
+            if file_range.min_value is not None:
+                assert part.min_value is not None
+                assert java_order_key(part.min_value) <= java_order_key(file_range.min_value)
+            if file_range.max_value is not None:
+                assert part.max_value is not None
+                assert java_order_key(part.max_value) >= java_order_key(file_range.max_value)
+        checked += 1
+    return checked
