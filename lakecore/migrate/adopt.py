@@ -8,9 +8,17 @@ declares ``adopt_files`` lists a source unit's file in its own metadata without 
 - it is one Parquet file (``data_files`` is the file alone: no Hudi log files, no Lance
   column files) under the table root;
 - it has no row-level deletes (a deletion vector or deletion file would be lost);
-- the file stores every target column it holds with the target's type, and a partition
-  column it holds with the unit's partition value (readers of the target take one or the
-  other).
+- the file stores every target column it holds with the target's type, under its name (a
+  column-mapped Delta file names its columns by physical names), and a partition column it
+  holds with the unit's partition value (readers of the target take one or the other);
+- the target format accepts its place (``adoption_refusal``: a Hudi table takes partition
+  values from the directory, so the file must lie in the directory of its values).
+
+A target format may describe the table it adopts files into: ``adoption_properties`` (its
+creation properties, e.g. Hudi's metadata table without meta fields), ``adoption_rewrites``
+(False: such a table takes no rewritten files, so ``mode="auto"`` refuses what it cannot
+adopt, like ``"metadata"``, before anything is written), ``adoption_refusal(path,
+partition, partition_by, schema)`` (why it cannot adopt one file).
 
 Columns the source format fills itself (Hudi's ``_hoodie_*``) stay in the file; the target's
 schema does not have them, so its readers skip them. ``mode="metadata"`` refuses a unit that
@@ -21,7 +29,7 @@ the file index and the Parquet footer are used here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +42,7 @@ from lakecore.format import Capability, TableFormat
 from lakecore.migrate import state as st
 from lakecore.migrate.units import UnitDiff
 from lakecore.model import files as fi
+from lakecore.model.schema import physical_name
 from lakecore.storage import Storage
 from lakecore.table import Table
 
@@ -101,24 +110,46 @@ def plan(mode: str, source: Table, target: TableFormat, in_place: bool) -> Adopt
             + "), so a migration in place into one is not possible: migrate to another "
             "location (mode='rewrite')"
         )
-    return Adoption(mode, source.storage)
+    refusal: Refusal | None = getattr(target, "adoption_refusal", None)
+    return Adoption(
+        mode,
+        source.storage,
+        target.name,
+        bool(getattr(target, "adoption_rewrites", True)),
+        dict(getattr(target, "adoption_properties", {})),
+        refusal,
+    )
+
+
+Refusal = Callable[[str, Mapping[str, Any], Sequence[str], pa.Schema], "str | None"]
+"""A target format's ``adoption_refusal(path, partition values, partition_by, schema)``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Adoption:
-    """Which source units a run in place adopts, and the refusals of ``mode="metadata"``."""
+    """Which source units a run in place adopts, and the refusals of ``mode="metadata"``
+    (and of ``mode="auto"`` into a target that takes no rewritten files)."""
 
     mode: str
     storage: Storage
     """The source's storage (the target's root too)."""
+    target: str = ""
+    """The target format's name (for messages)."""
+    rewrites: bool = True
+    """Whether the target table also takes rewritten units (``adoption_rewrites``)."""
+    properties: Mapping[str, str] = field(default_factory=dict)
+    """The target format's ``adoption_properties``: creation properties of the target."""
+    target_refusal: Refusal | None = None
+    """The target format's ``adoption_refusal``, if it has one."""
     _reasons: dict[str, str | None] = field(default_factory=dict)
     """Why the unit of each path examined cannot be adopted (None: it can); footers are
     read once per run."""
 
     def check(self, units: pa.Table, schema: pa.Schema, partitions: Sequence[str]) -> None:
-        """In ``mode="metadata"``, raise ``MigrationError`` naming the files of ``units``
-        (file-index rows) that cannot be adopted under the target ``schema``."""
-        if self.mode != "metadata":
+        """In ``mode="metadata"`` (or ``"auto"`` into a target that takes no rewritten
+        files), raise ``MigrationError`` naming the files of ``units`` (file-index rows)
+        that cannot be adopted under the target ``schema``."""
+        if self.mode != "metadata" and self.rewrites:
             return
         refused = [
             (path, reason)
@@ -132,9 +163,17 @@ class Adoption:
         if refused:
             named = "; ".join(f"{path}: {reason}" for path, reason in refused[:MAX_NAMED])
             more = f" (and {len(refused) - MAX_NAMED} more)" if len(refused) > MAX_NAMED else ""
+            if self.rewrites:
+                advice = "Use mode='auto' to rewrite them as the target's own files"
+            else:
+                advice = (
+                    f"A {self.target} table that adopts another format's files takes no "
+                    "rewritten ones, so mode='auto' cannot rewrite them either: migrate to "
+                    "another location (mode='rewrite')"
+                )
             raise MigrationError(
                 f"{len(refused)} source file(s) cannot be adopted as they are: {named}{more}. "
-                "Use mode='auto' to rewrite them as the target's own files"
+                f"{advice}. Nothing was written"
             )
 
     def split(
@@ -195,6 +234,10 @@ class Adoption:
             )
         if not path.lower().endswith(".parquet"):
             return "it is not a Parquet file"
+        if self.target_refusal is not None:
+            reason = self.target_refusal(path, partition, partitions, schema)
+            if reason is not None:
+                return reason
         return self._footer_reason(path, partition, schema, partitions)
 
     def _footer_reason(
@@ -215,6 +258,12 @@ class Adoption:
         except (OSError, pa.ArrowInvalid) as exc:
             return f"its Parquet footer cannot be read ({exc})"
         for f in schema:
+            stored_as = physical_name(f)
+            if stored_as != f.name:
+                return (
+                    f"it stores column {f.name!r} as {stored_as!r} (column mapping); the "
+                    "target reads columns by name"
+                )
             if f.name not in stored.names:
                 continue  # a column added later: readers of the target read it as null
             kind = stored.field(f.name).type
@@ -233,7 +282,8 @@ class Adoption:
 def same_type(stored: pa.DataType, wanted: pa.DataType) -> bool:
     """Whether a file column of type ``stored`` reads as ``wanted`` with no cast: equal types,
     where list element names and nullability do not count (Parquet writers name list items
-    ``element``, ``item`` or ``array``) but struct field names do (readers match them)."""
+    ``element``, ``item`` or ``array``) but struct field names do (readers match them);
+    string and binary types stored alike in Parquet (plain, large, view) are the same."""
     if pa.types.is_struct(stored) and pa.types.is_struct(wanted):
         inner = [stored.field(i) for i in range(stored.num_fields)]
         outer = [wanted.field(i) for i in range(wanted.num_fields)]
@@ -248,7 +298,18 @@ def same_type(stored: pa.DataType, wanted: pa.DataType) -> bool:
     if any(t(stored) for t in lists) and any(t(wanted) for t in lists):
         same_kind = pa.types.is_list(stored) == pa.types.is_list(wanted)
         return same_kind and same_type(stored.value_type, wanted.value_type)
+    for kinds in _SAME_IN_PARQUET:
+        if any(k(stored) for k in kinds) and any(k(wanted) for k in kinds):
+            return True
     return bool(stored.equals(wanted))
+
+
+_SAME_IN_PARQUET = (
+    (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view),
+    (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view),
+)
+"""Arrow types a Parquet file stores alike (UTF-8 / plain BYTE_ARRAY): which one pyarrow
+gives back depends only on the writer's ``ARROW:schema`` hint (delta-rs writes views)."""
 
 
 def _partition_values(parquet: pq.ParquetFile, partitions: Sequence[str]) -> dict[str, set[Any]]:

@@ -47,10 +47,12 @@ from lakecore.migrate.schema import (
 from lakecore.migrate.target import Progress, TargetSide
 from lakecore.migrate.units import UnitDiff, deletes_of, diff
 from lakecore.model import files as fi
+from lakecore.model.actions import CommitInfo, RemoveFiles
 from lakecore.planning.read import read_files
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore.table import Table
+from lakecore.transaction import Transaction
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +249,12 @@ class _Run(TargetSide):
             self.mirrored = source_schema
             return
         what = "added columns" if change.added else "widened columns"
+        if self.adoption is not None and not self.adoption.rewrites:
+            raise MigrationError(
+                f"source version {snapshot.version} changes the schema ({what}): a "
+                f"{self.to} table that adopts another format's files in place takes no schema "
+                "change from lakecore; migrate to another location (mode='rewrite')"
+            )
         require(self.to, self.target.capabilities, Capability.SCHEMA_EVOLUTION, what)
         metadata = self.state.app_metadata() if self.state is not None else {}
         timestamp = self._timestamp(snapshot, before=before)
@@ -267,8 +275,6 @@ class _Run(TargetSide):
                 except (SchemaError, UnsupportedFeatureError) as exc:
                     old = current.field(f.name)
                     raise refused_widening(snapshot.version, old, f) from exc
-            from lakecore.model.actions import CommitInfo
-
             tx.stage(builder.actions(), CommitInfo("CHANGE SCHEMA"))
         assert tx.version is not None
         if self.state is not None:
@@ -363,9 +369,15 @@ class _Run(TargetSide):
             with target.transaction(app_metadata=meta, timestamp_ms=timestamp) as tx:
                 self._check_unchanged(tx.snapshot, source_version)
                 into = data_schema(tx.snapshot)
-                written = tx.replace_files(unit_rows(into), removed, exclusive=True)
-                if adopted.num_rows:
-                    tx.adopt_files(adopt.add_rows(adopted))
+                if self.adoption is not None and not self.adoption.rewrites:
+                    # A target that takes no rewritten files (``check`` refused every unit
+                    # it could not adopt): the commit only adopts and removes.
+                    written = []
+                    _adopt_and_remove(tx, adopted, removed)
+                else:
+                    written = tx.replace_files(unit_rows(into), removed, exclusive=True)
+                    if adopted.num_rows:
+                        tx.adopt_files(adopt.add_rows(adopted))
                 new_units = st.unit_rows(written_keys, written, empty_keys)
                 unit_map = pa.concat_tables(
                     [kept, new_units, adopt.unit_rows(adopted_keys, adopted)]
@@ -434,6 +446,18 @@ class _Run(TargetSide):
             timestamps_kept=self.history and self.timestamps_kept,
             notes=tuple(self.notes),
         )
+
+
+def _adopt_and_remove(tx: Transaction, adopted: pa.Table, removed: pa.Table) -> None:
+    """Stage adopting the source index rows ``adopted`` and removing the target's index rows
+    ``removed`` whole, as one commit that conflicts with any concurrent one (the unit map
+    must describe the whole table)."""
+    tx.adopt_files(adopt.add_rows(adopted))
+    if removed.num_rows:
+        info = CommitInfo("REMOVE FILES", {"removed": removed.num_rows}, read_whole_table=True)
+        tx.stage([RemoveFiles(removed)], info)
+    else:
+        tx.stage([], CommitInfo("REMOVE FILES", {"removed": 0}, read_whole_table=True))
 
 
 def _read_schema(snapshot: Snapshot, columns: list[str]) -> pa.Schema:

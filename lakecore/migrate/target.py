@@ -183,8 +183,11 @@ class TargetSide:
             # Dated just before the first source version, so that its time can follow.
             created_at = snapshot.timestamp - 1
 
-        # In place, the source's table is at the target's root: creation must not refuse it.
+        # In place, the source's table is at the target's root: creation must not refuse it,
+        # and the target is made to read the source's files as they are.
         beside = (self.source.format,) if self.adoption is not None else ()
+        if self.adoption is not None:
+            properties = {**self.adoption.properties, **properties}
 
         def create(props: dict[str, str]) -> Table:
             return lakecore._create(

@@ -805,11 +805,15 @@ def _check_adopt_files(t: Table) -> None:
     import pyarrow.parquet as pq
 
     t.append(rows([1]))
-    # Another writer's Parquet file under the root, with a column the table does not have.
+    # Another writer's Parquet file under the root, with a column the table does not have,
+    # beside the table's own file of partition "a" (formats that take partition values from
+    # the directory, as Hudi, refuse a file elsewhere).
     foreign = rows([7, 8], name="f").append_column("_other_meta", pa.array(["m", "n"]))
     sink = io.BytesIO()
     pq.write_table(foreign, sink)
-    path = "foreign/other-writer-0001.parquet"
+    own = str(t.snapshot().files().column("path")[0].as_py())
+    directory = own.rpartition("/")[0] if PARTITION in t.snapshot().partition_columns else ""
+    path = f"{directory}/other-writer-0001.parquet" if directory else "other-writer-0001.parquet"
     t.storage.put(path, sink.getvalue())
     row = pa.table(
         {
@@ -825,8 +829,12 @@ def _check_adopt_files(t: Table) -> None:
         tx.adopt_files(row)
         raise RuntimeError("abort the transaction")
     assert t.storage.exists(path), "an aborted adoption deleted the adopted file"
-    with t.transaction() as tx:
-        tx.adopt_files(row)
+    try:
+        with t.transaction() as tx:
+            tx.adopt_files(row)
+    except UnsupportedFeatureError as exc:
+        # A format may need a table property first (Hudi: its metadata table); it must say.
+        pytest.skip(f"this table needs a property to adopt files: {exc}")
     assert read(t) == expect(([1], "a", "a"), ([7, 8], "f", "a"))
     with pytest.raises(InvalidArgumentError), t.transaction() as tx:
         tx.adopt_files(row.set_column(0, "path", pa.array(["../outside.parquet"])))

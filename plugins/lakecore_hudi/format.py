@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from lakecore.errors import UnsupportedFeatureError
 from lakecore.format import Capability, TableFeatures
 from lakecore.model.history import HistoryEntry
 from lakecore.snapshot import Snapshot
@@ -42,11 +43,14 @@ CAPABILITIES = frozenset(
         Capability.COMMIT_TIMESTAMPS,
         Capability.SCHEMA_EVOLUTION,
         Capability.SCHEMA_MERGE,
+        Capability.ADOPT_FILES,
     }
 )
 """What lakecore does with Hudi tables. Schema evolution adds nullable columns and widens
 types (``write.schema_update``); renames and drops need Hudi's schema-on-read evolution and
-are refused. Not (yet): table properties, CHECK constraints, application transactions
+are refused. ``adopt_files`` lists another format's Parquet files through the metadata
+table's ``files`` partition (``write.adopt``; tables created with ``metadata_enable``).
+Not (yet): table properties, CHECK constraints, application transactions
 (the Hudi commit takes only planned instants),
 nor checkpoint/vacuum/restore/optimize (Hudi's upkeep is ``compact`` and ``clean``)."""
 
@@ -56,20 +60,36 @@ class HudiFormat:
 
     name = "hudi"
     capabilities = CAPABILITIES
-    capability_notes: Mapping[Capability, str] = MappingProxyType(
-        {
-            Capability.ADOPT_FILES: (
-                "a Hudi table lists its files by name: readers without its metadata table "
-                "take the file group and instant from each file name "
-                "(<fileId>_<writeToken>_<instant>.parquet) and fail on or skip other files; "
-                "Hudi adopts foreign files only through the 'files' partition of its metadata "
-                "table (names marked '_hudiext', as Apache XTable writes them); lakecore "
-                "writes that partition but does not adopt files through it yet"
-            )
-        }
-    )
-    """Why an undeclared capability is missing, where a caller can tell the user (the
-    migration's refusal of ``adopt_files``)."""
+    capability_notes: Mapping[Capability, str] = MappingProxyType({})
+    """Why an undeclared capability is missing, where a caller can tell the user."""
+    adoption_properties: Mapping[str, str] = MappingProxyType({})
+    """Creation properties of a table that adopts another format's files in place (set in
+    ``__init__`` from ``write.adopt.ADOPTION_PROPERTIES``; a migration in place creates its
+    target with them)."""
+    adoption_rewrites = False
+    """Whether such a table also takes rewritten files: no, lakecore's Hudi writer does not
+    write tables without meta fields and partition columns (``layout.ensure_writable``)."""
+
+    def __init__(self) -> None:
+        from lakecore_hudi.write.adopt import ADOPTION_PROPERTIES
+
+        self.adoption_properties = MappingProxyType(dict(ADOPTION_PROPERTIES))
+
+    def adoption_refusal(
+        self,
+        path: str,
+        partition: Mapping[str, Any],
+        partition_by: Sequence[str],
+        schema: pa.Schema,
+    ) -> str | None:
+        """Why a table created with ``adoption_properties``, partitioned by ``partition_by``
+        with ``schema``, cannot adopt the file at ``path`` holding partition values
+        ``partition`` (None: it can): its directory must be the hive-style partition path
+        of those values, since Hudi readers take them from the path
+        (``write.adopt.path_refusal``)."""
+        from lakecore_hudi.write.adopt import adopting_config, path_refusal
+
+        return path_refusal(adopting_config(partition_by), schema, path, partition)
 
     def detect(self, storage: Storage) -> bool:
         try:
@@ -170,11 +190,25 @@ class HudiFormat:
         """Delete file slices the last ``retain_commits`` completed writes do not need.
 
         Returns the deleted paths (table-relative); a ``clean`` instant records them.
+
+        Raises:
+            UnsupportedFeatureError: (feature ``shared-table-root``) the table lists files
+                another format wrote (``adopt_files``): cleaning would delete files of
+                replaced file groups that the other format's versions still read.
         """
+        from lakecore_hudi.write.adopt import holds_adopted_files
         from lakecore_hudi.write.clean import clean
         from lakecore_hudi.write.writer import state_of
 
-        return clean(storage, state_of(snapshot), retain_commits)
+        state = state_of(snapshot)
+        if holds_adopted_files(storage, state):
+            raise UnsupportedFeatureError(
+                "shared-table-root",
+                "this Hudi table lists files another format wrote (adopted in place); a clean "
+                "would delete the ones it replaced, which that format's versions still read: "
+                "clean up with the other format's own maintenance, then migrate again",
+            )
+        return clean(storage, state, retain_commits)
 
 
 def snapshot_of(storage: Storage, state: HudiState) -> Snapshot:

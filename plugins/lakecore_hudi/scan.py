@@ -10,8 +10,8 @@ blocks and are merged by key, so ``deleted_positions`` never has anything to ans
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -43,6 +43,9 @@ class HudiScanState:
     valid_instants: frozenset[str]
     archived_before: str = ""
     options: ReadOptions = field(default_factory=ReadOptions)
+    path_partitions: tuple[str, ...] = ()
+    """Partition columns the data files do not hold (``drop.partition.columns``): read from
+    the file index's ``partition`` values, which come from the slice's partition path."""
 
     def includes(self, timestamp: str) -> bool:
         """Whether log blocks written by ``timestamp`` are part of the snapshot."""
@@ -66,6 +69,9 @@ def scan_context(storage: Storage, state: HudiState) -> ScanContext:
             valid_instants=frozenset(state.visible.instants),
             archived_before=state.visible.archived_before,
             options=state.options,
+            path_partitions=state.config.partition_fields
+            if state.config.drop_partition_columns
+            else (),
         ),
         storage=storage,
     )
@@ -88,8 +94,18 @@ def read_files(context: ScanContext, files: pa.Table, columns: Sequence[str]) ->
     """The live rows of each file slice of ``files``, merged (MoR), one ``FileRows`` each.
 
     Slices come out in order; consecutive slices with log files are merged in batches.
+    Partition columns the data files leave out take the slice's partition values.
     """
     state = scan_state(context)
+    rows = _read_slices(context, state, files, columns)
+    if state.path_partitions and any(c in state.path_partitions for c in columns):
+        return _with_path_partitions(files, state.path_partitions, columns)(rows)
+    return rows
+
+
+def _read_slices(
+    context: ScanContext, state: HudiScanState, files: pa.Table, columns: Sequence[str]
+) -> Iterator[FileRows]:
     reader = SliceReader(
         context.open_storage(),
         state.table_schema,
@@ -150,6 +166,39 @@ def _file_rows(
                 index, offset, pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
             )
             offset += batch.num_rows
+
+
+def _with_path_partitions(
+    files: pa.Table, names: Sequence[str], columns: Sequence[str]
+) -> Callable[[Iterator[FileRows]], Iterator[FileRows]]:
+    """A filter that sets the partition columns ``names`` of each slice's rows to the slice's
+    partition values (the file index's ``partition``).
+
+    Raises:
+        CorruptTableError: the file index has no partition values (a partition path that
+            does not name them), naming the first slice.
+    """
+    if fi.PARTITION not in files.column_names:
+        first = files.column(fi.PATH)[0].as_py() if files.num_rows else "?"
+        raise CorruptTableError(
+            f"{first}: the table leaves partition columns {list(names)} out of its data "
+            "files, but its partition paths do not name their values"
+        )
+    values = files.column(fi.PARTITION).combine_chunks()
+    fields = [n for n in names if n in columns]
+
+    def fill(rows: Iterator[FileRows]) -> Iterator[FileRows]:
+        for piece in rows:
+            batch = piece.batch
+            arrays = list(batch.columns)
+            for name in fields:
+                value = values.field(name)[piece.index]
+                i = batch.schema.get_field_index(name)
+                constant = pa.array([value.as_py()] * batch.num_rows, batch.schema.field(i).type)
+                arrays[i] = constant
+            yield replace(piece, batch=pa.RecordBatch.from_arrays(arrays, schema=batch.schema))
+
+    return fill
 
 
 def _sizes(files: pa.Table) -> list[int]:

@@ -23,7 +23,7 @@ from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.listing import list_data_files
 from lakecore_hudi.merge import MergeSpec
 from lakecore_hudi.options import ReadOptions
-from lakecore_hudi.partitions import formats_timestamps
+from lakecore_hudi.partitions import formats_timestamps, prunable_partition_columns
 from lakecore_hudi.table_config import TableConfig, read_table_config
 from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.instants import COMPLETED, REQUESTED, Instant
@@ -97,14 +97,6 @@ def load_state(
     metadata of every visible write instant.
     """
     config = read_table_config(storage)
-    if config.drop_partition_columns and config.partition_fields:
-        # The values would have to come from partition paths; reading them as null would be
-        # wrong rows, so refuse until that is implemented.
-        raise UnsupportedFeatureError(
-            "hoodie.datasource.write.drop.partition.columns",
-            f"{storage.root}: partition columns are not stored in the data files "
-            "(drop.partition.columns=true); lakecore cannot read such tables yet",
-        )
     timeline = load_timeline(storage, config)
     writes = timeline.completed_write_instants()
     archived = _archived_writes(storage, config, writes, version, timestamp_ms)
@@ -134,7 +126,25 @@ def load_state(
             metas.items(), files, slices, visible, by_completion, latest, storage.root
         )
     schema = _schema(storage, upto, metas, slices, config)
+    ensure_partition_values(config, schema, storage.root)
     return HudiState(config, timeline, instant, visible, slices, schema, options)
+
+
+def ensure_partition_values(config: TableConfig, schema: pa.Schema, root: str) -> None:
+    """A table whose data files leave the partition columns out
+    (``hoodie.datasource.write.drop.partition.columns=true``) is read with the values its
+    partition paths hold, typed by the table schema (``partitions.partition_struct``); raise
+    ``UnsupportedFeatureError`` when its paths do not map back to values (a timestamp-based
+    or custom key generator, a type a path cannot hold): reading nulls would be wrong rows."""
+    if not (config.drop_partition_columns and config.partition_fields):
+        return
+    if prunable_partition_columns(config, schema) != config.partition_fields:
+        raise UnsupportedFeatureError(
+            "hoodie.datasource.write.drop.partition.columns",
+            f"{root}: partition columns {list(config.partition_fields)} are not stored in the "
+            "data files (drop.partition.columns=true) and its partition paths do not map back "
+            "to their values (key generator or column type)",
+        )
 
 
 def _metadata_of(
@@ -332,6 +342,11 @@ def _schema(
             "no hoodie.table.create.schema and no base file"
         )
     fields = [_partition_field_type(f, config) for f in data]
+    if config.drop_partition_columns:
+        # A writer that drops partition columns may record a schema without them; Hudi's
+        # schema resolver adds them back as strings (their text in the path).
+        names = {f.name for f in fields}
+        fields += [pa.field(c, pa.string()) for c in config.partition_fields if c not in names]
     if config.populate_meta_fields:
         fields = [pa.field(name, pa.string(), nullable=False) for name in META_FIELDS] + fields
     return pa.schema(fields)

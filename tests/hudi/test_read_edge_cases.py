@@ -1,4 +1,4 @@
-"""Read edge cases: archived instants stay visible; partition columns missing from files refused."""
+"""Read edge cases: archived instants stay visible; drop.partition.columns reads paths."""
 
 from __future__ import annotations
 
@@ -30,11 +30,9 @@ def test_files_of_archived_commits_are_read(tmp_path: Path) -> None:
     assert any(p.endswith(f"_{FIRST}.parquet") for p in paths)
 
 
-def test_tables_without_partition_columns_in_files_are_refused(tmp_path: Path) -> None:
-    import pytest
-
-    from lakecore.errors import UnsupportedFeatureError
-
+def test_partition_values_come_from_paths_with_drop_partition_columns(tmp_path: Path) -> None:
+    """drop.partition.columns=true: partition columns read as the partition paths name them
+    (here the files store the same values, so the rows are the table's rows)."""
     root = tmp_path / TABLE
     shutil.copytree(CORPUS / "hudi" / TABLE, root)
     props = root / ".hoodie" / "hoodie.properties"
@@ -43,9 +41,11 @@ def test_tables_without_partition_columns_in_files_are_refused(tmp_path: Path) -
         "hoodie.datasource.write.drop.partition.columns=true",
     )
     assert "drop.partition.columns=true" in text
+    before = lakecore.open(str(CORPUS / "hudi" / TABLE)).to_arrow()
     props.write_text(text)
-    with pytest.raises(UnsupportedFeatureError, match=r"drop\.partition\.columns"):
-        lakecore.open(str(root)).to_arrow()
+    after = lakecore.open(str(root)).to_arrow()
+    assert after.num_rows == before.num_rows > 0
+    assert after.sort_by("id").equals(before.sort_by("id"))
 
 
 def test_history_lists_archived_instants_after_the_active_ones(tmp_path: Path) -> None:

@@ -239,8 +239,8 @@ def test_an_aborted_delta_commit_keeps_the_adopted_files(tmp_path: Path) -> None
 REFUSALS = [
     ("hudi", "delta", "metadata", "elsewhere", "migrate in place"),
     ("hudi", "delta", "rewrite", "in place", "mode='rewrite' would copy"),
-    ("delta", "hudi", "metadata", "in place", "metadata table"),
-    ("delta", "hudi", "auto", "in place", "metadata table"),
+    ("delta", "hudi", "metadata", "elsewhere", "migrate in place"),
+    ("delta", "hudi", "rewrite", "in place", "mode='rewrite' would copy"),
     ("hudi", "hudi", "metadata", "in place", "already is a hudi table"),
     ("hudi", "lance", "metadata", "in place", "'adopt_files' is not declared"),
 ]

@@ -18,6 +18,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pyarrow as pa
+
 from lakecore.errors import (
     CommitConflictError,
     CommitError,
@@ -25,7 +27,15 @@ from lakecore.errors import (
     UnsupportedFeatureError,
 )
 from lakecore.format.committer import Prepared
-from lakecore.model.actions import Action, CommitInfo, CommitOutcome, Committed, FormatPayload
+from lakecore.model.actions import (
+    Action,
+    AddFiles,
+    CommitInfo,
+    CommitOutcome,
+    Committed,
+    FormatPayload,
+    RemoveFiles,
+)
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_hudi.history import RESERVED_EXTRA_METADATA
@@ -48,9 +58,14 @@ class HudiCommitter:
         self._storage = storage
         self._state = state_of(base)
         self._attempted: set[str] = set()
+        self._started: list[PlannedInstant] = []  # adoptions' instants claimed by ``prepare``
 
     def prepare(self, actions: Sequence[Action], info: CommitInfo) -> Prepared:
         """The planned instants of ``actions``; ``version`` is the last one's instant time.
+
+        Adopted files (``AddFiles(owned=False)``, ``Transaction.adopt_files``) and removed
+        files (``RemoveFiles``) join the last planned instant, or a replacecommit claimed here
+        when the transaction planned none (``write.adopt``; ``abort`` rolls it back).
 
         ``info.app_metadata`` goes into every instant's ``extraMetadata`` (as Hudi keeps a
         writer's commit metadata keys); ``info.read_whole_table`` (e.g. a migration's
@@ -61,17 +76,21 @@ class HudiCommitter:
                 application transactions, schema changes, ...), or instants of one
                 transaction that change the same file groups.
             InvalidArgumentError: no action at all, or an ``app_metadata`` key Hudi uses
-                itself (``schema``).
+                itself (``schema``); an adopted file outside the directory of its partition
+                values or a removed file that is not live (``write.adopt``).
             CommitError: ``info.timestamp_ms`` is not the instant time the writes took
                 (``HudiFormat.writer(..., timestamp_ms)`` must have been given it).
         """
         planned = planned_instants(actions)
-        others = [a for a in actions if not _is_planned(a)]
+        adopting = [a for a in actions if _is_adoption(a)]
+        others = [a for a in actions if not _is_planned(a) and not _is_adoption(a)]
         if others:
             name = type(others[0]).__name__
             raise UnsupportedFeatureError(
                 f"hudi-action-{name}", f"lakecore cannot commit {name} to a Hudi table"
             )
+        if adopting:
+            planned = self._adopt(planned, adopting, info)
         if not planned:
             raise InvalidArgumentError("nothing to commit")
         _check_timestamp(planned, info)
@@ -79,6 +98,36 @@ class HudiCommitter:
         hudi_commit.check_disjoint(planned)
         staged = tuple(FormatPayload(FORMAT, p) for p in planned)
         return Prepared(planned[-1].timestamp, staged, info, planned)
+
+    def _adopt(
+        self,
+        planned: tuple[PlannedInstant, ...],
+        actions: Sequence[Action],
+        info: CommitInfo,
+    ) -> tuple[PlannedInstant, ...]:
+        """``planned`` with the adopted files (``AddFiles(owned=False)``) and removed files
+        (``RemoveFiles``) of ``actions`` folded into the last instant, or into a new
+        replacecommit when nothing else was planned (``write.adopt``); everything is checked
+        before an instant is claimed."""
+        from lakecore_hudi.write import adopt
+
+        state = self._state
+        adopt.ensure_adoptable(state.config)
+        added = [a.files for a in actions if isinstance(a, AddFiles) and a.files.num_rows]
+        gone = [a.files for a in actions if isinstance(a, RemoveFiles) and a.files.num_rows]
+        files = pa.concat_tables(added, promote_options="permissive") if added else None
+        removed = pa.concat_tables(gone, promote_options="permissive") if gone else None
+        groups = adopt.replaced_groups(state, removed) if removed is not None else set()
+        if files is not None:
+            adopt.adopted_stats(state, files, "0")  # refusals before any instant is claimed
+        if planned:
+            last = planned[-1]
+        else:
+            at = None if info.timestamp_ms is None else instant_text(info.timestamp_ms)
+            last = adopt.start_adoption(self._storage, state, at)
+            self._started.append(last)
+        stats = adopt.adopted_stats(state, files, last.timestamp) if files is not None else []
+        return (*planned[:-1], adopt.fold(last, stats, groups))
 
     def commit(self, prepared: Prepared) -> CommitOutcome:
         """Complete the prepared instants (``commit_planned``): ``Committed(instant)``, or
@@ -107,7 +156,7 @@ class HudiCommitter:
             OSError: the storage failed (the same).
         """
         failure: Exception | None = None
-        for p in planned_instants(actions):
+        for p in [*planned_instants(actions), *self._started]:
             if p.timestamp in self._attempted:
                 continue
             try:
@@ -149,6 +198,11 @@ def _with_info(p: PlannedInstant, info: CommitInfo) -> PlannedInstant:
     extra = {**p.metadata.extra_metadata, **info.app_metadata}
     metadata = replace(p.metadata, extra_metadata=extra)
     return replace(p, metadata=metadata, exclusive=p.exclusive or info.read_whole_table)
+
+
+def _is_adoption(action: Action) -> bool:
+    """Files published as they are (``adopt_files``) or removed whole (``write.adopt``)."""
+    return (isinstance(action, AddFiles) and not action.owned) or isinstance(action, RemoveFiles)
 
 
 def _is_planned(action: Action) -> bool:

@@ -42,6 +42,7 @@ OPTIONS = (
     "metadata_enable",
     "populate_meta_fields",
     "url_encode_partitions",
+    "drop_partition_columns",
 )
 _TABLE_TYPES: dict[str, TableType] = {
     "COPY_ON_WRITE": "COPY_ON_WRITE",
@@ -64,6 +65,7 @@ _ALIASES = {
     "hoodie.metadata.enable": "metadata_enable",
     "hoodie.populate.meta.fields": "populate_meta_fields",
     "hoodie.datasource.write.partitionpath.urlencode": "url_encode_partitions",
+    "hoodie.datasource.write.drop.partition.columns": "drop_partition_columns",
 }
 
 
@@ -81,6 +83,7 @@ class CreateOptions:
     metadata_enable: bool = False
     populate_meta_fields: bool = True
     url_encode_partitions: bool = False
+    drop_partition_columns: bool = False
 
     @classmethod
     def parse(cls, properties: Mapping[str, str], default_name: str) -> CreateOptions:
@@ -88,7 +91,11 @@ class CreateOptions:
 
         No ``record_key`` makes a keyless table (Hudi 0.14+: keys are generated as records
         are written; no upsert or merge). ``populate_meta_fields=false`` makes a table with
-        virtual keys (its files leave the ``_hoodie_*`` columns null); it needs a record key.
+        virtual keys (its files leave the ``_hoodie_*`` columns null); it needs a record key,
+        unless ``drop_partition_columns`` is true too: a table of files written by another
+        format (partition values in the paths, no meta columns) that only adopts files
+        (``write.adopt``), as Apache XTable creates its Hudi targets; lakecore's writer
+        refuses both kinds (``layout.ensure_writable``).
 
         Raises:
             ValueError: an unknown option, a bad table type / version / boolean, or virtual
@@ -118,7 +125,8 @@ class CreateOptions:
         populate = values.get("populate_meta_fields", "true").lower()
         if populate not in ("true", "false"):
             raise ValueError(f"populate_meta_fields must be true or false, not {populate!r}")
-        if populate == "false" and not keys:
+        dropped = _flag(values, "drop_partition_columns")
+        if populate == "false" and not keys and not dropped:
             raise ValueError(
                 "populate_meta_fields=false needs a record_key: a table without meta fields "
                 "derives its keys from the key columns"
@@ -134,6 +142,7 @@ class CreateOptions:
             metadata_enable=metadata == "true",
             populate_meta_fields=populate == "true",
             url_encode_partitions=_flag(values, "url_encode_partitions"),
+            drop_partition_columns=dropped,
         )
 
 
@@ -211,6 +220,8 @@ def create_table(
     props["hoodie.table.timeline.timezone"] = "UTC"
     if options.url_encode_partitions:
         props["hoodie.datasource.write.partitionpath.urlencode"] = "true"
+    if options.drop_partition_columns:
+        props["hoodie.datasource.write.drop.partition.columns"] = "true"
     if options.metadata_enable:
         if storage.exists(PROPERTIES_PATH):
             raise TableExistsError(f"{storage.root} already holds a Hudi table")

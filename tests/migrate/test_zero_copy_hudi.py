@@ -1,0 +1,315 @@
+"""Zero-copy migration in place from Delta to Hudi: a Hudi timeline and metadata table written
+beside ``_delta_log`` list Delta's own data files as external (``_hudiext``) base files, as
+Apache XTable's Hudi target does. No data file is written; lakecore's Hudi reader returns the
+rows deltalake returns at every version; the Delta table stays as it was.
+
+hudi-rs 0.5.0 cannot check the result (it refuses tables with drop.partition.columns and
+leaves ``_hudiext`` entries out of its file slices): pinned below as a known limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+from pathlib import Path
+
+import deltalake
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lakecore
+from lakecore.errors import InvalidArgumentError, MigrationError, UnsupportedFeatureError
+from lakecore.migrate import state as st
+from tests.migrate.engines import canonical_rows
+
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("name", pa.string()), ("n", pa.int32()), ("city", pa.string())]
+)
+HUDI_DIRS = (".hoodie", st.STATE_DIR)
+"""All an in-place migration to Hudi may add to the Delta table's root."""
+
+
+def batch(*items: tuple[int, str, int, str | None]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [{"id": i, "name": s, "n": n, "city": c} for i, s, n, c in items], schema=SCHEMA
+    )
+
+
+def delta_files(root: Path) -> dict[str, str]:
+    """sha256 of every file outside the directories the migration may add."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] not in HUDI_DIRS
+    }
+
+
+def data_files(root: Path) -> list[str]:
+    """Every Parquet file outside ``_delta_log`` and the Hudi directories."""
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*.parquet")
+        if p.relative_to(root).parts[0] not in (*HUDI_DIRS, "_delta_log")
+    )
+
+
+def rows_of(table: pa.Table) -> list[str]:
+    return sorted(canonical_rows(table.select(SCHEMA.names)))
+
+
+def delta_rows(root: Path, version: int | None = None) -> list[str]:
+    return rows_of(deltalake.DeltaTable(str(root), version=version).to_pyarrow_table())
+
+
+def hudi_rows(root: Path, version: str | None = None) -> list[str]:
+    table = lakecore.open(str(root), format="hudi")
+    return rows_of(table.snapshot(version=version).to_arrow())
+
+
+def delta_table(root: Path, partitioned: bool = True) -> None:
+    """Three Delta versions: two appends, then a delete that rewrites a file (no deletion
+    vectors), as deltalake writes them."""
+    by = ["city"] if partitioned else None
+    deltalake.write_deltalake(
+        str(root), batch((1, "a", 1, "x"), (2, "b", 2, "y"), (3, "c", 3, "x")), partition_by=by
+    )
+    deltalake.write_deltalake(
+        str(root), batch((4, "d", 4, "z w"), (5, "e", 5, None)), partition_by=by, mode="append"
+    )
+    deltalake.DeltaTable(str(root)).delete("id = 1")
+
+
+@pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
+def test_every_version_reads_as_delta_and_no_data_file_is_written(
+    partitioned: bool, tmp_path: Path
+) -> None:
+    root = tmp_path / "t"
+    delta_table(root, partitioned)
+    before, files = delta_files(root), data_files(root)
+    report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
+    assert data_files(root) == files, "the migration wrote a data file"
+    assert delta_files(root) == before, "the migration changed the Delta table"
+    assert (report.files_rewritten, report.rows, report.units_rewritten) == (0, 0, 0)
+    assert report.files_adopted == len(files)  # every file any version added (no vacuum)
+    assert [s for s, _ in report.versions] == [0, 1, 2]
+    for source, target in report.versions:
+        assert hudi_rows(root, str(target)) == delta_rows(root, int(source))
+    # The Delta table is intact and still Delta's: deltalake reads its latest rows.
+    assert delta_rows(root) == hudi_rows(root) != []
+    # The Hudi table is copy-on-write over the Delta files, without meta fields.
+    hudi = lakecore.open(str(root), format="hudi")
+    assert hudi.snapshot().features.system_columns == ()
+    assert hudi.snapshot().partition_columns == (("city",) if partitioned else ())
+
+
+def test_an_incremental_run_adopts_new_files_and_replaces_removed_ones(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    delta_table(root)
+    first = lakecore.migrate(str(root), str(root), to="hudi", mode="auto", history=True)
+    deltalake.DeltaTable(str(root)).update({"name": "'B'"}, predicate="id = 2")
+    files = data_files(root)
+    again = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
+    assert data_files(root) == files
+    assert [s for s, _ in again.versions] == [3]
+    assert (again.commits, again.files_adopted, again.files_removed) == (1, 1, 1)
+    assert hudi_rows(root) == delta_rows(root, 3)
+    # Earlier Hudi versions still read their rows: the replaced file stays listed.
+    for source, target in first.versions:
+        assert hudi_rows(root, str(target)) == delta_rows(root, int(source))
+    nothing = lakecore.migrate(str(root), str(root), to="hudi", history=True)
+    assert (nothing.commits, nothing.versions) == (0, ())
+
+
+def test_deletion_vectors_are_refused_naming_the_file_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "t"
+    table = lakecore.create(
+        str(root), SCHEMA, "delta", ["city"], {"delta.enableDeletionVectors": "true"}
+    )
+    table.append(batch((1, "a", 1, "x"), (2, "b", 2, "x")))
+    lakecore.open(str(root)).delete("id = 1")  # lakecore writes a deletion vector
+    dv_file = lakecore.open(str(root)).snapshot().files().column("path")[0].as_py()
+    before = delta_files(root)
+    for mode in ("metadata", "auto"):
+        with pytest.raises(MigrationError, match="row-level deletes") as info:
+            lakecore.migrate(str(root), str(root), to="hudi", mode=mode)
+        assert dv_file in str(info.value)
+        assert delta_files(root) == before
+        assert not (root / ".hoodie").exists()
+
+
+def test_a_file_outside_its_partition_directory_is_refused(tmp_path: Path) -> None:
+    """Delta keeps partition values in its log; Hudi takes them from the directory."""
+    root = tmp_path / "t"
+    table = lakecore.create(str(root), SCHEMA, "delta", ["city"])
+    table.append(batch((1, "a", 1, "x")))
+    sink = io.BytesIO()
+    pq.write_table(batch((2, "b", 2, "y")).drop_columns(["city"]), sink)
+    path = "elsewhere/other-0.parquet"
+    table.storage.put(path, sink.getvalue())
+    row = pa.table(
+        {
+            "path": [path],
+            "size": [len(sink.getvalue())],
+            "record_count": [1],
+            "modification_time": [int(time.time() * 1000)],
+            "partition": pa.array([{"city": "y"}]),
+        }
+    )
+    with table.transaction() as tx:
+        tx.adopt_files(row)
+    before = delta_files(root)
+    with pytest.raises(MigrationError, match=r"elsewhere/other-0\.parquet: its directory"):
+        lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+    with pytest.raises(MigrationError, match="takes no rewritten ones"):
+        lakecore.migrate(str(root), str(root), to="hudi", mode="auto")
+    assert delta_files(root) == before
+    assert not (root / ".hoodie").exists()
+
+
+def test_a_schema_change_is_refused_before_its_version_is_written(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    delta_table(root)
+    lakecore.migrate(str(root), str(root), to="hudi", history=True)
+    extra = batch((9, "i", 9, "x")).append_column("more", pa.array(["m"]))
+    deltalake.write_deltalake(
+        str(root), extra, partition_by=["city"], mode="append", schema_mode="merge"
+    )
+    hudi_version = lakecore.open(str(root), format="hudi").version
+    with pytest.raises(MigrationError, match="changes the schema"):
+        lakecore.migrate(str(root), str(root), to="hudi", history=True)
+    assert lakecore.open(str(root), format="hudi").version == hudi_version
+
+
+def test_a_killed_adoption_leaves_no_instant_and_a_rerun_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process dies while completing the Hudi instant (after the metadata table's delta
+    commit): no completed instant, and the next run rolls the pending one back (deleting no
+    Delta file) and migrates."""
+    import lakecore_hudi.write.commit as hudi_commit
+
+    root = tmp_path / "t"
+    delta_table(root)
+    before, files = delta_files(root), data_files(root)
+
+    class Killed(BaseException):
+        pass
+
+    def die(*args: object, **kwargs: object) -> None:
+        raise Killed
+
+    monkeypatch.setattr(hudi_commit, "complete", die)
+    with pytest.raises(Killed):
+        lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+    monkeypatch.undo()
+    hudi = lakecore.open(str(root), format="hudi")
+    assert hudi.version == ""  # created, no completed instant
+    assert hudi.snapshot().files().num_rows == 0
+    report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+    assert report.versions[0][0] == 2
+    assert hudi_rows(root) == delta_rows(root)
+    assert delta_files(root) == before and data_files(root) == files
+
+
+def test_clean_is_refused_on_a_table_of_adopted_files(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    delta_table(root)
+    lakecore.migrate(str(root), str(root), to="hudi", history=True)
+    with pytest.raises(UnsupportedFeatureError, match=r"another format wrote"):
+        lakecore.open(str(root), format="hudi").clean(retain_commits=1)
+
+
+def test_hudi_rs_cannot_read_the_result(tmp_path: Path) -> None:
+    """Known limit of the reference reader: hudi-rs 0.5.0 refuses tables whose files leave
+    the partition columns out (and lists no ``_hudiext`` file); lakecore's reader is the
+    check here. Fails (to be updated) once hudi-rs reads them."""
+    import hudi
+
+    root = tmp_path / "t"
+    delta_table(root)
+    lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+    with pytest.raises(Exception, match=r"drop\.partition\.columns"):
+        hudi.HudiTableBuilder.from_base_uri(str(root)).build().read_snapshot()
+
+
+# ---------------------------------------------------------------- the Hudi side on its own
+
+
+def adopting_table(root: Path, schema: pa.Schema, partition_by: list[str]) -> lakecore.Table:
+    from lakecore_hudi.write.adopt import ADOPTION_PROPERTIES
+
+    return lakecore.create(str(root), schema, "hudi", partition_by, dict(ADOPTION_PROPERTIES))
+
+
+def put_file(
+    table: lakecore.Table, path: str, data: pa.Table, partition: dict[str, object]
+) -> dict[str, object]:
+    sink = io.BytesIO()
+    pq.write_table(data, sink)
+    table.storage.put(path, sink.getvalue())
+    return {
+        "path": path,
+        "size": len(sink.getvalue()),
+        "record_count": data.num_rows,
+        "modification_time": int(time.time() * 1000),
+        "partition": partition,
+    }
+
+
+def test_partition_values_are_read_from_paths_typed_by_the_schema(tmp_path: Path) -> None:
+    """drop.partition.columns: files without the partition columns read with the values of
+    their hive-style, escaped partition paths, typed by the table schema (a null value is
+    Hive's default partition); pruning and filters on them work."""
+    schema = pa.schema([("id", pa.int64()), ("day", pa.int32()), ("city", pa.string())])
+    table = adopting_table(tmp_path / "t", schema, ["day", "city"])
+    cells = [(1, 7, "a/b"), (2, 7, "x=y"), (3, 8, None), (4, 8, "plain")]
+    items = []
+    for i, day, city in cells:
+        text = "__HIVE_DEFAULT_PARTITION__" if city is None else city.replace("/", "%2F")
+        text = text.replace("=", "%3D")
+        items.append(
+            put_file(
+                table,
+                f"day={day}/city={text}/part-{i}.parquet",
+                pa.table({"id": pa.array([i], pa.int64())}),
+                {"day": day, "city": city},
+            )
+        )
+    with table.transaction() as tx:
+        tx.adopt_files(pa.Table.from_pylist(items))
+    got = table.to_arrow().sort_by("id")
+    assert got.schema.field("day").type == pa.int32()
+    assert got.to_pylist() == [{"id": i, "day": d, "city": c} for i, d, c in cells]
+    assert table.scan(where="city = 'x=y'").to_arrow().column("id").to_pylist() == [2]
+    assert sorted(table.scan(where="day = 8").to_arrow().column("id").to_pylist()) == [3, 4]
+    assert table.scan(where="id = 1", columns=["city"]).to_arrow().column("city").to_pylist() == [
+        "a/b"
+    ]
+
+
+def test_adopting_refuses_a_path_that_does_not_name_its_values(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string())])
+    table = adopting_table(tmp_path / "t", schema, ["city"])
+    item = put_file(table, "city=a/f.parquet", pa.table({"id": [1]}), {"city": "b"})
+    version = table.version
+    with (
+        pytest.raises(InvalidArgumentError, match="names partition values"),
+        table.transaction() as tx,
+    ):
+        tx.adopt_files(pa.Table.from_pylist([item]))
+    assert table.version == version
+    assert (tmp_path / "t" / "city=a" / "f.parquet").exists()
+
+
+def test_the_writer_refuses_a_table_of_adopted_files(tmp_path: Path) -> None:
+    """lakecore's Hudi writer does not write tables without meta fields and partition
+    columns: an append is refused before any file is written."""
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string())])
+    table = adopting_table(tmp_path / "t", schema, ["city"])
+    with pytest.raises(UnsupportedFeatureError):
+        table.append(pa.table({"id": [1], "city": ["a"]}))
+    assert not list((tmp_path / "t").glob("city=*"))
