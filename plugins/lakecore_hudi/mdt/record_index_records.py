@@ -44,6 +44,7 @@ from lakecore_hudi.mdt.record_index import MISSING_FILE_INDEX, RECORD_INDEX, is_
 from lakecore_hudi.state import instant_epoch_ms
 
 __all__ = [
+    "DEFAULT_FILE_GROUPS",
     "FILE_ID_PREFIX",
     "PARTITION",
     "RECORD_TYPE",
@@ -60,6 +61,8 @@ FILE_ID_PREFIX = "record-index-"
 RECORD_TYPE = 5
 """``HoodieMetadataRecord.type`` of record-index records (``MetadataPartitionType``)."""
 
+DEFAULT_FILE_GROUPS = 10
+"""File groups Hudi gives a new record index (its ``record.index.min.filegroup.count``)."""
 UUID_ENCODING = 0
 RAW_ENCODING = 1
 _META = (
