@@ -99,10 +99,10 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
     new = {(s.partition_path, s.file_id): s for s in latest_slices(files, after, completion)}
     schema = table_schema(ctx, [s for s in old.values()])
     wanted = [RECORD_KEY, PARTITION_PATH, *columns]
-    old_rows = _reader(ctx, timeline, before, schema, [old[g] for g in groups if g in old])
-    new_rows = _reader(
-        ctx, timeline, after, schema, [new[g] for g in groups if g in new and g in written]
-    )
+    old_slices = [old[g] for g in groups if g in old]
+    new_slices = [new[g] for g in groups if g in new and g in written]
+    old_rows = _reader(ctx, timeline, before, schema, old_slices, wanted)
+    new_rows = _reader(ctx, timeline, after, schema, new_slices, wanted)
     out = []
     empty = pa.schema([_field(schema, c) for c in wanted]).empty_table()
     for group in groups:
@@ -160,10 +160,12 @@ def _reader(
     visible: Visible,
     schema: pa.Schema,
     slices: Sequence[FileSlice],
+    columns: Sequence[str],
 ) -> dict[tuple[str, str], pa.Table]:
     if not slices:
         return {}
     # SliceRows reads through a HudiState; only these slices and this visibility matter.
     state = HudiState(ctx.config, timeline, None, visible, tuple(slices), schema, ReadOptions())
     rows = SliceRows(ctx.storage, state)
-    return {(s.partition_path, s.file_id): rows.records(i) for i, s in enumerate(slices)}
+    # A slice without log files is read for ``columns`` only; a merged one needs every column.
+    return {(s.partition_path, s.file_id): rows.columns(i, columns) for i, s in enumerate(slices)}

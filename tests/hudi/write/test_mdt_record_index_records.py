@@ -13,6 +13,7 @@ a JVM at UTC-06:00. The test pins that difference exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,10 @@ from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.metadata import CommitMetadata
 
 from lakecore.errors import UnsupportedFeatureError
-from lakecore.storage import open_storage
+from lakecore.storage import FileInfo, FsspecStorage, open_storage
 from tests.corpus import CORPUS
 from tests.hudi.write.mdt_index_checks import (
+    CutTimelineStorage,
     assert_record_index_matches_table,
     holders,
     hudi_records_at,
@@ -221,3 +223,38 @@ def test_lakecore_writes_replay_to_the_tables_records(tmp_path: Path) -> None:
         assert sorted(held) == ["1", "2", "4"]
         got = table_records(root).select([RECORD_KEY, PARTITION_PATH]).to_pylist()
         assert {r[RECORD_KEY]: r[PARTITION_PATH] for r in got}["2"] == "city=y"
+
+
+class CountingStorage(FsspecStorage):
+    """Records the data files read and the directories listed."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(uri)
+        self.reads: list[str] = []
+        self.listed: list[str] = []
+
+    def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        self.reads.append(path)
+        return super().read(path, start, end)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        self.listed.append(path)
+        return super().list_dir(path)
+
+
+def test_cost_follows_the_touched_file_groups(tmp_path: Path) -> None:
+    """An upsert into one partition of a table with six lists that partition only and reads
+    only the files of the file group it rewrote (plus the timeline)."""
+    from tests.hudi.write.helpers import create, rows, upsert
+
+    root = tmp_path / "t"
+    table = create(root, "MERGE_ON_READ")
+    table.append(rows(*[(i, "n", 1, c) for i, c in enumerate("abcdef")]))
+    upsert(table, rows((2, "m", 2, "c")))
+    ts = replayable_instants(root)[-1][0]
+    counting = CountingStorage(str(root))
+    ctx = dataclasses.replace(replay_context(root, ts), storage=CutTimelineStorage(counting, ts))
+    assert ri.commit_records(ctx) == []  # an update in place
+    data_reads = {p for p in counting.reads if not p.startswith(".hoodie/")}
+    assert data_reads and {p.split("/")[0] for p in data_reads} == {"city=c"}
+    assert [p for p in counting.listed if not p.startswith(".hoodie")] == ["city=c"]
