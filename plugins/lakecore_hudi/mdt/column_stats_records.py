@@ -61,6 +61,7 @@ __all__ = [
     "merge",
     "range_of",
     "routing_key",
+    "writer_schema",
     "written_ranges",
 ]
 
@@ -115,7 +116,8 @@ def columns_to_index(
     return meta + data[:MAX_COLUMNS]
 
 
-def _writer_schema(meta: CommitMetadata | None) -> pa.Schema | None:
+def writer_schema(meta: CommitMetadata | None) -> pa.Schema | None:
+    """The writer schema ``meta`` records (Hudi's ``schema`` extra metadata), as Arrow."""
     text = meta.schema if meta is not None else None
     return avro_to_arrow(text) if text else None
 
@@ -131,7 +133,7 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
         FileNotFoundError: a file the write stats name is missing.
         UnsupportedFeatureError: a base file format other than Parquet or Lance.
     """
-    columns = columns_to_index(ctx.config, ctx.index_defs, _writer_schema(ctx.meta))
+    columns = columns_to_index(ctx.config, ctx.index_defs, writer_schema(ctx.meta))
     version2 = index_version(ctx.index_defs, PARTITION, ctx.table_version) >= 2
     if not columns:
         return []

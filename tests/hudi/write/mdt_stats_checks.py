@@ -9,7 +9,7 @@ generator tests and for end-to-end tests of tables lakecore writes.
   that exists, with the statistics recomputed from that file; every data file of a completed
   write has its records.
 - ``assert_partition_stats_bound_files``: every partition-stats record bounds the live files
-  of its partition and every partition with live files has records.
+  of its partition and every partition column with live file stats has a record.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from lakecore_hudi.mdt.file_ranges import file_ranges
 from lakecore_hudi.mdt.files_partition import is_init_instant
 from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.mdt.stats_values import java_order_key
+from lakecore_hudi.options import ReadOptions
+from lakecore_hudi.state import load_state
 from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.timeline.instants import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
@@ -183,37 +185,49 @@ def assert_column_stats_match_files(root: Path | str) -> int:
     return checked
 
 
+def live_slice_files(root: Path | str) -> dict[str, str]:
+    """File name -> partition path of every file of the table's latest file slices."""
+    storage = open_storage(str(root))
+    state = load_state(storage, None, None, ReadOptions(metadata_enable=False))
+    out = {}
+    for s in state.slices:
+        for info in ([s.base_file] if s.base_file is not None else []) + list(s.log_files):
+            out[info.path.rsplit("/", 1)[-1]] = s.partition_path
+    return out
+
+
 def assert_partition_stats_bound_files(
     root: Path | str, partition_stats: Mapping[str, Record]
 ) -> int:
     """Every partition-stats record (``partition_stats``: key -> live record) bounds the live
-    column stats of its partition's files; returns the number of (partition, column) checked.
+    column stats of the files of its partition's latest slices, and every partition column
+    with live file stats has a record; returns the number of (record, file) pairs checked.
 
     Not equality: Hudi's partition stats after a replace commit keep the replaced files'
     bounds until the partition is written again.
     """
     column_stats = live_records(root, csr.PARTITION, csr.merge)
     per_partition: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    storage = open_storage(str(root))
-    on_disk = {
-        f.info.path.rsplit("/", 1)[-1]: f.partition_path for f in data_files(storage.list_all(""))
-    }
+    live_files = live_slice_files(root)
     for record in column_stats.values():
         payload = record[PAYLOAD]
-        partition = on_disk.get(payload["fileName"])
+        partition = live_files.get(payload["fileName"])
         if partition is not None:
             per_partition.setdefault((partition, payload["columnName"]), []).append(payload)
+    covered = {(r[PAYLOAD]["fileName"], r[PAYLOAD]["columnName"]) for r in partition_stats.values()}
+    uncovered = sorted(set(per_partition) - covered)
+    assert not uncovered, f"{root}: partitions' columns without partition stats: {uncovered}"
     checked = 0
     for record in partition_stats.values():
         payload = record[PAYLOAD]
         part = csr.range_of(payload)
         for file_payload in per_partition.get((payload["fileName"], payload["columnName"]), []):
-            file_range = csr.range_of(file_payload)
-            if file_range.min_value is not None:
-                assert part.min_value is not None
-                assert java_order_key(part.min_value) <= java_order_key(file_range.min_value)
-            if file_range.max_value is not None:
-                assert part.max_value is not None
-                assert java_order_key(part.max_value) >= java_order_key(file_range.max_value)
-        checked += 1
+            low, high = csr.range_of(file_payload).min_value, csr.range_of(file_payload).max_value
+            if low is not None:
+                assert part.min_value is not None, payload
+                assert java_order_key(part.min_value) <= java_order_key(low), payload
+            if high is not None:
+                assert part.max_value is not None, payload
+                assert java_order_key(part.max_value) >= java_order_key(high), payload
+            checked += 1
     return checked
