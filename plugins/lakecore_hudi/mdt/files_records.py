@@ -25,17 +25,13 @@ commit time as the base instant.
 
 from __future__ import annotations
 
-import functools
-import io
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import fastavro
-
-from lakecore_hudi.mdt.hfile_writer import java_hash_order
-from lakecore_hudi.mdt.record_schema import metadata_record_schema, metadata_record_schema_json
+from lakecore_hudi.mdt.record_codec import encode_record_cells
+from lakecore_hudi.mdt.record_schema import metadata_record_schema_json
 
 __all__ = [
     "ALL_PARTITIONS",
@@ -63,11 +59,6 @@ def schema_json(table_version: int = 8) -> str:
     """The writer schema of a data table of ``table_version``, as the text Hudi writes
     (file info, SCHEMA header, commit metadata)."""
     return metadata_record_schema_json(table_version)
-
-
-@functools.lru_cache(maxsize=4)
-def _parsed(table_version: int) -> Any:
-    return fastavro.parse_schema(metadata_record_schema(table_version))
 
 
 def partition_key(partition: str) -> str:
@@ -147,28 +138,13 @@ def fold_listing(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, in
 def encode_cells(
     records: Iterable[Mapping[str, Any]], table_version: int = 8
 ) -> list[tuple[bytes, bytes]]:
-    """HFile cells (row key, Avro value) of ``records`` in the writer schema of
-    ``table_version`` (``schema_json``), sorted by key.
-
-    Hudi's HFile writer blanks the ``key`` field (the row key holds it); records of one key
-    must have been combined already.
+    """HFile cells (row key, Avro value) of metadata records of any partition in the writer
+    schema of ``table_version`` (``schema_json``), sorted by key (``record_codec``).
 
     Raises:
-        ValueError: two records share a key.
+        ValueError: two records share a key (they must have been combined already).
     """
-    cells: dict[bytes, bytes] = {}
-    for record in records:
-        row = str(record["key"]).encode("utf-8")
-        if row in cells:
-            raise ValueError(f"two metadata records share the key {row!r}")
-        out = io.BytesIO()
-        # Hudi fills the map as a java.util.HashMap; its iteration order is the byte order.
-        files = dict(java_hash_order(record["filesystemMetadata"]))
-        fastavro.schemaless_writer(
-            out, _parsed(table_version), {**record, "key": "", "filesystemMetadata": files}
-        )
-        cells[row] = out.getvalue()
-    return sorted(cells.items())
+    return encode_record_cells(records, table_version)
 
 
 def combine(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -96,7 +96,10 @@ FILES = PartitionSpec(
     compacted=_files_compacted,
 )
 
-WIRED: Mapping[str, str] = {}
+WIRED: Mapping[str, str] = {
+    "column_stats": "lakecore_hudi.mdt.column_stats_records",
+    "record_index": "lakecore_hudi.mdt.record_index_records",
+}
 """Index partitions (or, for secondary indexes, the partition name prefix) -> the generator
 module maintaining them. Only partitions tested end to end are listed."""
 

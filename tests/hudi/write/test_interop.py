@@ -28,7 +28,7 @@ WRITABLE = [
     "cow_v8_simplekeygen_hivestyle_no_metafields",
 ]
 REFUSED = {
-    "mor_avro_v8_trips_8i3u1d": "hudi-metadata-column_stats",
+    "mor_avro_v8_trips_8i3u1d": "hudi-metadata-partition_stats",
 }
 
 

@@ -147,7 +147,7 @@ def test_unmaintained_partitions_are_refused_by_name(tmp_path: Path) -> None:
     props = root / ".hoodie" / "hoodie.properties"
     text = props.read_text().replace(
         "hoodie.table.metadata.partitions=files",
-        "hoodie.table.metadata.partitions=files,column_stats",
+        "hoodie.table.metadata.partitions=files,bloom_filters",
     )
     from lakecore_hudi.table_config import parse_properties, render_table_config
 
@@ -155,9 +155,9 @@ def test_unmaintained_partitions_are_refused_by_name(tmp_path: Path) -> None:
     parsed.pop("hoodie.table.checksum", None)
     props.write_bytes(render_table_config(parsed))
     before = sorted(p.name for p in root.rglob("*"))
-    with pytest.raises(lakecore.errors.UnsupportedFeatureError, match="column_stats") as info:
+    with pytest.raises(lakecore.errors.UnsupportedFeatureError, match="bloom_filters") as info:
         lakecore.open(str(root)).append(rows((1, "a", 1, "x")))
-    assert info.value.feature == "hudi-metadata-column_stats"
+    assert info.value.feature == "hudi-metadata-bloom_filters"
     assert sorted(p.name for p in root.rglob("*")) == before  # nothing written
 
 

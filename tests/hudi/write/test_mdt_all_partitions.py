@@ -1,0 +1,197 @@
+"""Spark-written tables with a full metadata table take lakecore writes (issue 13).
+
+Every corpus Hudi table whose metadata table has partitions beyond ``files`` (column_stats,
+partition_stats, record_index, secondary indexes), copied, takes a lakecore insert, upsert,
+delete, compaction (merge-on-read) and clean. The metadata table compacts every 3 delta
+commits here (Hudi: 10), so its compaction and clean run over every partition during the
+sequence. After each operation:
+
+- hudi-rs (which lists files through the metadata table) reads the rows lakecore reads;
+- the ``files`` partition lists exactly the data files on storage;
+- ``read_column_stats`` gives every live data file the stats of its footer (and the
+  column_stats generator's own check: every live record equals the stats recomputed);
+- the record index and secondary indexes hold exactly the table's live records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from lakecore_hudi.mdt import maintain
+from lakecore_hudi.mdt.column_stats import read_column_stats
+from lakecore_hudi.mdt.partition_spec import is_maintained
+from lakecore_hudi.table_config import read_table_config
+
+import lakecore
+from lakecore.errors import UnsupportedFeatureError
+from lakecore.storage import open_storage
+from tests.corpus import CORPUS
+from tests.hudi.test_column_stats import MDT_TABLES, _check_row
+from tests.hudi.write.helpers import copy_corpus_table, files_on_disk, hudi_rs_table
+from tests.hudi.write.test_mdt_maintain import mdt_listing
+
+Row = dict[str, Any]
+
+
+def _rows(table: pa.Table) -> list[Row]:
+    data = table.drop_columns([c for c in table.column_names if c.startswith("_hoodie_")])
+    return sorted(data.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _new_keys(data: pa.Table, keys: list[str]) -> pa.Table:
+    """``data`` with every record key column changed so that no key exists yet."""
+    for name in keys:
+        i = data.schema.get_field_index(name)
+        column = data.column(i)
+        if pa.types.is_string(column.type):
+            changed = pc.binary_join_element_wise(column, pa.scalar("-lakecore"), "")
+        else:
+            changed = pc.add(column, pa.scalar(10**6, column.type))
+        data = data.set_column(i, data.schema.field(i), changed)
+    return data
+
+
+def _checks(root: Path) -> dict[str, int]:
+    """Every check of the module docstring; returns what each checked (for the counts)."""
+    assert _rows(hudi_rs_table(root)) == _rows(lakecore.open(str(root)).to_arrow())
+    assert mdt_listing(root) == files_on_disk(root)
+    storage = open_storage(str(root))
+    partitions = read_table_config(storage).metadata_partitions
+    done = {"files": 1}
+    if "column_stats" in partitions:
+        done["column_stats"] = _column_stats_match_footers(root)
+    if "record_index" in partitions:
+        from tests.hudi.write.mdt_index_checks import assert_record_index_matches_table
+
+        done["record_index"] = assert_record_index_matches_table(root)
+    if any(p.startswith("secondary_index_") for p in partitions):
+        from tests.hudi.write.mdt_index_checks import assert_secondary_index_matches_table
+
+        done["secondary_index"] = assert_secondary_index_matches_table(root)
+    return done
+
+
+def _column_stats_match_footers(root: Path) -> int:
+    """``read_column_stats`` gives every live Parquet base file its record count and, for
+    every column it indexes, the min, max and null count of the file's data (the footer's
+    stats where sound); returns the number of files checked."""
+    storage = open_storage(str(root))
+    config = read_table_config(storage)
+    paths = [
+        f"{p}/{n}" if p else n
+        for p, names in files_on_disk(root).items()
+        for n in names
+        if n.endswith(".parquet")
+    ]
+    checked = 0
+    for path in sorted(paths):
+        schema = pq.read_schema(root / path).remove_metadata()
+        stats = read_column_stats(storage, config, [path], schema=schema)
+        assert stats is not None
+        row = stats.to_pylist()[0]
+        assert row["record_count"] is not None, f"{path}: no column stats"
+        known, unknown = _check_row(row, pq.read_table(root / path))
+        assert known > 0 and unknown == 0, path
+        checked += 1
+    return checked
+
+
+def _operations(root: Path) -> list[tuple[str, Any]]:
+    table = lakecore.open(str(root))
+    snapshot = table.snapshot()
+    keys = snapshot.properties["hoodie.table.recordkey.fields"].split(",")
+    data = table.to_arrow()
+    data = data.drop_columns([c for c in data.column_names if c.startswith("_hoodie_")])
+    fresh = _new_keys(data.slice(0, 2), keys)
+    changed = data.slice(0, 1)
+    ordering = snapshot.properties.get("hoodie.table.precombine.field") or (
+        snapshot.properties.get("hoodie.table.ordering.fields")
+    )
+    if ordering:  # win under event-time ordering
+        i = changed.schema.get_field_index(ordering)
+        bumped = pc.add(changed.column(i), pa.scalar(1000, changed.schema.field(i).type))
+        changed = changed.set_column(i, changed.schema.field(i), bumped)
+    merge_on_read = snapshot.properties.get("hoodie.table.type") == "MERGE_ON_READ"
+    ops: list[tuple[str, Any]] = [
+        ("insert", lambda: table.append(fresh)),
+        ("upsert", lambda: table.merge(changed, on=keys).when_matched_update_all().execute()),
+        ("delete", lambda: table.merge(data.slice(1, 1), on=keys).when_matched_delete().execute()),
+    ]
+    if merge_on_read:
+        ops.append(("compact", table.compact))
+    ops.append(("clean", lambda: table.clean(retain_commits=1)))
+    return ops
+
+
+def _declared(name: str) -> tuple[str, ...]:
+    storage = open_storage(str(CORPUS / "hudi" / name))
+    return read_table_config(storage).metadata_partitions
+
+
+FULL_TABLES = tuple(n for n in MDT_TABLES if set(_declared(n)) - {"files"})
+"""Every corpus table whose metadata table has partitions beyond ``files`` (all six)."""
+
+WRITABLE = ("mor_avro_v9_nonpartitioned_rollback",)
+"""The tables lakecore writes: every partition of theirs is maintained."""
+
+REFUSED = {
+    "cow_v9_timebasedkeygen_unixtimestamp": "hudi-metadata-partition_stats",
+    "cow_v9_txns_simple_overwrite": "hudi-metadata-partition_stats",
+    "mor_avro_v8_trips_8i3u1d": "hudi-metadata-partition_stats",
+    "mor_avro_v9_lance_nonhivestyle": "hudi-base-file-format-lance",
+    "mor_avro_v9_txns_nonpart_meta": "hudi-metadata-secondary_index_merchant_idx",
+}
+"""The others, refused before any file is written, naming what lakecore does not write."""
+
+
+def _run_all(root: Path) -> list[str]:
+    _checks(root)  # Spark's own metadata table, as found
+    done = []
+    for op, run in _operations(root):
+        run()
+        _checks(root)
+        done.append(op)
+    return done
+
+
+def test_a_full_metadata_table_takes_every_operation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(maintain, "MAX_DELTA_COMMITS", 3)
+    root = copy_corpus_table("mor_avro_v9_nonpartitioned_rollback", tmp_path)
+    assert _declared(root.name) == ("column_stats", "files", "record_index")
+    assert _run_all(root) == ["insert", "upsert", "delete", "compact", "clean"]
+    timeline = root / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    assert [p for p in timeline.iterdir() if p.name.endswith(".commit")]  # it compacted
+    assert [p for p in timeline.iterdir() if p.name.endswith(".clean")]  # and cleaned
+
+
+@pytest.mark.slow
+def test_every_full_metadata_table_takes_every_operation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(maintain, "MAX_DELTA_COMMITS", 3)
+    assert len(FULL_TABLES) == 6 and set(FULL_TABLES) == set(WRITABLE) | set(REFUSED)
+    ran: dict[str, list[str]] = {}
+    refused: dict[str, str] = {}
+    for name in FULL_TABLES:
+        root = copy_corpus_table(name, tmp_path)
+        if name in REFUSED:
+            before = sorted((str(p), p.stat().st_size) for p in root.rglob("*"))
+            with pytest.raises(UnsupportedFeatureError) as caught:
+                lakecore.open(str(root)).delete("1 = 1")
+            refused[name] = caught.value.feature
+            assert sorted((str(p), p.stat().st_size) for p in root.rglob("*")) == before
+            continue
+        assert all(is_maintained(p) for p in _declared(name))
+        ran[name] = _run_all(root)
+    assert refused == REFUSED
+    assert sorted(ran) == sorted(WRITABLE)
+    merge_on_read = sum(1 for n in WRITABLE if n.startswith("mor"))
+    assert sum(len(ops) for ops in ran.values()) == 4 * len(WRITABLE) + merge_on_read
