@@ -201,14 +201,16 @@ def test_partitioned_record_index_is_refused() -> None:
         ri.commit_records(_ctx(CommitMetadata(), "commit", defs))
 
 
-def test_lakecore_writes_replay_to_the_tables_records(tmp_path: Path) -> None:
+@pytest.mark.parametrize("meta_fields", ["true", "false"])
+def test_lakecore_writes_replay_to_the_tables_records(tmp_path: Path, meta_fields: str) -> None:
     """On a lakecore-written table (inserts, an update moving keys to another partition, a
-    delete, MoR logs), the folded records of every instant are the table's records."""
+    delete, MoR logs; with meta fields and with virtual keys), the folded records of every
+    instant are the table's records."""
     from tests.hudi.write.helpers import create, rows, upsert
 
     for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
         root = tmp_path / table_type
-        table = create(root, table_type)
+        table = create(root, table_type, populate_meta_fields=meta_fields)
         table.append(rows((1, "a", 1, "x"), (2, "b", 1, "x"), (3, "c", 1, "y")))
         upsert(table, rows((2, "b", 2, "y"), (4, "d", 2, "z")))
         table.delete("id = 3")
