@@ -19,8 +19,9 @@ Hudi indexes. The index version is the definition's ``version`` (``V1``/``V2``),
 1 for table version 8 and 2 for table version 9 (``stats_values`` explains the difference).
 
 Records with the same key fold with ``merge`` (Hudi's ``HoodieMetadataPayload`` merge of
-column stats: a tombstone on either side or a tight-bound newer record wins, otherwise the
-ranges combine). They route to file groups by their whole key (``routing_key``).
+column stats: a tombstone deletes the key, a tight-bound newer record wins, otherwise the
+ranges combine); a compacted base file holds no tombstone (``compacted``). They route to file
+groups by their whole key (``routing_key``); Hudi gives the partition 2 file groups.
 """
 
 from __future__ import annotations
@@ -51,12 +52,14 @@ from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.metadata import CommitMetadata
 
 __all__ = [
+    "DEFAULT_FILE_GROUPS",
     "FILE_ID_PREFIX",
     "PARTITION",
     "RECORD_TYPE",
     "column_stats_record",
     "columns_to_index",
     "commit_records",
+    "compacted",
     "index_version",
     "merge",
     "range_of",
@@ -70,6 +73,9 @@ FILE_ID_PREFIX = FILE_ID_PREFIXES[PARTITION]
 RECORD_TYPE = 3
 """``HoodieMetadataRecord.type`` of a column-stats record."""
 
+DEFAULT_FILE_GROUPS = 2
+"""File groups Hudi gives the partition
+(``hoodie.metadata.index.column.stats.file.group.count``)."""
 MAX_COLUMNS = 32
 """Hudi's ``hoodie.metadata.index.column.stats.max.columns.to.index`` default."""
 READERS = 8
@@ -217,16 +223,19 @@ def _count(value: Any) -> int:
 def merge(older: dict[str, Any] | None, newer: dict[str, Any]) -> dict[str, Any] | None:
     """Hudi's merge of two column-stats (or partition-stats) records with the same key.
 
-    A tombstone on either side, or a tight-bound newer record, replaces the older record;
-    otherwise the ranges combine (newer file name, min of the mins, max of the maxes, counts
-    and sizes summed) and the older wrappers are kept where they hold the bound. Never None:
-    Hudi keeps column-stats tombstones through compaction (a later log record of the same
-    file must still lose to them).
+    A tombstone folded onto an older record deletes the key: None (Hudi's payload is then a
+    deleted record, which its compaction drops and its readers skip). A tombstone with nothing
+    older is kept (it must reach the log block). A newer record replaces an older tombstone,
+    and a tight-bound newer record any older one; otherwise the ranges combine (newer file
+    name, min of the mins, max of the maxes, counts and sizes summed), keeping the stored
+    wrappers that hold the bounds.
     """
     if older is None:
         return newer
     old, new = older["ColumnStatsMetadata"], newer["ColumnStatsMetadata"]
-    if old["isDeleted"] or new["isDeleted"] or new.get("isTightBound"):
+    if new["isDeleted"]:
+        return None
+    if old["isDeleted"] or new.get("isTightBound"):
         return newer
     combined = combine(range_of(old), range_of(new))
     payload = dict(new)
@@ -239,6 +248,12 @@ def merge(older: dict[str, Any] | None, newer: dict[str, Any]) -> dict[str, Any]
         totalUncompressedSize=combined.total_uncompressed_size,
     )
     return {**newer, "ColumnStatsMetadata": payload}
+
+
+def compacted(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The record a compacted base file holds for a folded record: None for a tombstone
+    (Hudi's ``getInsertValue`` of a deleted column-stats payload is empty)."""
+    return None if record["ColumnStatsMetadata"]["isDeleted"] else record
 
 
 def _bound(value: Any, old: Mapping[str, Any], new: Mapping[str, Any], field: str) -> Any:

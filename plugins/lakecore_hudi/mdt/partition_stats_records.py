@@ -24,7 +24,8 @@ A ``DELETE_PARTITION`` replace commit writes a tombstone per column of each dele
 (no bounds, counts -1, ``fileName`` ""). A clean writes nothing (Hudi's partition-stats
 indexer ignores cleans). Columns and index version follow ``column_stats_records`` (the index
 version of ``partition_stats``, which has no index definition of its own: 1 for table version
-8, 2 for 9). Records fold with ``column_stats_records.merge`` and route by their whole key.
+8, 2 for 9). Records fold with ``column_stats_records.merge`` (``compacted`` drops
+tombstones) and route by their whole key; Hudi gives the partition 1 file group.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadat
 from lakecore_hudi.view import FileSlice, Visible, data_files, latest_slices
 
 __all__ = [
+    "DEFAULT_FILE_GROUPS",
     "FILE_ID_PREFIX",
     "PARTITION",
     "RECORD_TYPE",
     "commit_records",
+    "compacted",
     "merge",
     "partition_stats_record",
     "routing_key",
@@ -62,8 +65,14 @@ RECORD_TYPE = 6
 """``HoodieMetadataRecord.type`` of a partition-stats record."""
 DELETE_PARTITION = "DELETE_PARTITION"
 
+DEFAULT_FILE_GROUPS = 1
+"""File groups Hudi gives the partition
+(``hoodie.metadata.index.partition.stats.file.group.count``)."""
+
 merge = csr.merge
 """Hudi folds partition-stats records as column-stats records: the tight bound wins."""
+compacted = csr.compacted
+"""A compacted base file holds no partition-stats tombstone."""
 
 
 def routing_key(key: str, table_version: int) -> str:

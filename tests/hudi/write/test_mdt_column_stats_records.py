@@ -265,8 +265,11 @@ def test_merge_combines_appends_and_lets_tombstones_and_tight_bounds_win() -> No
         "totalUncompressedSize": 12,
     }
     tombstone = _stats(isDeleted=True, minValue=None, maxValue=None)
-    assert csr.merge(older, tombstone) == tombstone
+    assert csr.merge(older, tombstone) is None  # the key is deleted
+    assert csr.merge(None, tombstone) == tombstone  # reaches the log block
     assert csr.merge(tombstone, newer) == newer
+    assert csr.compacted(tombstone) is None
+    assert csr.compacted(newer) == newer
     tight = _stats(isTightBound=True, valueCount=1)
     assert csr.merge(older, tight) == tight
     assert csr.merge(None, newer) == newer
