@@ -212,10 +212,15 @@ def source_field(index_defs: Mapping[str, Any], partition: str) -> str:
 
 
 def ensure_supported(
-    index_defs: Mapping[str, Any], schema: pa.Schema, partitions: Iterable[str]
+    index_defs: Mapping[str, Any],
+    schema: pa.Schema,
+    partitions: Iterable[str],
+    table_version: int | None = None,
 ) -> None:
     """Refuse secondary indexes lakecore cannot keep exactly as Hudi does (see the module
-    doc); call before writing anything.
+    doc); call before writing anything. With ``table_version``, an index whose definition
+    names an index version other than the one ``routing_key`` routes that table version by
+    (V1 on version 8, V2 on 9+) is refused too: its entries would land in other file groups.
 
     Raises:
         UnsupportedFeatureError: naming the index and why.
@@ -224,6 +229,8 @@ def ensure_supported(
         if not partition.startswith(PARTITION_PREFIX):
             continue
         column = source_field(index_defs, partition)
+        if table_version is not None:
+            _check_version(index_defs, partition, table_version)
         index = schema.get_field_index(column)
         if index < 0 or not _renders(schema.field(index).type):
             kind = schema.field(index).type if index >= 0 else "missing"
@@ -232,6 +239,18 @@ def ensure_supported(
                 f"lakecore cannot maintain secondary index {partition!r}: column {column!r} "
                 f"({kind}) is not a string, integer, boolean or date column",
             )
+
+
+def _check_version(index_defs: Mapping[str, Any], partition: str, table_version: int) -> None:
+    definition = (index_defs.get("indexDefinitions") or {}).get(partition) or {}
+    named = str(definition.get("version") or "").upper()
+    expected = "V2" if table_version >= 9 else "V1"
+    if named and named != expected:
+        raise UnsupportedFeatureError(
+            f"hudi-metadata-{partition}",
+            f"secondary index {partition!r} is of index version {named}; lakecore maintains "
+            f"version {expected} secondary indexes on table version {table_version}",
+        )
 
 
 def _renders(t: pa.DataType) -> bool:
@@ -255,7 +274,8 @@ def commit_records(ctx: IndexContext, partition: str) -> list[dict[str, Any]]:
     if ctx.meta is None or is_compaction(ctx):
         return []
     column = source_field(ctx.index_defs, partition)
-    ensure_supported(ctx.index_defs, table_schema(ctx, ()), [partition])
+    schema = table_schema(ctx, ())
+    ensure_supported(ctx.index_defs, schema, [partition], ctx.config.table_version)
     live: set[str] = set()
     gone: set[str] = set()
     for change in group_changes(ctx, [column]):

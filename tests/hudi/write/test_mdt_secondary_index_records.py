@@ -149,6 +149,7 @@ def test_unsupported_indexes_are_refused() -> None:
         ({"indexFunction": "lower", "sourceFields": ["rider"]}, "one top-level column"),
         ({"indexFunction": "identity", "sourceFields": ["fare"]}, "not a string"),
         ({"indexFunction": "identity", "sourceFields": ["a", "b"]}, "one top-level column"),
+        ({"sourceFields": ["rider"], "version": "V2"}, "index version V2"),
     ):
         bad = {"indexDefinitions": {**defs["indexDefinitions"], RIDER: definition}}
         with pytest.raises(UnsupportedFeatureError, match=match):
