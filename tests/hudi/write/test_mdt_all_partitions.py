@@ -16,6 +16,7 @@ sequence. After each operation:
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,15 @@ from lakecore_hudi.mdt.partition_spec import is_maintained
 from lakecore_hudi.table_config import read_table_config
 
 import lakecore
-from lakecore.errors import UnsupportedFeatureError
+from lakecore.errors import LakecoreError, UnsupportedFeatureError
 from lakecore.storage import open_storage
+from lakecore.table import Table
+from lakecore.testing.faults import MUTATING
 from tests.corpus import CORPUS
 from tests.hudi.test_column_stats import MDT_TABLES, _check_row
 from tests.hudi.write.helpers import copy_corpus_table, files_on_disk, hudi_rs_table
 from tests.hudi.write.test_mdt_maintain import mdt_listing
+from tests.reliability.faulty_ops import open_faulty
 
 Row = dict[str, Any]
 
@@ -102,8 +106,7 @@ def _column_stats_match_footers(root: Path) -> int:
     return checked
 
 
-def _operations(root: Path) -> list[tuple[str, Any]]:
-    table = lakecore.open(str(root))
+def _operations(table: Table) -> list[tuple[str, Any]]:
     snapshot = table.snapshot()
     keys = snapshot.properties["hoodie.table.recordkey.fields"].split(",")
     data = table.to_arrow()
@@ -153,7 +156,7 @@ REFUSED = {
 def _run_all(root: Path) -> list[str]:
     _checks(root)  # Spark's own metadata table, as found
     done = []
-    for op, run in _operations(root):
+    for op, run in _operations(lakecore.open(str(root))):
         run()
         _checks(root)
         done.append(op)
@@ -195,3 +198,73 @@ def test_every_full_metadata_table_takes_every_operation(
     assert sorted(ran) == sorted(WRITABLE)
     merge_on_read = sum(1 for n in WRITABLE if n.startswith("mor"))
     assert sum(len(ops) for ops in ran.values()) == 4 * len(WRITABLE) + merge_on_read
+
+
+# ------------------------------------------------------------------------------- faults
+
+FAULT_CASES = {"delta commit": ([], "insert"), "metadata compaction": (["insert"], "upsert")}
+"""(operations run first, the operation faulted): an insert's delta commit writing every
+partition; an upsert whose delta commit comes after a metadata compaction and clean of every
+partition (3 delta commits due)."""
+
+
+def _state(root: Path) -> list[Row]:
+    return _rows(lakecore.open(str(root)).to_arrow())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(FAULT_CASES))
+def test_faults_on_a_multi_partition_metadata_commit(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A storage fault at every metadata-table write of the operation (``before``: the call
+    never lands; ``after``: it lands and its reply is lost): the error, if any, is a
+    LakecoreError; the table reads as before or after; a next writer's insert lands; then
+    every check of ``_checks`` holds (all partitions readable and right)."""
+    monkeypatch.setattr(maintain, "MAX_DELTA_COMMITS", 3)
+    template = copy_corpus_table("mor_avro_v9_nonpartitioned_rollback", tmp_path / "template")
+    first, name = FAULT_CASES[case]
+    for op in first:
+        dict(_operations(lakecore.open(str(template))))[op]()
+    before = _state(template)
+    counting = tmp_path / "counting"
+    shutil.copytree(template, counting)
+    table, faulty = open_faulty(counting)
+    dict(_operations(table))[name]()
+    calls = list(faulty.calls)
+    after = _state(counting)
+    chosen = [
+        i
+        for i, c in enumerate(calls)
+        if c.method in MUTATING and c.path.startswith(".hoodie/metadata/")
+    ]
+    partitions = {c.path.split("/")[2] for c in calls if c.path.startswith(".hoodie/metadata/")}
+    assert {"files", "column_stats", "record_index"} <= partitions, partitions
+    failures = []
+    for n, index in enumerate(chosen):
+        for mode in ("before", "after"):
+            root = tmp_path / f"case{n}{mode}"
+            shutil.copytree(template, root)
+            table, faulty = open_faulty(root)
+            faulty.arm(index, mode)
+            where = f"call {index} {calls[index]} ({mode})"
+            try:
+                dict(_operations(table))[name]()
+            except LakecoreError:
+                pass
+            except BaseException as exc:  # a raw error is a failure
+                failures.append(f"{where}: raw {type(exc).__name__}: {exc}")
+                continue
+            if _state(root) not in (before, after):
+                failures.append(f"{where}: partial state")
+                continue
+            data = lakecore.open(str(root)).to_arrow()
+            data = data.drop_columns([c for c in data.column_names if c.startswith("_hoodie_")])
+            keys = ["txn_id"]
+            lakecore.open(str(root)).append(_new_keys(_new_keys(data.slice(2, 1), keys), keys))
+            try:
+                _checks(root)
+            except AssertionError as exc:
+                failures.append(f"{where}: {str(exc)[:300]}")
+    assert not failures, "\n".join(failures)
+    assert len(chosen) >= 6, len(chosen)
