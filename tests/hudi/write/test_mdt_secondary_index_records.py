@@ -191,3 +191,34 @@ def test_lakecore_writes_replay_to_the_tables_rows(tmp_path: Path) -> None:
             == pairs
             == {("z", "1"), ("b", "2"), ("d", "4"), (None, "5")}
         ), table_type
+
+
+def test_write_gate_refuses_before_any_file(tmp_path: Path) -> None:
+    """``index_gate.ensure_index_partitions_writable`` passes the corpus tables and refuses
+    an index definition lakecore cannot maintain, reading nothing but the definitions."""
+    import json
+
+    from lakecore_hudi.mdt.index_gate import ensure_index_partitions_writable
+    from lakecore_hudi.options import ReadOptions
+    from lakecore_hudi.state import load_state
+
+    from tests.hudi.write.helpers import copy_corpus_table
+
+    for name in TABLES:
+        storage = open_storage(str(HUDI / name))
+        state = load_state(storage, None, None, ReadOptions())
+        ensure_index_partitions_writable(storage, state.config, state.table_schema)
+    root = copy_corpus_table(V8, tmp_path)
+    storage = open_storage(str(root))
+    state = load_state(storage, None, None, ReadOptions())
+    path = root / ".hoodie/.index_defs/index.json"
+    defs = json.loads(path.read_text())
+    defs["indexDefinitions"][RIDER]["sourceFields"] = ["fare"]
+    path.write_text(json.dumps(defs))
+    with pytest.raises(UnsupportedFeatureError, match="'fare'"):
+        ensure_index_partitions_writable(storage, state.config, state.table_schema)
+    defs["indexDefinitions"][RIDER]["sourceFields"] = ["rider"]
+    defs["indexDefinitions"]["record_index"] = {"indexOptions": {"isPartitioned": "true"}}
+    path.write_text(json.dumps(defs))
+    with pytest.raises(UnsupportedFeatureError, match="partitioned"):
+        ensure_index_partitions_writable(storage, state.config, state.table_schema)
