@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from lakecore.storage import FileInfo, Storage
 from lakecore_hudi.archived_writes import timeline_start
-from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
+from lakecore_hudi.keys import IS_DELETED, META_FIELDS, PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import HudiState, _schema
@@ -97,7 +97,7 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
     completion = ctx.config.table_version >= 8
     old = {(s.partition_path, s.file_id): s for s in latest_slices(files, before, completion)}
     new = {(s.partition_path, s.file_id): s for s in latest_slices(files, after, completion)}
-    schema = table_schema(ctx, [s for s in old.values()])
+    schema = _merge_columns(ctx, table_schema(ctx, [s for s in old.values()]), columns)
     wanted = [RECORD_KEY, PARTITION_PATH, *columns]
     old_slices = [old[g] for g in groups if g in old]
     new_slices = [new[g] for g in groups if g in new and g in written]
@@ -126,6 +126,17 @@ def table_schema(ctx: IndexContext, slices: Sequence[FileSlice]) -> pa.Schema:
     meta = ctx.meta if ctx.meta is not None else CommitMetadata()
     writer = Instant(ctx.instant, COMMIT, COMPLETED, None, "")
     return _schema(ctx.storage, [writer], {ctx.instant: meta}, tuple(slices), ctx.config)
+
+
+def _merge_columns(ctx: IndexContext, schema: pa.Schema, columns: Sequence[str]) -> pa.Schema:
+    """``schema`` narrowed to what merging a slice and keying its records needs (meta fields,
+    key, ordering, partition and delete-marker fields) plus ``columns``: a merged slice is
+    decoded for these only, however wide the table."""
+    config = ctx.config
+    needed = {*META_FIELDS, IS_DELETED, *config.record_key_fields, *config.partition_fields}
+    needed.update(config.ordering_fields)
+    needed.update(columns)
+    return pa.schema([f for f in schema if f.name in needed])
 
 
 def _field(schema: pa.Schema, name: str) -> pa.Field:
