@@ -3,7 +3,8 @@
 - A Parquet base file: from its footer (Hudi's ``ParquetUtils.readColumnStatsFromMetadata``),
   per leaf column over all row groups: min of the mins and max of the maxes, null counts and
   value counts (``num_values``, nulls included) summed, ``totalSize`` the compressed and
-  ``totalUncompressedSize`` the uncompressed column chunk sizes summed.
+  ``totalUncompressedSize`` the uncompressed column chunk sizes summed. Float bounds are read
+  as parquet-mr reads them: a zero min is -0.0, a zero max +0.0, bounds with a NaN unknown.
 - A Lance base file: none. Hudi 1.1 writes no column stats for Lance base files (the corpus
   table ``mor_avro_v9_lance_nonhivestyle`` has none), so neither does lakecore.
 - A log file: from the records of its data blocks (Hudi's append handle collects them as it
@@ -18,6 +19,7 @@ whole range.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -112,9 +114,26 @@ def _footer_range(
         if stats.has_null_count:
             nulls += stats.null_count
         if stats.has_min_max:
-            low = _lower(low, stats.min, True)
-            high = _lower(high, stats.max, False)
+            bounds = _read_bounds(stats.min, stats.max)
+            if bounds is not None:
+                low = _lower(low, bounds[0], True)
+                high = _lower(high, bounds[1], False)
     return ColumnRange(name, column, low, high, nulls, values, size, raw, kind)
+
+
+def _read_bounds(low: Any, high: Any) -> tuple[Any, Any] | None:
+    """A row group's footer min/max as parquet-mr reads them (Hudi reads footers with it):
+    float bounds with a NaN are dropped, a +0.0 min reads as -0.0 and a -0.0 max as +0.0
+    (``ParquetMetadataConverter``, PARQUET-1222)."""
+    if not isinstance(low, float) or not isinstance(high, float):
+        return low, high
+    if math.isnan(low) or math.isnan(high):
+        return None
+    if low == 0.0:
+        low = -0.0
+    if high == 0.0:
+        high = 0.0
+    return low, high
 
 
 def _lower(current: Any, value: Any, lowest: bool) -> Any:

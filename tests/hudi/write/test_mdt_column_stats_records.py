@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import io
+import math
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -26,7 +27,7 @@ from lakecore_hudi.mdt import column_stats_records as csr
 from lakecore_hudi.mdt.column_stats import _block_records, _hfile_records, _load_timeline
 from lakecore_hudi.mdt.column_stats import _metadata_config as mdt_config
 from lakecore_hudi.mdt.file_groups import file_group_index
-from lakecore_hudi.mdt.file_ranges import base_file_ranges, log_file_ranges
+from lakecore_hudi.mdt.file_ranges import _read_bounds, base_file_ranges, log_file_ranges
 from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.mdt.stats_keys import column_stats_key, partition_stats_key, xxh64
@@ -45,6 +46,7 @@ from tests.corpus import CORPUS
 
 from .mdt_stats_checks import (
     assert_column_stats_match_files,
+    exact,
     instant_contexts,
     live_records,
     replayed_records,
@@ -88,7 +90,8 @@ def _comparable(record: dict[str, Any]) -> dict[str, Any]:
         if k not in ("key", "type", PAYLOAD, "_hoodie_file_name") and v is not None
     }
     assert not others, f"{record['key']}: unexpected fields {others}"
-    return {"key": record["key"], "type": record["type"], PAYLOAD: record[PAYLOAD]}
+    # exact: floats by repr, so -0.0 and 0.0 differ as they do to Hudi
+    return {"key": record["key"], "type": record["type"], PAYLOAD: exact(record[PAYLOAD])}
 
 
 @pytest.mark.parametrize("root", TABLES, ids=lambda p: p.name)
@@ -444,6 +447,24 @@ def test_base_file_ranges_of_a_multi_row_group_file(tmp_path: Path) -> None:
             ValueKind("STRING"),
         ),
     ]
+
+
+def test_float_bounds_read_as_parquet_mr_reads_them(tmp_path: Path) -> None:
+    """Hudi reads footers with parquet-mr: a zero min is -0.0, a zero max +0.0, and a row
+    group whose float bounds hold a NaN has none (the corpus compaction base files show the
+    first: their footers say 0.0, Hudi's records -0.0)."""
+    table = pa.table({"x": pa.array([0.0, 2.0, -3.0, -0.0], pa.float64())})
+    pq.write_table(table, tmp_path / "f.parquet", row_group_size=2)
+    (x,) = base_file_ranges(open_storage(str(tmp_path)), "f.parquet", ["x"])
+    assert (repr(x.min_value), repr(x.max_value)) == ("-3.0", "2.0")
+    pq.write_table(table.slice(0, 2), tmp_path / "g.parquet")
+    (g,) = base_file_ranges(open_storage(str(tmp_path)), "g.parquet", ["x"])
+    assert repr(g.min_value) == "-0.0"
+    pq.write_table(table.slice(2, 2), tmp_path / "h.parquet")
+    (h,) = base_file_ranges(open_storage(str(tmp_path)), "h.parquet", ["x"])
+    assert repr(h.max_value) == "0.0"
+    assert _read_bounds(math.nan, 1.0) is None
+    assert _read_bounds("a", "b") == ("a", "b")
 
 
 def test_non_parquet_base_files_are_refused(tmp_path: Path) -> None:
