@@ -25,9 +25,11 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 from lakecore.storage import FileInfo, Storage
 from lakecore_hudi.archived_writes import timeline_start
 from lakecore_hudi.keys import IS_DELETED, META_FIELDS, PARTITION_PATH, RECORD_KEY
+from lakecore_hudi.mdt.files_records import EXTERNAL_SUFFIX
 from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import HudiState, _schema
@@ -72,7 +74,10 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
     compaction touches no record: ``[]``.
 
     Raises:
-        CorruptTableError / UnsupportedFeatureError: from reading the data files.
+        CorruptTableError: a file the write stats name is not on storage, or a data file
+            is unreadable.
+        UnsupportedFeatureError: the instant adopts external files, or a data file uses a
+            feature lakecore cannot read.
         CommitConflictError: a log file vanished while read (a concurrent rollback).
     """
     if ctx.meta is None or is_compaction(ctx):
@@ -93,6 +98,7 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
     before, after = _visibility(ctx, timeline)
     listing = _listing(ctx.storage, {p for p, _ in groups}, {g[1] for g in groups})
     ours = {path for paths in written.values() for path in paths}
+    _check_written(ours, {f.info.path for f in listing})
     files = [f for f in listing if f.name.instant != ctx.instant or f.info.path in ours]
     completion = ctx.config.table_version >= 8
     old = {(s.partition_path, s.file_id): s for s in latest_slices(files, before, completion)}
@@ -126,6 +132,24 @@ def table_schema(ctx: IndexContext, slices: Sequence[FileSlice]) -> pa.Schema:
     meta = ctx.meta if ctx.meta is not None else CommitMetadata()
     writer = Instant(ctx.instant, COMMIT, COMPLETED, None, "")
     return _schema(ctx.storage, [writer], {ctx.instant: meta}, tuple(slices), ctx.config)
+
+
+def _check_written(ours: set[str], listed: set[str]) -> None:
+    """Every file the write stats name must be a listed Hudi data file: reading a group
+    without it would turn its records into deletions.
+
+    Raises:
+        UnsupportedFeatureError: an external (adopted) file, which these indexes do not
+            cover.
+        CorruptTableError: a named file is not on storage.
+    """
+    for path in sorted(ours - listed):
+        if path.endswith(EXTERNAL_SUFFIX):
+            raise UnsupportedFeatureError(
+                "hudi-record-level-index-external-files",
+                f"{path}: lakecore does not index the records of adopted external files",
+            )
+        raise CorruptTableError(f"{path}: the instant's write stats name a file not on storage")
 
 
 def _merge_columns(ctx: IndexContext, schema: pa.Schema, columns: Sequence[str]) -> pa.Schema:

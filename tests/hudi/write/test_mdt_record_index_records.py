@@ -28,7 +28,7 @@ from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.metadata import CommitMetadata
 
-from lakecore.errors import UnsupportedFeatureError
+from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 from lakecore.storage import FileInfo, FsspecStorage, open_storage
 from tests.corpus import CORPUS
 from tests.hudi.write.mdt_index_checks import (
@@ -260,3 +260,20 @@ def test_cost_follows_the_touched_file_groups(tmp_path: Path) -> None:
     data_reads = {p for p in counting.reads if not p.startswith(".hoodie/")}
     assert data_reads and {p.split("/")[0] for p in data_reads} == {"city=c"}
     assert [p for p in counting.listed if not p.startswith(".hoodie")] == ["city=c"]
+
+
+def test_write_stats_naming_missing_or_external_files_are_refused() -> None:
+    """A group read without the file its write stat names would turn its records into
+    deletions: a missing file is CorruptTableError, an adopted external file unsupported."""
+    name = "cow_v9_txns_simple_overwrite"
+    ctx = replay_context(HUDI / name, replayable_instants(HUDI / name)[1][0])
+    assert ctx.meta is not None
+    partition, stats = next(iter(ctx.meta.partition_to_write_stats.items()))
+    for path, error in (
+        (f"{partition}/gone.parquet", CorruptTableError),
+        (f"{partition}/part-0.parquet_20240101000000000_hudiext", UnsupportedFeatureError),
+    ):
+        stat = dataclasses.replace(stats[0], path=path)
+        meta = dataclasses.replace(ctx.meta, partition_to_write_stats={partition: [stat]})
+        with pytest.raises(error, match=path.rsplit("/", 1)[1]):
+            ri.commit_records(dataclasses.replace(ctx, meta=meta))
