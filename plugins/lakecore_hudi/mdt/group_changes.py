@@ -82,14 +82,7 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
     """
     if ctx.meta is None or is_compaction(ctx):
         return []
-    written: dict[tuple[str, str], set[str]] = {}
-    for stat in ctx.meta.write_stats():
-        group = (stat.partition_path or "", stat.file_id)
-        paths = written.setdefault(group, set())
-        if stat.path:
-            paths.add(stat.path)
-        prefix = f"{stat.partition_path}/" if stat.partition_path else ""
-        paths.update(prefix + name for name in stat.log_files)
+    written = _written(ctx.meta)
     replaced = {(p, fid) for p, fids in ctx.replaced.items() for fid in fids}
     groups = sorted(set(written) | replaced)
     if not groups:
@@ -109,20 +102,16 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
     new_slices = [new[g] for g in groups if g in new and g in written]
     old_rows = _reader(ctx, timeline, before, schema, old_slices, wanted)
     new_rows = _reader(ctx, timeline, after, schema, new_slices, wanted)
-    out = []
     empty = pa.schema([_field(schema, c) for c in wanted]).empty_table()
-    for group in groups:
-        was = old_rows.get(group)
-        now = new_rows.get(group)
-        out.append(
-            GroupChange(
-                partition=group[0],
-                file_id=group[1],
-                before=empty if was is None else was.select(wanted),
-                after=empty if now is None else now.select(wanted),
-            )
+    return [
+        GroupChange(
+            partition=group[0],
+            file_id=group[1],
+            before=old_rows[group].select(wanted) if group in old_rows else empty,
+            after=new_rows[group].select(wanted) if group in new_rows else empty,
         )
-    return out
+        for group in groups
+    ]
 
 
 def table_schema(ctx: IndexContext, slices: Sequence[FileSlice]) -> pa.Schema:
@@ -132,6 +121,18 @@ def table_schema(ctx: IndexContext, slices: Sequence[FileSlice]) -> pa.Schema:
     meta = ctx.meta if ctx.meta is not None else CommitMetadata()
     writer = Instant(ctx.instant, COMMIT, COMPLETED, None, "")
     return _schema(ctx.storage, [writer], {ctx.instant: meta}, tuple(slices), ctx.config)
+
+
+def _written(meta: CommitMetadata) -> dict[tuple[str, str], set[str]]:
+    """(partition, file id) -> the paths of the files the write stats say were written."""
+    written: dict[tuple[str, str], set[str]] = {}
+    for stat in meta.write_stats():
+        paths = written.setdefault((stat.partition_path or "", stat.file_id), set())
+        if stat.path:
+            paths.add(stat.path)
+        prefix = f"{stat.partition_path}/" if stat.partition_path else ""
+        paths.update(prefix + name for name in stat.log_files)
+    return written
 
 
 def _check_written(ours: set[str], listed: set[str]) -> None:
