@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lakecore.errors import CorruptTableError
+from lakecore.errors import CommitError, CorruptTableError
 from lakecore_hudi.log.format import BlockType, HeaderKey, encode_log_block
 from lakecore_hudi.mdt.file_group_fold import file_group_ids
 from lakecore_hudi.mdt.file_groups import file_group_id, file_group_index
@@ -79,7 +79,7 @@ def plan_log_writes(
 
     Raises:
         CorruptTableError: a partition with records has no file group on storage.
-        ValueError: a record does not fit the metadata record schema.
+        CommitError: a record does not fit the metadata record schema.
     """
     writes: list[LogWrite] = []
     schema = schema_json(mversion)
@@ -102,7 +102,7 @@ def plan_log_writes(
             gone = [k for k, r in entries.items() if r is None]
             content = b""
             if data:
-                cells = encode_record_cells(data, mversion)
+                cells = _cells(partition, data, mversion)
                 hfile = write_hfile(cells, {"schema": schema.encode()}, create_time_ms=_now_ms())
                 header = {HeaderKey.INSTANT_TIME: ts, HeaderKey.SCHEMA: schema}
                 content += encode_log_block(BlockType.HFILE_DATA, header, hfile)
@@ -113,6 +113,17 @@ def plan_log_writes(
                 LogWrite(partition, file_id, f"{partition}/{name}", content, len(data), len(gone))
             )
     return writes
+
+
+def _cells(partition: str, data: list[dict[str, Any]], mversion: int) -> list[tuple[bytes, bytes]]:
+    try:
+        return encode_record_cells(data, mversion)
+    except ValueError as exc:
+        # A generator's record that the schema cannot hold: a lakecore bug, caught before the
+        # metadata table is touched (the data instant stays uncommitted).
+        raise CommitError(
+            f"metadata table partition {partition!r}: {exc}; nothing was committed"
+        ) from exc
 
 
 def write_delta_commit(

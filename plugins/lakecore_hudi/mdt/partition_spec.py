@@ -46,6 +46,8 @@ class PartitionSpec:
     routing_key: Callable[[str, int], str]
     default_file_groups: int
     compacted: Callable[[Record], Record | None] = lambda record: record
+    """A generator module's ``compacted`` when it has one (column stats: a lone tombstone
+    leaves the compacted base file)."""
 
 
 def commit_listing(meta: CommitMetadata) -> FileListing:
@@ -98,7 +100,9 @@ FILES = PartitionSpec(
 
 WIRED: Mapping[str, str] = {
     "column_stats": "lakecore_hudi.mdt.column_stats_records",
+    "partition_stats": "lakecore_hudi.mdt.partition_stats_records",
     "record_index": "lakecore_hudi.mdt.record_index_records",
+    "secondary_index_": "lakecore_hudi.mdt.secondary_index_records",
 }
 """Index partitions (or, for secondary indexes, the partition name prefix) -> the generator
 module maintaining them. Only partitions tested end to end are listed."""
@@ -138,12 +142,17 @@ def spec_for(partition: str) -> PartitionSpec:
         merge=module.merge,
         routing_key=module.routing_key,
         default_file_groups=default,
+        compacted=getattr(module, "compacted", _as_is),
     )
 
 
+def _as_is(record: Record) -> Record | None:
+    return record
+
+
 def _for_partition(module: Any, partition: str) -> Callable[[IndexContext], list[Record]]:
-    """A secondary index module serves every secondary index partition: it is told which
-    (``commit_records(ctx, partition)`` when it takes one)."""
+    """The secondary index module serves every secondary index partition: it is told which
+    (``commit_records(ctx, partition)``)."""
     if not partition.startswith(_SECONDARY):
         return module.commit_records  # type: ignore[no-any-return]
 
