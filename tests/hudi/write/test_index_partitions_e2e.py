@@ -4,9 +4,9 @@ corpus tables equal to the tables' records.
 The generator modules are wired here explicitly (``partition_spec.WIRED``), so the test does
 not depend on which partitions the machinery already lists. After every write (an upsert
 changing the indexed value to one with ``$`` and ``\\``, an update, a delete, a compaction, a
-clean, a re-insert of the deleted key) the live record index must be exactly the table's keys
-and locations and every secondary index exactly its (value, key) pairs, each entry in the file
-group Hudi's routing picks (``mdt_index_checks``).
+clean, a re-insert of the deleted key, an overwrite of the whole table) the live record index
+must be exactly the table's keys and locations and every secondary index exactly its
+(value, key) pairs, each entry in the file group Hudi's routing picks (``mdt_index_checks``).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def _writes(root: Path, column: str) -> list[tuple[str, int, int]]:
         ("compact", lambda t: t.compact()),
         ("clean", lambda t: t.clean(retain_commits=1)),
         ("re-insert", lambda t: t.append(changed)),
+        ("overwrite", lambda t: t.overwrite(t.to_arrow(columns=names).slice(0, 3))),
     ]
     out = []
     for what, step in steps:
@@ -77,6 +78,7 @@ def test_version_9_mor_with_two_secondary_indexes(tmp_path: Path) -> None:
         ("compact", 13, 26),
         ("clean", 13, 26),
         ("re-insert", 14, 28),
+        ("overwrite", 3, 6),
     ]
 
 
@@ -89,4 +91,5 @@ def test_version_8_mor_with_a_secondary_index(tmp_path: Path) -> None:
         ("compact", 5, 5),
         ("clean", 5, 5),
         ("re-insert", 6, 6),
+        ("overwrite", 3, 3),
     ]
