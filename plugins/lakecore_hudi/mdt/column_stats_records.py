@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakecore.errors import UnsupportedFeatureError
 from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.mdt.file_groups import FILE_ID_PREFIXES
 from lakecore_hudi.mdt.file_ranges import file_ranges
@@ -60,6 +61,8 @@ __all__ = [
     "columns_to_index",
     "commit_records",
     "compacted",
+    "ensure_supported",
+    "index_definition",
     "index_version",
     "merge",
     "range_of",
@@ -93,6 +96,34 @@ def index_definition(index_defs: Mapping[str, Any], name: str) -> Mapping[str, A
     definitions = index_defs.get("indexDefinitions", index_defs)
     found = definitions.get(name) if isinstance(definitions, Mapping) else None
     return found if isinstance(found, Mapping) else None
+
+
+def ensure_supported(index_defs: Mapping[str, Any], table_version: int) -> None:
+    """Refuse stats indexes lakecore cannot keep as Hudi does: an index version other than
+    V1/V2, version 2 on a table version before 9 (its record schema has no ``valueType``), or
+    a ``column_stats`` definition computing something other than plain column statistics.
+    Call it before any data file is written (``commit_records`` calls it too).
+
+    Raises:
+        UnsupportedFeatureError: naming the partition and what is not supported.
+    """
+    for name in (PARTITION, "partition_stats"):
+        version = index_version(index_defs, name, table_version)
+        if version not in (1, 2) or (version == 2 and table_version < 9):
+            raise UnsupportedFeatureError(
+                f"hudi-metadata-{name}-index-version-{version}",
+                f"the metadata table's {name} index is version {version} on a table of "
+                f"version {table_version}; lakecore writes versions 1 and 2 (2 from table "
+                "version 9)",
+            )
+    definition = index_definition(index_defs, PARTITION) or {}
+    function = str(definition.get("indexFunction") or PARTITION)
+    if function != PARTITION:
+        raise UnsupportedFeatureError(
+            f"hudi-metadata-column_stats-function-{function}",
+            f"the metadata table's column_stats index applies function {function!r}; "
+            "lakecore keeps plain column statistics only",
+        )
 
 
 def index_version(index_defs: Mapping[str, Any], name: str, table_version: int) -> int:
@@ -137,8 +168,10 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
     Raises:
         CorruptTableError: a written file is unreadable (names it).
         FileNotFoundError: a file the write stats name is missing.
-        UnsupportedFeatureError: a base file format other than Parquet or Lance.
+        UnsupportedFeatureError: a base file format other than Parquet or Lance, or an index
+            ``ensure_supported`` refuses.
     """
+    ensure_supported(ctx.index_defs, ctx.table_version)
     columns = columns_to_index(ctx.config, ctx.index_defs, writer_schema(ctx.meta))
     version2 = index_version(ctx.index_defs, PARTITION, ctx.table_version) >= 2
     if not columns:

@@ -89,11 +89,13 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
     Raises:
         CorruptTableError: a file or replace commit is unreadable (names it).
         FileNotFoundError: a file the write stats or a file slice name is missing.
-        UnsupportedFeatureError: a base file format other than Parquet or Lance.
+        UnsupportedFeatureError: a base file format other than Parquet or Lance, or an index
+            ``column_stats_records.ensure_supported`` refuses.
     """
     meta = ctx.meta
     if meta is None:
         return []
+    csr.ensure_supported(ctx.index_defs, ctx.table_version)
     columns = csr.columns_to_index(ctx.config, ctx.index_defs, csr.writer_schema(meta))
     version2 = csr.index_version(ctx.index_defs, PARTITION, ctx.table_version) >= 2
     if not columns:

@@ -47,6 +47,7 @@ from tests.corpus import CORPUS
 from .mdt_stats_checks import (
     assert_column_stats_match_files,
     exact,
+    index_defs,
     instant_contexts,
     live_records,
     replayed_records,
@@ -365,6 +366,24 @@ def test_index_version_defaults_by_table_version() -> None:
     assert csr.index_version({}, "column_stats", 9) == 2
     defs = {"indexDefinitions": {"column_stats": {"version": "V1"}}}
     assert csr.index_version(defs, "column_stats", 9) == 1
+
+
+def test_unsupported_stats_indexes_are_refused() -> None:
+    for table in TABLES:
+        storage = open_storage(str(table))
+        csr.ensure_supported(index_defs(storage), read_table_config(storage).table_version)
+    cases = [
+        ({"column_stats": {"version": "V3"}}, 9, "version 3"),
+        ({"column_stats": {"version": "V2"}}, 8, "version 2 on a table of version 8"),
+        ({"column_stats": {"indexFunction": "lower"}}, 9, "function 'lower'"),
+    ]
+    for defs, version, message in cases:
+        with pytest.raises(UnsupportedFeatureError, match=message):
+            csr.ensure_supported({"indexDefinitions": defs}, version)
+    ctx = instant_contexts(HUDI / "mor_avro_v8_trips_8i3u1d")[0]
+    bad = dataclasses.replace(ctx, index_defs={"column_stats": {"version": "V9"}})
+    with pytest.raises(UnsupportedFeatureError, match="version 9"):
+        csr.commit_records(bad)
 
 
 def test_keys_use_hudis_hashes() -> None:
