@@ -5,9 +5,10 @@ per (partition, column) in ``partition_stats``. Its ``minValue``/``maxValue`` ar
 wrapper records, written one of two ways (the index version of the partition's index
 definition; table version 8 writes version 1, table version 9 version 2):
 
-- version 1: the wrapper names the Java type of the value (``StringWrapper``,
-  ``DecimalWrapper`` of a decimal(30, 15), ``DateWrapper`` of epoch days,
-  ``TimestampMicrosWrapper``, ...); ``valueType`` is absent;
+- version 1: the wrapper names the Java type of the value Hudi 1.0 reads from a Parquet
+  footer (``StringWrapper``, ``DecimalWrapper`` of a decimal(30, 15), ``DateWrapper`` of
+  epoch days; timestamps and times stay their stored ``LongWrapper``/``IntWrapper``
+  primitive); ``valueType`` is absent;
 - version 2: ``valueType`` holds the ordinal of Hudi's ``ValueType`` (with
   ``"precision,scale"`` for decimals) and the wrapper only carries its primitive: a DATE is an
   ``IntWrapper`` of epoch days, a DECIMAL a ``BytesWrapper`` of the unscaled two's-complement
@@ -95,14 +96,12 @@ _V2_WRAPPERS = {
     "TIME_MICROS": "LongWrapper",
 }
 
-# Version 1: the wrapper of the Java value Hudi's readers produce for each type.
+# Version 1: the wrapper of the Java value Hudi 1.0 reads from a Parquet footer for each type
+# (timestamps and times: their stored primitive, see _wrap_v1).
 _V1_WRAPPERS = {
     **_V2_WRAPPERS,
-    "UUID": "StringWrapper",
     "DECIMAL": "DecimalWrapper",
     "DATE": "DateWrapper",
-    "TIME_MILLIS": "TimeMicrosWrapper",
-    "TIME_MICROS": "TimeMicrosWrapper",
 }
 _V1_DECIMAL_SCALE = 15
 
@@ -267,17 +266,24 @@ def wrap(value: Any, kind: ValueKind | None, version2: bool) -> tuple[str, dict[
 
 
 def _wrap_v1(value: Any, kind: ValueKind | None) -> tuple[str, dict[str, Any]]:
-    name = kind.name if kind is not None else _kind_of_python(value)
-    if name.startswith(("TIMESTAMP_", "LOCAL_TIMESTAMP_")):
-        micros = _epoch_units(value, name.rsplit("_", 1)[0] + "_MICROS")
-        return (_NS + "TimestampMicrosWrapper", {"value": micros})
+    if kind is None:
+        # A range read back from a version-1 record: keep the wrapper its Python type had.
+        name = _kind_of_python(value)
+        if name.endswith("TIMESTAMP_MICROS"):
+            micros = _epoch_units(value, name)
+            return (_NS + "TimestampMicrosWrapper", {"value": micros})
+    else:
+        name = kind.name
+    if name.startswith(("TIMESTAMP_", "LOCAL_TIMESTAMP_", "TIME_")):
+        # Hudi 1.0 reads timestamp and time columns of Parquet footers as their stored
+        # primitive (ParquetUtils.convertToNativeJavaType converts decimals and dates only).
+        wrapper = _V2_WRAPPERS.get(name, "LongWrapper")
+        return (_NS + wrapper, {"value": _primitive(value, ValueKind(name))})
     wrapper = _V1_WRAPPERS[name]
     if wrapper == "DecimalWrapper":
         # The wrapper's logical type is decimal(30, 15): Hudi rescales every decimal to it.
         exact = Decimal(value).quantize(Decimal(1).scaleb(-_V1_DECIMAL_SCALE))
         return (_NS + wrapper, {"value": exact})
-    if wrapper == "TimeMicrosWrapper":
-        return (_NS + wrapper, {"value": _time_units(value, "TIME_MICROS")})
     if wrapper == "DateWrapper":
         return (_NS + wrapper, {"value": _days(value)})
     return (_NS + wrapper, {"value": value})

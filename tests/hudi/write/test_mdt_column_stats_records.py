@@ -403,10 +403,17 @@ def test_version_one_wrappers() -> None:
     )
     assert wrap(dt.date(1970, 1, 3), ValueKind("DATE"), False) == (NS + "DateWrapper", {"value": 2})
     stamp = dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=utc)
+    # Hudi 1.0 keeps a footer's timestamp as its stored long (here milliseconds).
     assert wrap(stamp, ValueKind("TIMESTAMP_MILLIS"), False) == (
-        NS + "TimestampMicrosWrapper",
-        {"value": 1_000_000},
+        NS + "LongWrapper",
+        {"value": 1000},
     )
+    assert wrap(dt.time(0, 0, 1), ValueKind("TIME_MILLIS"), False) == (
+        NS + "IntWrapper",
+        {"value": 1000},
+    )
+    # A version-1 range read back from the metadata table keeps its wrapper.
+    assert wrap(stamp, None, False) == (NS + "TimestampMicrosWrapper", {"value": 1_000_000})
     assert wrap("x", None, False) == (NS + "StringWrapper", {"value": "x"})
 
 
