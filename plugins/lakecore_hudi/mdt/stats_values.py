@@ -34,11 +34,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakecore.errors import SchemaError
+
 __all__ = [
     "NULL_KIND",
     "ColumnRange",
     "ValueKind",
     "combine",
+    "common_kind",
     "java_order_key",
     "kind_of",
     "kind_of_value_type",
@@ -227,12 +230,49 @@ def _pick(a: Any, b: Any, lowest: bool) -> Any:
     return b if smaller == lowest else a
 
 
+_NUMERIC_RANK = {"INT": 0, "LONG": 1, "FLOAT": 2, "DOUBLE": 3}
+
+
+def common_kind(a: ValueKind | None, b: ValueKind | None) -> ValueKind | None:
+    """The kind two ranges of one column combine to: the same kind, the wider of two numeric
+    kinds or decimals (a column widened by schema evolution), ``b`` when ``a`` is unknown or
+    NULL (a range without values) and vice versa.
+
+    Raises:
+        SchemaError: kinds that do not combine (files disagree on the column's type; Hudi's
+            ``HoodieColumnRangeMetadata.merge`` refuses them too).
+    """
+    if a is None or a in (NULL_KIND, b):
+        return b if b is not None and b != NULL_KIND else a
+    if b is None or b == NULL_KIND:
+        return a
+    if a.name in _NUMERIC_RANK and b.name in _NUMERIC_RANK:
+        return a if _NUMERIC_RANK[a.name] >= _NUMERIC_RANK[b.name] else b
+    if a.name == b.name == "DECIMAL":
+        scale = max(a.scale, b.scale)
+        digits = max(a.precision - a.scale, b.precision - b.scale)
+        return ValueKind("DECIMAL", digits + scale, scale)
+    raise SchemaError(f"column statistics of types {a.name} and {b.name} do not combine")
+
+
 def combine(older: ColumnRange | None, newer: ColumnRange, name: str | None = None) -> ColumnRange:
     """Hudi's ``HoodieColumnRangeMetadata.merge`` of two ranges of one column (``name``
-    renames the result, e.g. to the partition path)."""
+    renames the result, e.g. to the partition path).
+
+    Raises:
+        SchemaError: the ranges' value types do not combine (``common_kind``); names the
+            column and where.
+    """
     if older is None:
         return newer if name is None else dataclasses.replace(newer, name=name)
-    kind = older.kind if older.kind is not None and older.kind != NULL_KIND else newer.kind
+    try:
+        kind = common_kind(older.kind, newer.kind)
+    except SchemaError as exc:
+        where = name or newer.name
+        raise SchemaError(
+            f"{where}: column {newer.column!r}: {exc} (its data files disagree on the "
+            "column's type)"
+        ) from None
     return ColumnRange(
         name=older.name if name is None else name,
         column=newer.column,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,11 @@ from lakecore_hudi.mdt.column_stats import _metadata_config as mdt_config
 from lakecore_hudi.mdt.file_groups import file_group_index
 from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.mdt.stats_keys import partition_stats_key
+from lakecore_hudi.mdt.stats_values import NULL_KIND, ColumnRange, ValueKind, combine
 from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.metadata import CommitMetadata
 
+from lakecore.errors import SchemaError
 from lakecore.storage import open_storage
 
 from .mdt_stats_checks import (
@@ -168,6 +171,26 @@ def test_live_records_equal_the_partitions_latest_files() -> None:
     write was not a replace commit (all partitions of the overwritten table were)."""
     checked = [assert_partition_stats_match_files(root) for root in TABLES]
     assert checked == [48, 0, 27, 9]
+
+
+def test_ranges_of_different_types_combine_only_when_hudi_could() -> None:
+    def r(kind: ValueKind, low: Any, high: Any) -> ColumnRange:
+        return ColumnRange("f", "c", low, high, 0, 1, 1, 1, kind)
+
+    widened = combine(r(ValueKind("INT"), 1, 5), r(ValueKind("LONG"), 3, 2**40), name="p")
+    assert (widened.kind, widened.min_value, widened.max_value) == (ValueKind("LONG"), 1, 2**40)
+    assert combine(r(NULL_KIND, None, None), r(ValueKind("STRING"), "a", "b")).kind == ValueKind(
+        "STRING"
+    )
+    decimals = combine(
+        r(ValueKind("DECIMAL", 5, 2), Decimal("1.50"), Decimal("2.00")),
+        r(ValueKind("DECIMAL", 10, 4), Decimal("0.0001"), Decimal("1.0000")),
+    )
+    assert decimals.kind == ValueKind("DECIMAL", 10, 4)
+    assert decimals.min_value == Decimal("0.0001")
+    # A lakecore write that stored a long column as text would mix them: refused by name.
+    with pytest.raises(SchemaError, match=r"'c'.*LONG and STRING"):
+        combine(r(ValueKind("LONG"), 1, 2), r(ValueKind("STRING"), "1", "2"), name="2024/01/15")
 
 
 def test_delete_partition_writes_tombstones_and_clean_nothing() -> None:
