@@ -18,6 +18,7 @@ from collections import defaultdict
 
 from lakecore.storage import Storage
 from lakecore_hudi.archived_writes import archived_completions, timeline_start
+from lakecore_hudi.mdt.index_gate import ensure_index_partitions_writable
 from lakecore_hudi.mdt.maintain import record_clean
 from lakecore_hudi.names import LogFile
 from lakecore_hudi.state import REPLACE_ACTIONS, HudiState, commit_metadata
@@ -60,6 +61,7 @@ def _clean(storage: Storage, state: HudiState, retain_commits: int) -> list[str]
         raise ValueError(f"retain_commits must be at least 1, not {retain_commits}")
     config = state.config
     ensure_writable(config)
+    ensure_index_partitions_writable(storage, config, state.table_schema)
     timeline = load_timeline(storage, config)
     writes = timeline.completed_write_instants()
     if len(writes) <= retain_commits:

@@ -16,6 +16,7 @@ from typing import Any
 import fastavro
 
 from lakecore.storage import Storage
+from lakecore_hudi.mdt.index_gate import ensure_index_partitions_writable
 from lakecore_hudi.names import base_file_name, write_token
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.timeline.instants import COMPACTION, INFLIGHT, make_instant
@@ -157,6 +158,7 @@ def compact(storage: Storage, state: HudiState) -> str | None:
     """
     config = state.config
     ensure_writable(config)
+    ensure_index_partitions_writable(storage, config, state.table_schema)
     if config.table_type != "MERGE_ON_READ":
         return None
     targets = [i for i, s in enumerate(state.slices) if s.log_files]

@@ -42,6 +42,7 @@ from lakecore.planning.merge_eval import merge_on, whole_table
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore_hudi.keys import META_FIELDS, RECORD_KEY
+from lakecore_hudi.mdt.index_gate import ensure_index_partitions_writable
 from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.source import HudiSnapshotSource
 from lakecore_hudi.state import HudiState, instant_text
@@ -98,6 +99,7 @@ class HudiWriter:
         self._state = state_of(snapshot)
         self._config = self._state.config
         ensure_writable(self._config)
+        ensure_index_partitions_writable(storage, self._config, self._state.table_schema)
         self._rows = SliceRows(storage, self._state)
         self._layout = layout_for(self._config, self._state.table_schema, self._stored_key())
         self._alive: dict[str, contextlib.ExitStack] = {}

@@ -290,3 +290,21 @@ def test_faults_on_a_multi_partition_metadata_commit(
                 failures.append(f"{where}: {str(exc)[:300]}")
     assert not failures, "\n".join(failures)
     assert len(chosen) >= 6, len(chosen)
+
+
+@pytest.mark.parametrize("operation", ["insert", "compact", "clean"])
+def test_an_index_lakecore_cannot_keep_is_refused_before_any_file(
+    tmp_path: Path, operation: str
+) -> None:
+    """A partitioned record index (Hudi 1.1's ``isPartitioned``) is refused by name before
+    any write, compaction or clean touches the table."""
+    root = copy_corpus_table("mor_avro_v9_txns_nonpart_meta", tmp_path)
+    path = root / ".hoodie" / ".index_defs" / "index.json"
+    defs = json.loads(path.read_text())
+    defs["indexDefinitions"]["record_index"]["indexOptions"]["isPartitioned"] = "true"
+    path.write_text(json.dumps(defs))
+    before = sorted((str(p), p.stat().st_size) for p in root.rglob("*"))
+    with pytest.raises(UnsupportedFeatureError, match="partitioned") as caught:
+        dict(_operations(lakecore.open(str(root))))[operation]()
+    assert caught.value.feature == "hudi-partitioned-record-index"
+    assert sorted((str(p), p.stat().st_size) for p in root.rglob("*")) == before
