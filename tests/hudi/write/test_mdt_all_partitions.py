@@ -10,6 +10,8 @@ sequence. After each operation:
 - the ``files`` partition lists exactly the data files on storage;
 - ``read_column_stats`` gives every live data file the stats of its footer (and the
   column_stats generator's own check: every live record equals the stats recomputed);
+- every partition-stats record equals the range over its partition's live files (only
+  bounds it after a replace commit, as Hudi's);
 - the record index and secondary indexes hold exactly the table's live records.
 """
 
@@ -69,7 +71,14 @@ def _checks(root: Path) -> dict[str, int]:
     partitions = read_table_config(storage).metadata_partitions
     done = {"files": 1}
     if "column_stats" in partitions:
+        from tests.hudi.write.mdt_stats_checks import assert_column_stats_match_files
+
         done["column_stats"] = _column_stats_match_footers(root)
+        done["column_stats_records"] = assert_column_stats_match_files(root)
+    if "partition_stats" in partitions:
+        from tests.hudi.write.mdt_stats_checks import assert_partition_stats_match_files
+
+        done["partition_stats"] = assert_partition_stats_match_files(root)
     if "record_index" in partitions:
         from tests.hudi.write.mdt_index_checks import assert_record_index_matches_table
 
@@ -165,7 +174,9 @@ def _run_all(root: Path) -> list[str]:
     done = []
     for op, run in _operations(lakecore.open(str(root))):
         run()
-        _checks(root)
+        counts = _checks(root)
+        empty = [check for check, n in counts.items() if n == 0]
+        assert not empty, f"{op}: nothing checked by {empty}"
         done.append(op)
     return done
 

@@ -1,11 +1,11 @@
 """Writing Spark-written tables whose metadata table lakecore maintains.
 
-The corpus tables with a metadata table all have partitions lakecore does not maintain
-(column_stats, record_index, ...). Reduced to their ``files`` partition (the other partitions'
-directories removed and ``hoodie.table.metadata.partitions=files``, what Spark writes with only
-the file listing enabled), they take lakecore writes: after each, the files partition lists
-exactly the data files on storage (read by lakecore) and hudi-rs, which lists through it,
-reads lakecore's rows.
+The corpus tables with a metadata table all have index partitions too (column_stats,
+record_index, ...: ``test_mdt_all_partitions`` writes them whole). Reduced to their ``files``
+partition (the other partitions' directories removed and
+``hoodie.table.metadata.partitions=files``, what Spark writes with only the file listing
+enabled), they take lakecore writes: after each, the files partition lists exactly the data
+files on storage (read by lakecore) and hudi-rs, which lists through it, reads lakecore's rows.
 """
 
 from __future__ import annotations
