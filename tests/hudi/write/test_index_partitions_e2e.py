@@ -1,8 +1,8 @@
 """End to end: lakecore writes keep ``record_index`` and the secondary indexes of Spark-written
 corpus tables equal to the tables' records.
 
-The generator modules are wired here explicitly (``partition_spec.WIRED``), so the test does
-not depend on which partitions the machinery already lists. After every write (an upsert
+The writes go through the real machinery (``partition_spec.WIRED`` lists every partition
+these tables have; the test checks it does). After every write (an upsert
 changing the indexed value to one with ``$`` and ``\\``, an update, a delete, a compaction, a
 clean, a re-insert of the deleted key, an overwrite of the whole table) the live record index
 must be exactly the table's keys and locations and every secondary index exactly its
@@ -23,13 +23,6 @@ from tests.hudi.write.mdt_index_checks import (
     assert_record_index_matches_table,
     assert_secondary_index_matches_table,
 )
-
-GENERATORS = {
-    "column_stats": "lakecore_hudi.mdt.column_stats_records",
-    "partition_stats": "lakecore_hudi.mdt.partition_stats_records",
-    "record_index": "lakecore_hudi.mdt.record_index_records",
-    "secondary_index_": "lakecore_hudi.mdt.secondary_index_records",
-}
 
 
 def _writes(root: Path, column: str) -> list[tuple[str, int, int]]:
@@ -63,9 +56,9 @@ def _writes(root: Path, column: str) -> list[tuple[str, int, int]]:
     return out
 
 
-@pytest.fixture(autouse=True)
-def _wired(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(partition_spec, "WIRED", {**partition_spec.WIRED, **GENERATORS})
+def test_the_index_partitions_are_maintained() -> None:
+    for partition in ("record_index", "secondary_index_rider_idx", "secondary_index_x"):
+        assert partition_spec.is_maintained(partition), partition
 
 
 def test_version_9_mor_with_two_secondary_indexes(tmp_path: Path) -> None:
@@ -93,3 +86,31 @@ def test_version_8_mor_with_a_secondary_index(tmp_path: Path) -> None:
         ("re-insert", 6, 6),
         ("overwrite", 3, 3),
     ]
+
+
+@pytest.mark.slow
+def test_indexes_survive_metadata_compactions(tmp_path: Path) -> None:
+    """Enough writes for the metadata table to compact (every 10 delta commits): new keys,
+    changed values and deletes folded into new base HFiles keep both indexes exact."""
+    root = copy_corpus_table("mor_avro_v9_txns_nonpart_meta", tmp_path)
+    timeline = root / ".hoodie/metadata/.hoodie/timeline"
+
+    def compactions() -> int:
+        return sum(1 for p in timeline.iterdir() if p.name.endswith(".commit"))
+
+    before = compactions()
+    names = [f.name for f in lakecore.open(str(root)).schema if not f.name.startswith("_hoodie")]
+    rows = lakecore.open(str(root)).to_arrow(columns=names)
+    for i in range(12):
+        row = rows.slice(i, 1)
+        at = row.schema.get_field_index("merchant_name")
+        row = row.set_column(at, "merchant_name", pa.array([f"m{i}"]))
+        if i % 4 == 0:  # a new key, deleted three writes later
+            key = row.schema.get_field_index("txn_id")
+            row = row.set_column(key, "txn_id", pa.array([f"X{i}"]))
+        lakecore.open(str(root)).upsert(row)
+        if i % 4 == 3:
+            lakecore.open(str(root)).delete(f"txn_id = 'X{i - 3}'")
+    assert compactions() > before
+    assert assert_record_index_matches_table(root) == 14
+    assert assert_secondary_index_matches_table(root) == 28
