@@ -16,7 +16,7 @@ when its instant is completed on the metadata timeline and is a valid data insta
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from lakecore_hudi.mdt.column_stats import (
     _metadata_config,
     _slice_files,
 )
+from lakecore_hudi.mdt.file_groups import file_group_id, file_group_index
 from lakecore_hudi.mdt.files_partition import is_init_instant, valid_data_instants
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.view import latest_slices
@@ -71,10 +72,14 @@ def is_deleted(record: Mapping[str, Any]) -> bool:
 
 
 def read_index_partition(
-    storage: Storage, config: TableConfig, partition: str
+    storage: Storage,
+    config: TableConfig,
+    partition: str,
+    route: Callable[[int], Collection[str]] | None = None,
 ) -> dict[str, IndexEntry] | None:
     """The live records of metadata partition ``partition`` (``record_index`` or a secondary
-    index), folded over every file group's latest slice.
+    index), folded over every file group's latest slice, or, with ``route``, over the file
+    groups ``route(number of file groups)`` names only (the others are not read).
 
     Returns None when the table has no metadata table or does not list ``partition`` as built.
 
@@ -98,9 +103,11 @@ def read_index_partition(
         return first is not None and instant < first
 
     directory = f"{METADATA_DIR}/{partition}"
-    slices = latest_slices(
-        _slice_files(storage.list_dir(directory)), timeline.visible, mdt.table_version >= 8
-    )
+    files = _slice_files(storage.list_dir(directory))
+    if route is not None:
+        wanted = set(route(len({f.name.file_id for f in files})))
+        files = [f for f in files if f.name.file_id in wanted]
+    slices = latest_slices(files, timeline.visible, mdt.table_version >= 8)
     out: dict[str, IndexEntry] = {}
     for s in slices:
         live: dict[str, Mapping[str, Any]] = {}
@@ -165,9 +172,19 @@ def record_location(record: Mapping[str, Any], path: str = RECORD_INDEX) -> tupl
 def record_locations(
     storage: Storage, config: TableConfig, keys: Collection[str] | None = None
 ) -> dict[str, tuple[str, str]] | None:
-    """Record key -> (partition path, file id) as the ``record_index`` partition holds it
-    (only ``keys`` when given); None without a built ``record_index`` partition."""
-    entries = read_index_partition(storage, config, RECORD_INDEX)
+    """Record key -> (partition path, file id) as the ``record_index`` partition holds it;
+    None without a built ``record_index`` partition.
+
+    With ``keys``, only those found are returned and only the file groups Hudi routes them to
+    are read (``mapRecordKeyToFileGroupIndex`` of each key), as Hudi's index lookup does: the
+    cost follows the keys, not the index.
+    """
+
+    def route(n: int) -> set[str]:
+        assert keys is not None
+        return {file_group_id(RECORD_INDEX, file_group_index(k, n)) for k in keys}
+
+    entries = read_index_partition(storage, config, RECORD_INDEX, None if keys is None else route)
     if entries is None:
         return None
     wanted = entries.keys() if keys is None else [k for k in keys if k in entries]

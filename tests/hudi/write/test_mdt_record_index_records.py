@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,13 @@ import fastavro
 import pytest
 from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.mdt import record_index_records as ri
+from lakecore_hudi.mdt.file_groups import file_group_index
 from lakecore_hudi.mdt.index_context import IndexContext
-from lakecore_hudi.mdt.record_index import read_index_partition, record_location
+from lakecore_hudi.mdt.record_index import (
+    read_index_partition,
+    record_location,
+    record_locations,
+)
 from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.metadata import CommitMetadata
@@ -34,6 +40,7 @@ from tests.corpus import CORPUS
 from tests.hudi.write.mdt_index_checks import (
     CutTimelineStorage,
     assert_record_index_matches_table,
+    file_group_count,
     holders,
     hudi_records_at,
     replay_context,
@@ -277,3 +284,25 @@ def test_write_stats_naming_missing_or_external_files_are_refused() -> None:
         meta = dataclasses.replace(ctx.meta, partition_to_write_stats={partition: [stat]})
         with pytest.raises(error, match=path.rsplit("/", 1)[1]):
             ri.commit_records(dataclasses.replace(ctx, meta=meta))
+
+
+def test_key_lookup_reads_only_the_routed_file_groups() -> None:
+    """``record_locations(keys=...)`` equals the full read for those keys (absent keys left
+    out) and reads the metadata files of the keys' routed file groups only."""
+    looked_up = 0
+    for name in TABLES:
+        counting = CountingStorage(str(HUDI / name))
+        config = read_table_config(counting)
+        everything = record_locations(counting, config)
+        assert everything
+        n = file_group_count(HUDI / name, ri.PARTITION)
+        for key, location in sorted(everything.items())[:3]:
+            counting.reads.clear()
+            assert record_locations(counting, config, [key, "absent-key"]) == {key: location}
+            read = {m.group(1) for p in counting.reads if (m := _GROUP.search(p))}
+            assert read == {f"{file_group_index(k, n):04d}" for k in (key, "absent-key")}
+            looked_up += 1
+    assert looked_up == 3 * EXPECTED_TABLES
+
+
+_GROUP = re.compile(r"/record_index/\.?record-index-(\d{4})-0")
