@@ -42,7 +42,7 @@ from lakecore_hudi.mdt.stats_values import (
 )
 from lakecore_hudi.names import parse_log_file_name
 
-__all__ = ["base_file_ranges", "file_ranges", "log_file_ranges"]
+__all__ = ["base_file_ranges", "field_kind", "file_ranges", "log_file_ranges"]
 
 _DATA_BLOCKS = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)
 
@@ -90,7 +90,7 @@ def base_file_ranges(storage: Storage, path: str, columns: Sequence[str]) -> lis
     out = []
     for column in columns:
         index = leaves.get(column)
-        kind = _field_kind(arrow, column)
+        kind = field_kind(arrow, column)
         if index is None or kind is None:
             continue
         out.append(_footer_range(footer, index, name, column, kind))
@@ -143,7 +143,9 @@ def _lower(current: Any, value: Any, lowest: bool) -> Any:
     return value if smaller == lowest else current
 
 
-def _field_kind(schema: pa.Schema, column: str) -> ValueKind | None:
+def field_kind(schema: pa.Schema, column: str) -> ValueKind | None:
+    """The kind of column ``column`` (``"a.b"`` for a struct field) of ``schema``; None when
+    the schema lacks it or Hudi does not index its type."""
     t: pa.DataType | None = None
     for part in column.split("."):
         if t is None:

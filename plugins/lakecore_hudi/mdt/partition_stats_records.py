@@ -35,13 +35,22 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lakecore_hudi.archived_writes import timeline_start
+from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.mdt import column_stats_records as csr
 from lakecore_hudi.mdt.file_groups import FILE_ID_PREFIXES
-from lakecore_hudi.mdt.file_ranges import file_ranges
+from lakecore_hudi.mdt.file_ranges import field_kind, file_ranges
 from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.mdt.stats_keys import partition_stats_key
-from lakecore_hudi.mdt.stats_values import NULL_KIND, ColumnRange, combine, stats_payload
+from lakecore_hudi.mdt.stats_values import (
+    NULL_KIND,
+    ColumnRange,
+    ValueKind,
+    combine,
+    standardize,
+    stats_payload,
+)
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
+from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.instants import REPLACE_COMMIT, WRITE_ACTIONS
 from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
@@ -57,6 +66,7 @@ __all__ = [
     "merge",
     "partition_stats_record",
     "routing_key",
+    "schema_kinds",
 ]
 
 PARTITION = "partition_stats"
@@ -116,21 +126,46 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
         found = list(
             pool.map(lambda o: file_ranges(ctx.storage, o[1], columns, visible.includes), others)
         )
+    targets = schema_kinds(ctx.config, meta, columns) if version2 else {}
     out: list[dict[str, Any]] = []
     for partition, own in written.items():
         everything = list(own)
         for (where, _), ranges in zip(others, found, strict=True):
             if where == partition:
                 everything.extend(ranges)
-        out.extend(_partition_records(partition, everything, columns, version2))
+        out.extend(_partition_records(partition, everything, columns, version2, targets))
+    return out
+
+
+def schema_kinds(
+    config: TableConfig, meta: CommitMetadata | None, columns: Sequence[str]
+) -> dict[str, ValueKind]:
+    """Column -> the kind the commit's writer schema (else the table's create schema) gives
+    it, meta fields being strings: index version 2 casts every file's bounds to it before
+    combining them (Hudi's ``getColumnRangeInPartition``)."""
+    schema = csr.writer_schema(meta)
+    if schema is None and config.create_schema:
+        schema = avro_to_arrow(config.create_schema)
+    out = {c: ValueKind("STRING") for c in columns if c in csr.META_COLUMNS}
+    for column in columns:
+        kind = field_kind(schema, column) if schema is not None else None
+        if kind is not None and column not in out:
+            out[column] = kind
     return out
 
 
 def _partition_records(
-    partition: str, ranges: Iterable[ColumnRange], columns: Sequence[str], version2: bool
+    partition: str,
+    ranges: Iterable[ColumnRange],
+    columns: Sequence[str],
+    version2: bool,
+    targets: Mapping[str, ValueKind],
 ) -> list[dict[str, Any]]:
     by_column: dict[str, ColumnRange] = {}
     for r in ranges:
+        target = targets.get(r.column)
+        if target is not None:
+            r = standardize(r, target)
         by_column[r.column] = combine(by_column.get(r.column), r, name=partition)
     return [
         partition_stats_record(partition, by_column[c], version2) for c in columns if c in by_column

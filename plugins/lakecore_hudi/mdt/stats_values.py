@@ -45,6 +45,7 @@ __all__ = [
     "java_order_key",
     "kind_of",
     "kind_of_value_type",
+    "standardize",
     "stats_payload",
     "wrap",
 ]
@@ -253,6 +254,72 @@ def common_kind(a: ValueKind | None, b: ValueKind | None) -> ValueKind | None:
         digits = max(a.precision - a.scale, b.precision - b.scale)
         return ValueKind("DECIMAL", digits + scale, scale)
     raise SchemaError(f"column statistics of types {a.name} and {b.name} do not combine")
+
+
+def standardize(stats: ColumnRange, kind: ValueKind) -> ColumnRange:
+    """``stats`` with its bounds cast into ``kind`` as Hudi 1.1 does before combining a
+    partition's file ranges (``ValueType.standardizeJavaTypeAndPromote``): numbers widen,
+    text parses into numbers, numbers and booleans print as text, text encodes as bytes.
+
+    Raises:
+        SchemaError: a bound that does not cast (Hudi fails there too); names the column.
+    """
+    if stats.kind == kind:
+        return stats
+    try:
+        low, high = _cast(stats.min_value, kind), _cast(stats.max_value, kind)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise SchemaError(
+            f"{stats.name}: column {stats.column!r}: a {_name(stats.kind)} bound does not cast "
+            f"to {kind.name} ({exc})"
+        ) from None
+    return dataclasses.replace(stats, min_value=low, max_value=high, kind=kind)
+
+
+def _name(kind: ValueKind | None) -> str:
+    return kind.name if kind is not None else "version-1"
+
+
+def _cast(value: Any, kind: ValueKind) -> Any:
+    name = kind.name
+    if value is None or name == "NULL":
+        return None
+    if name in ("INT", "LONG"):
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, int | str):
+            return int(value)
+    elif name in ("FLOAT", "DOUBLE"):
+        if isinstance(value, bool):
+            return 1.0 if value else 0.0
+        if isinstance(value, int | float | str):
+            return float(value)
+    elif name in ("STRING", "UUID"):
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, str | int | float):
+            return str(value)
+        if isinstance(value, bytes):
+            return value.decode("utf-8")
+    elif name in ("BYTES", "FIXED"):
+        if isinstance(value, bytes | bytearray):
+            return bytes(value)
+        if isinstance(value, str):
+            return value.encode("utf-8")
+    elif name == "DECIMAL":
+        if isinstance(value, Decimal | int | str):
+            return Decimal(value)
+    elif name == "BOOLEAN":
+        if isinstance(value, bool):
+            return value
+    elif name == "DATE":
+        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return _EPOCH_DAY + dt.timedelta(days=value)
+    elif isinstance(value, dt.datetime | dt.time):
+        return value
+    raise TypeError(f"{type(value).__name__} value {value!r}")
 
 
 def combine(older: ColumnRange | None, newer: ColumnRange, name: str | None = None) -> ColumnRange:

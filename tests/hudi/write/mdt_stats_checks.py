@@ -33,7 +33,7 @@ from lakecore_hudi.mdt.column_stats import (
 from lakecore_hudi.mdt.file_ranges import file_ranges
 from lakecore_hudi.mdt.files_partition import is_init_instant
 from lakecore_hudi.mdt.index_context import IndexContext
-from lakecore_hudi.mdt.stats_values import java_order_key
+from lakecore_hudi.mdt.stats_values import NULL_KIND, java_order_key, standardize
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import load_state
 from lakecore_hudi.table_config import read_table_config
@@ -263,7 +263,11 @@ def assert_partition_stats_bound_files(
         payload = record[PAYLOAD]
         part = csr.range_of(payload)
         for file_payload in per_partition.get((payload["fileName"], payload["columnName"]), []):
-            low, high = csr.range_of(file_payload).min_value, csr.range_of(file_payload).max_value
+            file_range = csr.range_of(file_payload)
+            if part.kind is not None and part.kind != NULL_KIND:
+                # Version 2 casts a partition's file bounds to the column's schema type.
+                file_range = standardize(file_range, part.kind)
+            low, high = file_range.min_value, file_range.max_value
             if low is not None:
                 assert part.min_value is not None, payload
                 assert java_order_key(part.min_value) <= java_order_key(low), payload
@@ -281,7 +285,7 @@ def assert_partition_stats_match_files(root: Path | str) -> int:
     the record only has to bound the range (Hudi counts the replaced file groups too).
     Returns the number of records checked for equality."""
     from lakecore_hudi.mdt import partition_stats_records as psr
-    from lakecore_hudi.mdt.stats_values import ColumnRange, combine
+    from lakecore_hudi.mdt.stats_values import ColumnRange, combine, standardize
 
     storage = open_storage(str(root))
     config = read_table_config(storage)
@@ -290,25 +294,31 @@ def assert_partition_stats_match_files(root: Path | str) -> int:
     defs = index_defs(storage)
     columns = csr.columns_to_index(config, defs, None)
     version2 = csr.index_version(defs, psr.PARTITION, config.table_version) >= 2
-    last_write: dict[str, str] = {}
+    last_write: dict[str, IndexContext] = {}
     for ctx in instant_contexts(root):
         if ctx.meta is not None:
             for stat in ctx.meta.write_stats():
-                last_write[stat.partition_path or ""] = ctx.action
+                last_write[stat.partition_path or ""] = ctx
     expected: dict[str, ColumnRange] = {}
     files = live_slice_files(root)
     paths = {f.info.path.rsplit("/", 1)[-1]: f.info.path for f in data_files(storage.list_all(""))}
     for name, partition in files.items():
+        last = last_write.get(partition)
+        targets = psr.schema_kinds(config, last.meta if last else None, columns) if version2 else {}
         for r in file_ranges(storage, paths[name], columns, completed.__contains__):
             key = psr.partition_stats_record(partition, r, version2)["key"]
-            expected[key] = combine(expected.get(key), r, name=partition)
+            target = targets.get(r.column)
+            expected[key] = combine(
+                expected.get(key), standardize(r, target) if target else r, name=partition
+            )
     live = live_records(root, psr.PARTITION, psr.merge)
     missing = sorted(set(expected) - set(live))
     assert not missing, f"{root}: partition stats missing for {missing}"
     equal = 0
     for key, record in live.items():
         payload = record[PAYLOAD]
-        if last_write.get(payload["fileName"]) == REPLACE_COMMIT or key not in expected:
+        last = last_write.get(payload["fileName"])
+        if (last is not None and last.action == REPLACE_COMMIT) or key not in expected:
             continue
         want = psr.partition_stats_record(payload["fileName"], expected[key], version2)
         assert exact(payload) == exact(want[PAYLOAD]), (root, key)

@@ -20,7 +20,13 @@ from lakecore_hudi.mdt.column_stats import _metadata_config as mdt_config
 from lakecore_hudi.mdt.file_groups import file_group_index
 from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.mdt.stats_keys import partition_stats_key
-from lakecore_hudi.mdt.stats_values import NULL_KIND, ColumnRange, ValueKind, combine
+from lakecore_hudi.mdt.stats_values import (
+    NULL_KIND,
+    ColumnRange,
+    ValueKind,
+    combine,
+    standardize,
+)
 from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.metadata import CommitMetadata
 
@@ -191,6 +197,33 @@ def test_ranges_of_different_types_combine_only_when_hudi_could() -> None:
     # A lakecore write that stored a long column as text would mix them: refused by name.
     with pytest.raises(SchemaError, match=r"'c'.*LONG and STRING"):
         combine(r(ValueKind("LONG"), 1, 2), r(ValueKind("STRING"), "1", "2"), name="2024/01/15")
+
+
+def test_version_two_casts_file_bounds_to_the_writer_schema_type() -> None:
+    """Hudi 1.1 casts every file's bounds to the type the commit's writer schema gives the
+    column (``getColumnRangeInPartition``): the corpus table's upserts wrote ts_epoch as text
+    under a string writer schema, and its partition stats say STRING; a partition mixing long
+    and text files combines under either schema."""
+    ctx = instant_contexts(HUDI / "cow_v9_timebasedkeygen_unixtimestamp")[2]
+    assert ctx.meta is not None
+    kinds = psr.schema_kinds(ctx.config, ctx.meta, ["_hoodie_commit_time", "ts_epoch", "amount"])
+    assert kinds == {
+        "_hoodie_commit_time": ValueKind("STRING"),
+        "ts_epoch": ValueKind("STRING"),
+        "amount": ValueKind("DECIMAL", 15, 2),
+    }
+    long_file = ColumnRange("a", "ts_epoch", 17, 20, 0, 2, 1, 1, ValueKind("LONG"))
+    text_file = ColumnRange("b", "ts_epoch", "100", "3", 0, 2, 1, 1, ValueKind("STRING"))
+    as_long = [standardize(r, ValueKind("LONG")) for r in (long_file, text_file)]
+    both = combine(as_long[0], as_long[1], name="p")
+    # Hudi casts each bound on its own: the text file's min "100" and max "3" become 100 and
+    # 3, so the partition's range ignores it (unsound, but what Hudi writes).
+    assert (both.min_value, both.max_value, both.kind) == (17, 20, ValueKind("LONG"))
+    as_text = [standardize(r, ValueKind("STRING")) for r in (long_file, text_file)]
+    both = combine(as_text[0], as_text[1], name="p")
+    assert (both.min_value, both.max_value) == ("100", "3")
+    with pytest.raises(SchemaError, match=r"'ts_epoch'.*STRING bound does not cast to LONG"):
+        standardize(dataclasses.replace(text_file, min_value="x"), ValueKind("LONG"))
 
 
 def test_delete_partition_writes_tombstones_and_clean_nothing() -> None:
