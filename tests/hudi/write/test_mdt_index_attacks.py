@@ -1,0 +1,318 @@
+"""Review attacks on the metadata-table index partitions lakecore maintains (issue 13):
+``files``, ``column_stats``, ``partition_stats``, ``record_index``, ``secondary_index_*``.
+
+Each attack runs lakecore writes on a copy of a Spark-written corpus table and then asks
+whether a reader trusting the metadata table (hudi-rs listing through ``files``, Spark
+locating keys through ``record_index`` / ``secondary_index_*``, data skipping through
+``column_stats`` and lakecore's own planner) still sees exactly the table's rows. Bugs are
+pinned as ``xfail(strict=True)`` with the precise fault in the reason (the owners remove the
+marker once fixed); the other tests pin attacks that held.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from lakecore_hudi.mdt import maintain
+from lakecore_hudi.mdt import secondary_index_records as si
+from lakecore_hudi.mdt.record_index import RECORD_INDEX, read_index_partition
+from lakecore_hudi.table_config import read_table_config
+
+import lakecore
+from lakecore.storage import open_storage
+from lakecore.table import Table
+from tests.hudi.write.helpers import copy_corpus_table, files_on_disk, hudi_rs_table, upsert
+from tests.hudi.write.mdt_index_checks import (
+    assert_record_index_matches_table,
+    assert_secondary_index_matches_table,
+    table_records,
+)
+from tests.hudi.write.mdt_stats_checks import (
+    assert_column_stats_match_files,
+    assert_partition_stats_match_files,
+)
+from tests.hudi.write.test_mdt_maintain import mdt_listing
+
+V8_TRIPS = "mor_avro_v8_trips_8i3u1d"
+"""MoR v8, partitioned by city; files, column_stats, partition_stats, record_index and
+secondary_index_rider_idx (on ``rider``); key ``uuid``, ordering ``ts``."""
+V9_ROLLBACK = "mor_avro_v9_nonpartitioned_rollback"
+"""MoR v9, not partitioned; files, column_stats, record_index; key ``txn_id``."""
+V9_TWO_SI = "mor_avro_v9_txns_nonpart_meta"
+"""MoR v9, not partitioned; files, column_stats, record_index, two secondary indexes
+(``merchant_name``, ``txn_date``); key ``txn_id``."""
+V9_COW = "cow_v9_txns_simple_overwrite"
+"""CoW v9, partitioned by region; files, column_stats, partition_stats, record_index."""
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    data = table.drop_columns([c for c in table.column_names if c.startswith("_hoodie_")])
+    return sorted(data.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _data(root: Path) -> pa.Table:
+    table = lakecore.open(str(root)).to_arrow()
+    return table.drop_columns([c for c in table.column_names if c.startswith("_hoodie_")])
+
+
+def _set(table: pa.Table, column: str, values: list[Any]) -> pa.Table:
+    i = table.schema.get_field_index(column)
+    return table.set_column(i, table.schema.field(i), pa.array(values, table.schema.field(i).type))
+
+
+def _checks(root: Path) -> dict[str, int]:
+    """Every partition of the table's metadata table against the table (the helpers'
+    checks); returns what each checked."""
+    assert _rows(hudi_rs_table(root)) == _rows(lakecore.open(str(root)).to_arrow())
+    assert mdt_listing(root) == files_on_disk(root)
+    partitions = read_table_config(open_storage(str(root))).metadata_partitions
+    done = {"files": 1}
+    if "column_stats" in partitions:
+        done["column_stats"] = assert_column_stats_match_files(root)
+    if "partition_stats" in partitions:
+        done["partition_stats"] = assert_partition_stats_match_files(root)
+    if "record_index" in partitions:
+        done["record_index"] = assert_record_index_matches_table(root)
+    if any(p.startswith("secondary_index_") for p in partitions):
+        done["secondary_index"] = assert_secondary_index_matches_table(root)
+    return done
+
+
+def _secondary_pairs(root: Path, partition: str, column: str) -> tuple[set[Any], set[Any]]:
+    """(the table's live (value, key) pairs, the index's) of secondary index ``partition``."""
+    storage = open_storage(str(root))
+    entries = read_index_partition(storage, read_table_config(storage), partition)
+    assert entries is not None
+    rows = table_records(root, (column,))
+    keys = rows.column("_hoodie_record_key").to_pylist()
+    table = set(zip(si.render(rows.column(column)), keys, strict=True))
+    return table, {si.split_key(k) for k in entries}
+
+
+def _indexed_keys(root: Path) -> set[str]:
+    storage = open_storage(str(root))
+    entries = read_index_partition(storage, read_table_config(storage), RECORD_INDEX)
+    assert entries is not None
+    return set(entries)
+
+
+# ------------------------------------------------------------------ duplicate keys (insert)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "secondary_index_records.commit_records keys a group's rows by record key "
+        "(_values: dict), so an insert of one new key twice in one batch with two different "
+        "indexed values (the table keeps both rows) indexes only the last value: a lookup of "
+        "the other value misses a live row"
+    ),
+)
+def test_an_insert_repeating_a_key_indexes_every_value(tmp_path: Path) -> None:
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    row = _set(_data(root).slice(1, 1), "uuid", ["new-key"])
+    twice = pa.concat_tables([row, _set(row, "rider", ["rider-Z"])])
+    lakecore.open(str(root)).append(twice)
+    assert sorted(_data(root).filter(pc.equal(_data(root).column("uuid"), "new-key"))["rider"]
+                  .to_pylist()) == ["rider-E", "rider-Z"]  # fmt: skip
+    table, index = _secondary_pairs(root, "secondary_index_rider_idx", "rider")
+    assert table - index == set()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "record_index_records/secondary_index_records.commit_records emit a deletion for a "
+        "key a touched file group loses even when another, untouched file group still holds "
+        "it (a key an insert stored twice): deleting one copy removes the key from "
+        "record_index and its (value, key) entry from the secondary index, while the table "
+        "still holds the other copy (Spark's record-index upsert would then insert it again)"
+    ),
+)
+def test_deleting_one_copy_of_a_twice_stored_key_keeps_it_indexed(tmp_path: Path) -> None:
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    row = _data(root).slice(1, 1)
+    key = row.column("uuid")[0].as_py()
+    assert row.column("city")[0].as_py() == "san_francisco"
+    lakecore.open(str(root)).append(_set(row, "city", ["chennai"]))  # insert: a second copy
+    assert _checks(root)["record_index"] == 6
+    lakecore.open(str(root)).delete(f"uuid = '{key}' AND city = 'chennai'")
+    assert key in _data(root).column("uuid").to_pylist()  # the san_francisco copy lives
+    assert key in _indexed_keys(root)
+    table, index = _secondary_pairs(root, "secondary_index_rider_idx", "rider")
+    assert table == index
+
+
+# ------------------------------------------------------- column stats vs lakecore's planner
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a log file's column_stats string bounds are in Java String.compareTo (UTF-16) order "
+        "(file_ranges, as Hudi writes them), but file_index._statistics folds them into the "
+        "planner's min/max, which compare in code point order: a log block holding U+1F600 "
+        "and U+FF61 gets max U+FF61, so scan(\"merchant_name = '\U0001f600'\") skips the "
+        "slice and returns no row though the row is live"
+    ),
+)
+def test_scan_finds_a_supplementary_character_written_to_a_log(tmp_path: Path) -> None:
+    root = copy_corpus_table(V9_ROLLBACK, tmp_path)
+    data = _data(root)
+    both = data.filter(pc.is_in(data.column("txn_id"), pa.array(["TXN-001", "TXN-003"])))
+    both = _set(both, "merchant_name", ["\U0001f600", "\uff61"])
+    both = _set(both, "txn_ts", [v + 1000 for v in both.column("txn_ts").to_pylist()])
+    upsert(lakecore.open(str(root)), both)  # one log block holding both values
+    table = lakecore.open(str(root))
+    assert table.count("merchant_name = '\uff61'") == 1
+    assert sorted(table.to_arrow(columns=["merchant_name"])["merchant_name"].to_pylist()) == [
+        "Netflix",
+        "Netflix",
+        "\uff61",
+        "\U0001f600",
+    ]
+    found = table.scan("merchant_name = '\U0001f600'", columns=["txn_id"]).to_arrow()
+    assert found.column("txn_id").to_pylist() == ["TXN-001"]
+
+
+# ------------------------------------------------------------------------ attacks that held
+
+
+def _moved(row: pa.Table, city: str, bump: int) -> pa.Table:
+    return _set(_set(row, "city", [city]), "ts", [row.column("ts")[0].as_py() + bump])
+
+
+def test_keys_moving_between_partitions_stay_indexed_once(tmp_path: Path) -> None:
+    """Upserts (Hudi upsert, then MERGE) moving a key to another partition: lakecore keeps
+    keys unique like the global record index, and every partition follows the move."""
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    row = _data(root).slice(1, 1)
+    key = row.column("uuid")[0].as_py()
+    upsert(lakecore.open(str(root)), _moved(row, "chennai", 1000))
+    assert _checks(root)["record_index"] == 6
+    moved = _moved(row, "sao_paulo", 2000)
+    merge = lakecore.open(str(root)).merge(moved, on=["uuid"]).when_matched_update_all()
+    merge.when_not_matched_insert_all().execute()
+    assert _checks(root)["record_index"] == 6
+    data = _data(root)
+    assert data.filter(pc.equal(data.column("uuid"), key))["city"].to_pylist() == ["sao_paulo"]
+
+
+Step = tuple[str, Callable[[Table], Any]]
+
+
+def _run(root: Path, steps: list[Step]) -> list[tuple[str, int, int]]:
+    out = []
+    for name, step in steps:
+        step(lakecore.open(str(root)))
+        done = _checks(root)
+        out.append((name, done["record_index"], done.get("secondary_index", -1)))
+    return out
+
+
+def test_duplicates_missing_keys_and_null_index_values(tmp_path: Path) -> None:
+    """An upsert batch repeating a new key (combined to one row), a delete of keys that do
+    not exist, the indexed column set to NULL and back, every row of a partition deleted,
+    then compaction and clean: every partition equals the table after each."""
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    row = _set(_data(root).slice(1, 1), "uuid", ["new-key"])
+    later = _set(_set(row, "ts", [row.column("ts")[0].as_py() + 5]), "rider", ["rider-Z"])
+    steps: list[Step] = [
+        ("upsert repeating a key", lambda t: upsert(t, pa.concat_tables([row, later]))),
+        ("delete of no key", lambda t: t.delete("uuid = 'no-such-key'")),
+        ("index value to null", lambda t: t.update({"rider": "NULL"}, where="uuid = 'new-key'")),
+        ("and back", lambda t: t.update({"rider": "'back'"}, where="uuid = 'new-key'")),
+        ("empty a partition", lambda t: t.delete("city = 'sao_paulo'")),
+        ("compact", lambda t: t.compact()),
+        ("clean", lambda t: t.clean(retain_commits=1)),
+    ]
+    assert _run(root, steps) == [
+        ("upsert repeating a key", 7, 7),
+        ("delete of no key", 7, 7),
+        ("index value to null", 7, 7),
+        ("and back", 7, 7),
+        ("empty a partition", 6, 6),
+        ("compact", 6, 6),
+        ("clean", 6, 6),
+    ]
+    data = _data(root)
+    assert data.filter(pc.equal(data.column("uuid"), "new-key"))["rider"].to_pylist() == ["back"]
+
+
+def test_replace_commits_then_writes_on_a_partitioned_cow_table(tmp_path: Path) -> None:
+    """CoW: every row of a partition deleted, the partition overwritten (replacecommit), an
+    upsert after it, a key moved out, an overwrite creating a partition, a column added,
+    a clean: every partition (partition_stats too) equals the table after each."""
+    root = copy_corpus_table(V9_COW, tmp_path)
+    data = _data(root)
+    apac = data.filter(pc.equal(data.column("region"), "apac"))
+    bumped = _set(apac, "txn_ts", [v + 10 for v in apac.column("txn_ts").to_pylist()])
+    moved = _set(_set(apac.slice(0, 1), "region", ["us"]), "txn_ts", [1])
+    moved = _set(moved, "txn_ts", [apac.column("txn_ts")[0].as_py() + 100])
+    fresh = _set(_set(moved, "region", ["newregion"]), "txn_id", ["TXN-NEW"])
+    extra = _set(moved, "txn_id", ["TXN-COL"]).append_column("extra", pa.array([7], pa.int32()))
+    steps: list[Step] = [
+        ("empty a partition", lambda t: t.delete("region = 'apac'")),
+        ("overwrite it", lambda t: t.overwrite(apac, where="region = 'apac'")),
+        ("upsert", lambda t: upsert(t, bumped)),
+        ("move out", lambda t: upsert(t, moved)),
+        ("new partition", lambda t: t.overwrite(fresh, where="region = 'newregion'")),
+        ("add column", lambda t: t.append(extra, schema_mode="merge")),
+        ("clean", lambda t: t.clean(retain_commits=1)),
+    ]
+    assert [(n, r) for n, r, _ in _run(root, steps)] == [
+        ("empty a partition", 2),
+        ("overwrite it", 3),
+        ("upsert", 3),
+        ("move out", 3),
+        ("new partition", 4),
+        ("add column", 5),
+        ("clean", 5),
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "every"), [(V9_TWO_SI, 10), (V8_TRIPS, 1)])
+def test_delete_and_reinsert_across_metadata_compactions(
+    name: str, every: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key inserted, deleted, re-inserted by upsert, deleted again, then inserts, an
+    update, a delete, a data compaction and clean and a re-insert, with the metadata table
+    compacting at Hudi's 10th delta commit (and, on the v8 table, after every one): the
+    record index and secondary indexes never keep a deleted key nor lose a live one."""
+    monkeypatch.setattr(maintain, "MAX_DELTA_COMMITS", every)
+    root = copy_corpus_table(name, tmp_path)
+    data = _data(root)
+    key = "txn_id" if "txn_id" in data.column_names else "uuid"
+    order = "txn_ts" if "txn_ts" in data.column_names else "ts"
+    base = data.slice(0, 1)
+    start = len(data)
+
+    def row(k: str, o: int) -> pa.Table:
+        return _set(_set(base, key, [k]), order, [o])
+
+    steps: list[Step] = [
+        ("insert", lambda t: t.append(row("K1", 1))),
+        ("delete", lambda t: t.delete(f"{key} = 'K1'")),
+        ("upsert back", lambda t: upsert(t, row("K1", 5))),
+        ("delete again", lambda t: t.delete(f"{key} = 'K1'")),
+        *[(f"insert {i}", lambda t, i=i: t.append(row(f"N{i}", i))) for i in range(7)],
+        ("update", lambda t: upsert(t, row("N1", 100))),
+        ("delete N2", lambda t: t.delete(f"{key} = 'N2'")),
+        ("compact", lambda t: t.compact()),
+        ("clean", lambda t: t.clean(retain_commits=1)),
+        ("insert again", lambda t: t.append(row("K1", 7))),
+    ]
+    keys = [r for _, r, _ in _run(root, steps)]
+    distinct = len(set(data.column(key).to_pylist()))
+    assert keys == [distinct + n for n in (1, 0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 7, 6, 6, 6, 7)]
+    assert start == len(data)
+    timeline = root / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    compactions = [p for p in timeline.iterdir() if p.name.endswith(".commit")]
+    assert len(compactions) >= 2  # the corpus's own plus at least one of lakecore's
