@@ -4,8 +4,9 @@ As Hudi's metadata writer does, one compaction instant (plan, inflight, ``commit
 the latest slice of every file group that has log files (``file_group_fold``) into a new
 base HFile ``<file id>_0-0-0_<compaction>.hfile`` written as Hudi writes base files
 (``table.files_hfile``: schema, bloom filter of the keys, min/max key). Deleted keys are
-dropped; a file group with no base file whose logs hold no key at all (only the empty
-delete block that initialised it) gets no base file, as Hudi's compactor writes none for it.
+dropped. A file group with no base file whose logs hold no key at all (only the empty
+delete block that initialised it) gets no base file on table version 8 (Hudi 1.0's compactor
+writes none) and an empty one on version 9 (Hudi 1.1's does), as the corpus compactions show.
 Hudi 1.0 and 1.1 (table versions 8 and 9) name the base file in its records'
 ``_hoodie_file_name`` (the other meta fields stay null), as the corpus's compacted files show.
 """
@@ -61,8 +62,8 @@ def compact_metadata(
     plan = encode_compaction_plan([s for _, s in work])
     outputs = []
     for spec, s, fold in folds:
-        if s.base_file is None and not fold.log_keys:
-            continue
+        if s.base_file is None and not fold.log_keys and version < 9:
+            continue  # Hudi 1.0's compactor writes nothing for it (1.1 an empty base file)
         name = base_file_name(s.file_id, _WRITE_TOKEN, instant, "hfile")
         records = []
         for key in sorted(fold.records):

@@ -173,3 +173,72 @@ def test_records_of_one_instant_combine_per_key_and_deletions_win() -> None:
     assert state == {"p": files("p", a=bigger, b=live), "k": None}
     assert is_maintained("files") and not is_maintained("bloom_filters")
     assert not is_maintained("expr_index_x")
+
+
+# Hudi's own metadata compactions in the corpus: (table, compaction instant).
+COMPACTIONS = [
+    ("mor_avro_v8_trips_8i3u1d", "20251220210130942"),
+    ("mor_avro_v9_txns_nonpart_meta", "20260307162712050"),
+]
+
+
+@pytest.mark.parametrize(("name", "instant"), COMPACTIONS)
+def test_compaction_replays_hudis_compaction(tmp_path: Path, name: str, instant: str) -> None:
+    """With the metadata table cut back to what Hudi saw when it scheduled the compaction
+    (instants completed after it pending, the compaction's own files gone), lakecore's
+    compaction writes the base files Hudi wrote: the same file groups, the same records."""
+    from lakecore_hudi.mdt.compaction import compact_metadata
+    from lakecore_hudi.mdt.partition_spec import spec_for
+
+    from tests.hudi.write.helpers import copy_corpus_table
+
+    root = copy_corpus_table(name, tmp_path)
+    meta = root / ".hoodie" / "metadata"
+    hudi: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(meta.glob(f"*/*_{instant}.hfile")):
+        file_id = path.name.split("_")[0]
+        records = _hfile_records(path.read_bytes(), str(path), None)
+        hudi[f"{path.parent.name}/{file_id}"] = [_comparable(r.key, r.record) for r in records]
+        path.unlink()
+    for path in (meta / ".hoodie" / "timeline").iterdir():
+        stamp = path.name.partition(".")[0]
+        if stamp.startswith(instant):
+            path.unlink()  # the compaction itself
+        elif "_" in stamp and stamp.split("_")[1] > instant:
+            path.unlink()  # completed after the compaction began: still inflight then
+    storage = open_storage(str(root))
+    mdt = metadata_storage(storage)
+    mconfig = metadata_config(mdt)
+    assert mconfig is not None
+    partitions = sorted({key.split("/")[0] for key in hudi})
+    completed, first = valid_data_instants(storage, read_table_config(storage))
+
+    def valid(data_instant: str) -> bool:
+        if data_instant.startswith("00000000000000") or data_instant in completed:
+            return True
+        return first is not None and data_instant < first
+
+    specs = [spec_for(p) for p in partitions]
+    compact_metadata(storage, mdt, mconfig, specs, instant, valid)
+    ours: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(meta.glob(f"*/*_{instant}.hfile")):
+        file_id = path.name.split("_")[0]
+        records = _hfile_records(path.read_bytes(), str(path), None)
+        ours[f"{path.parent.name}/{file_id}"] = [_comparable(r.key, r.record) for r in records]
+    assert sorted(ours) == sorted(hudi)
+    for group in sorted(hudi):
+        assert ours[group] == hudi[group], group
+    assert len(hudi) >= 10 and sum(len(r) for r in hudi.values()) > 50
+
+
+def _comparable(key: str, record: Any) -> dict[str, Any]:
+    """A decoded record with its file name's write token (Spark task ids) left out."""
+    out = {**record, "key": key}
+    name = out.get("_hoodie_file_name")
+    if name:
+        file_id, _token, rest = name.split("_", 2)
+        out["_hoodie_file_name"] = f"{file_id}_{rest}"
+    files = out.get("filesystemMetadata")
+    if isinstance(files, dict):
+        out["filesystemMetadata"] = dict(sorted(files.items()))  # a HashMap: order aside
+    return out
