@@ -47,6 +47,9 @@ DOCS = REPO / "docs" / "performance.md"
 START_MARK = "<!-- delta_snapshot:start -->"
 END_MARK = "<!-- delta_snapshot:end -->"
 TOOLS = ("delta-rs", "lakecore", "floor")
+BASELINE = "baseline"
+"""With ``--baseline-src``: lakecore from another source tree (e.g. before a change), timed in
+the same run, interleaved with the others."""
 CHILD_TIMEOUT_S = 600
 TARGET_RATIO, LIMIT_RATIO = 0.5, 1.5
 """Issue 15's goal (lakecore open+index at most half delta-rs') and the earlier target."""
@@ -217,6 +220,9 @@ def child_main(tool: str, case_name: str, data_dir: Path) -> None:
 
 
 def run_child(tool: str, case: Case, data_dir: Path, lakecore_src: Path) -> dict[str, Any]:
+    """One measurement of ``tool`` (``BASELINE`` is lakecore from ``lakecore_src``)."""
+    if tool == BASELINE:
+        tool = "lakecore"
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -352,7 +358,12 @@ def wait_idle(deadline: float) -> float | None:
 
 
 def run_case_when_idle(
-    case: Case, data_dir: Path, repetitions: int, lakecore_src: Path, wait_s: float
+    case: Case,
+    data_dir: Path,
+    repetitions: int,
+    lakecore_src: Path,
+    wait_s: float,
+    baseline_src: Path | None = None,
 ) -> dict[str, Any]:
     """``run_case``; with ``wait_s`` > 0, start on an idle machine and rerun noisy attempts
     (at most 3 attempts, while the wait budget lasts; the least noisy attempt is kept)."""
@@ -364,7 +375,7 @@ def run_case_when_idle(
             t0 = time.perf_counter()
             wait_idle(deadline)
             waited += time.perf_counter() - t0
-        attempts.append(run_case(case, data_dir, repetitions, lakecore_src))
+        attempts.append(run_case(case, data_dir, repetitions, lakecore_src, baseline_src))
         noise = attempts[-1]["other_processes_cpu_cores"]
         if wait_s <= 0 or noise is None or noise < NOISY_CORES or len(attempts) == 3:
             break
@@ -377,16 +388,22 @@ def run_case_when_idle(
 
 
 def run_case(
-    case: Case, data_dir: Path, repetitions: int, lakecore_src: Path = REPO
+    case: Case,
+    data_dir: Path,
+    repetitions: int,
+    lakecore_src: Path = REPO,
+    baseline_src: Path | None = None,
 ) -> dict[str, Any]:
     root = data_dir / case.spec.name
     warm_page_cache(root)
     cpu0, wall0 = cpu_seconds(), time.perf_counter()
-    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
+    tools = TOOLS + ((BASELINE,) if baseline_src is not None else ())
+    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
     for rep in range(repetitions):
-        order = TOOLS[rep % len(TOOLS) :] + TOOLS[: rep % len(TOOLS)]  # rotate: no fixed slot
+        order = tools[rep % len(tools) :] + tools[: rep % len(tools)]  # rotate: no fixed slot
         for tool in order:
-            runs[tool].append(run_child(tool, case, data_dir, lakecore_src))
+            src = baseline_src if tool == BASELINE and baseline_src is not None else lakecore_src
+            runs[tool].append(run_child(tool, case, data_dir, src))
     cpu1, wall = cpu_seconds(), time.perf_counter() - wall0
     others = None
     if cpu0 is not None and cpu1 is not None:
@@ -427,7 +444,7 @@ def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def machine(lakecore_src: Path = REPO) -> dict[str, Any]:
+def machine(lakecore_src: Path = REPO, baseline: str | None = None) -> dict[str, Any]:
     import deltalake
     import numpy
     import pyarrow
@@ -455,6 +472,7 @@ def machine(lakecore_src: Path = REPO) -> dict[str, Any]:
         "numpy": numpy.__version__,
         "lakecore_commit": _git_head() if lakecore_src.resolve() == REPO else None,
         "lakecore_src": str(lakecore_src),
+        "baseline": baseline,
     }
 
 
@@ -590,6 +608,7 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {_rss(fl['rss_peak_mb'])} ({_rss(fl['rss_base_mb'])}) "
             f"| {lc['rss_peak_mb'] / dr['rss_peak_mb']:.2f}x |"
         )
+    out += _baseline_table(results)
     m = results["machine"]
     lakecore = m["lakecore_commit"] or m["lakecore_src"]
     others = ", ".join(
@@ -609,6 +628,33 @@ def markdown(results: dict[str, Any]) -> str:
         out.append(f"CPU cores taken by other processes during each case (noise): {others}.")
     out += ["", f"Reproduce: `{results['command']}`"]
     return "\n".join(out)
+
+
+def _baseline_table(results: dict[str, Any]) -> list[str]:
+    """Before (``--baseline-src``) and after, from the same interleaved runs."""
+    cases = [c for c in results["cases"] if BASELINE in c["results"]]
+    if not cases:
+        return []
+    out = [
+        "",
+        f"lakecore before (`{results['machine']['baseline']}`) and after, in the same run "
+        "(interleaved with the runs above): open+index wall min / median, CPU seconds (all "
+        "threads) median, peak RSS in MiB.",
+        "",
+        "| case | wall: before | after | CPU: before | after | after / before (CPU) "
+        "| peak RSS: before | after |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in cases:
+        before, after = c["results"][BASELINE], c["results"]["lakecore"]
+        cb, ca = _median_cpu(before["runs"]), _median_cpu(after["runs"])
+        ratio = "—" if cb is None or ca is None else f"{ca / cb:.2f}x"
+        out.append(
+            f"| `{c['name']}` | {_min_median(before['runs'])} | {_min_median(after['runs'])} "
+            f"| {_s(cb)} | {_s(ca)} | {ratio} "
+            f"| {_rss(before['rss_peak_mb'])} | {_rss(after['rss_peak_mb'])} |"
+        )
+    return out
 
 
 def write_docs(section: str, path: Path = DOCS) -> None:
@@ -667,6 +713,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="benchmark the lakecore in this source tree (holding lakecore/ and plugins/) "
         "instead of this repository's, e.g. a candidate change",
     )
+    p.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=None,
+        help="also time the lakecore in this source tree (e.g. `git archive <commit> lakecore "
+        "plugins | tar -x -C DIR`), interleaved in the same run, and report before/after",
+    )
+    p.add_argument(
+        "--baseline-label",
+        default=None,
+        help="how the report names the baseline (default: its path)",
+    )
     p.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)
     p.add_argument("--case", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -686,24 +744,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"unknown case(s) {sorted(unknown)}")
         cases = tuple(c for c in cases if c.spec.name in args.cases)
     repetitions = args.repetitions or (1 if args.quick else 3)
+    baseline = None
+    if args.baseline_src is not None:
+        if not (args.baseline_src / "lakecore").is_dir():
+            raise SystemExit(f"{args.baseline_src} holds no lakecore/ source tree")
+        baseline = args.baseline_label or str(args.baseline_src)
     started = time.perf_counter()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {
         "benchmark": "delta_snapshot",
         "mode": "quick" if args.quick else "full",
         "repetitions": repetitions,
-        "command": "python benchmarks/delta_snapshot.py" + (" --quick" if args.quick else ""),
-        "machine": machine(args.lakecore_src),
+        "command": "python benchmarks/delta_snapshot.py"
+        + (" --quick" if args.quick else "")
+        + (f" --baseline-src {args.baseline_src}" if args.baseline_src else ""),
+        "machine": machine(args.lakecore_src, baseline),
         "cases": [],
     }
     for case in cases:
         print(f"{case.spec.name}: {case.description}", file=sys.stderr)
         ensure_table(case, args.data_dir)
         results["cases"].append(
-            run_case_when_idle(case, args.data_dir, repetitions, args.lakecore_src, args.wait_idle)
+            run_case_when_idle(
+                case,
+                args.data_dir,
+                repetitions,
+                args.lakecore_src,
+                args.wait_idle,
+                args.baseline_src,
+            )
         )
         r = results["cases"][-1]["results"]
-        print("  " + ", ".join(f"{t} {r[t]['open_index_s']:.2f} s" for t in TOOLS), file=sys.stderr)
+        print(
+            "  " + ", ".join(f"{t} {v['open_index_s']:.2f} s" for t, v in r.items()),
+            file=sys.stderr,
+        )
     results["wall_s"] = time.perf_counter() - started
     results["finished_at"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     output = args.output or RESULTS / (
