@@ -43,6 +43,7 @@ from lakecore.migrate import state as st
 from lakecore.migrate.units import UnitDiff
 from lakecore.model import files as fi
 from lakecore.model.schema import physical_name
+from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore.table import Table
 
@@ -111,6 +112,7 @@ def plan(mode: str, source: Table, target: TableFormat, in_place: bool) -> Adopt
             "location (mode='rewrite')"
         )
     refusal: Refusal | None = getattr(target, "adoption_refusal", None)
+    held: HeldRefusal | None = getattr(target, "held_refusal", None)
     return Adoption(
         mode,
         source.storage,
@@ -118,11 +120,16 @@ def plan(mode: str, source: Table, target: TableFormat, in_place: bool) -> Adopt
         bool(getattr(target, "adoption_rewrites", True)),
         dict(getattr(target, "adoption_properties", {})),
         refusal,
+        held,
     )
 
 
 Refusal = Callable[[str, Mapping[str, Any], Sequence[str], pa.Schema], "str | None"]
 """A target format's ``adoption_refusal(path, partition values, partition_by, schema)``."""
+HeldRefusal = Callable[[str, Snapshot], "str | None"]
+"""A target format's ``held_refusal(path, target snapshot)``: why a target table as it is
+now cannot adopt the file at ``path`` (e.g. Hudi: the file was adopted before and removed,
+and its file group stays replaced)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,21 +148,30 @@ class Adoption:
     """The target format's ``adoption_properties``: creation properties of the target."""
     target_refusal: Refusal | None = None
     """The target format's ``adoption_refusal``, if it has one."""
+    held_refusal: HeldRefusal | None = None
+    """The target format's ``held_refusal``, if it has one (not cached: the table moves)."""
     _reasons: dict[str, str | None] = field(default_factory=dict)
     """Why the unit of each path examined cannot be adopted (None: it can); footers are
     read once per run."""
 
-    def check(self, units: pa.Table, schema: pa.Schema, partitions: Sequence[str]) -> None:
+    def check(
+        self,
+        units: pa.Table,
+        schema: pa.Schema,
+        partitions: Sequence[str],
+        target: Snapshot | None = None,
+    ) -> None:
         """In ``mode="metadata"`` (or ``"auto"`` into a target that takes no rewritten
         files), raise ``MigrationError`` naming the files of ``units`` (file-index rows)
-        that cannot be adopted under the target ``schema``."""
+        that cannot be adopted under the target ``schema`` (into the ``target`` table as it
+        is, when it exists)."""
         if self.mode != "metadata" and self.rewrites:
             return
         refused = [
             (path, reason)
             for path, reason in zip(
                 units.column(fi.PATH).to_pylist(),
-                self._examine(units, schema, partitions),
+                self._examine(units, schema, partitions, target),
                 strict=True,
             )
             if reason is not None
@@ -177,19 +193,27 @@ class Adoption:
             )
 
     def split(
-        self, units: UnitDiff, schema: pa.Schema, partitions: Sequence[str]
+        self,
+        units: UnitDiff,
+        schema: pa.Schema,
+        partitions: Sequence[str],
+        target: Snapshot | None = None,
     ) -> tuple[UnitDiff, pa.Table, pa.Array]:
         """``units`` as (the units to rewrite, the index rows to adopt, their fingerprints);
         ``MigrationError`` in ``mode="metadata"`` when some unit cannot be adopted."""
-        self.check(units.added, schema, partitions)
-        reasons = self._examine(units.added, schema, partitions)
+        self.check(units.added, schema, partitions, target)
+        reasons = self._examine(units.added, schema, partitions, target)
         take = pa.array([r is None for r in reasons], pa.bool_())
         keep = pc.invert(take)
         rest = UnitDiff(units.added.filter(keep), units.added_keys.filter(keep), units.gone)
         return rest, units.added.filter(take), units.added_keys.filter(take)
 
     def _examine(
-        self, units: pa.Table, schema: pa.Schema, partitions: Sequence[str]
+        self,
+        units: pa.Table,
+        schema: pa.Schema,
+        partitions: Sequence[str],
+        target: Snapshot | None = None,
     ) -> list[str | None]:
         columns = units.column_names
         paths = units.column(fi.PATH).to_pylist()
@@ -207,7 +231,10 @@ class Adoption:
                     schema,
                     partitions,
                 )
-            out.append(self._reasons[path])
+            reason = self._reasons[path]
+            if reason is None and target is not None and self.held_refusal is not None:
+                reason = self.held_refusal(path, target)
+            out.append(reason)
         return out
 
     def _reason(

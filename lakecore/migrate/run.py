@@ -200,7 +200,8 @@ class _Run(TargetSide):
         if self.adoption is not None:
             # mode="metadata" refuses what it cannot adopt before the target changes at all.
             pending = diff(snapshot.files(), self.held.column("fingerprint")).added
-            self.adoption.check(pending, data_schema(snapshot), snapshot.partition_columns)
+            held = None if self.target is None else self.target.snapshot()
+            self.adoption.check(pending, data_schema(snapshot), snapshot.partition_columns, held)
         if self.target is None:
             self._created(snapshot, properties)
         target = self.target
@@ -323,7 +324,12 @@ class _Run(TargetSide):
         gone = pc.is_in(held.column("fingerprint"), value_set=units.gone)
         gone_paths = pc.drop_null(held.filter(gone).column("target_path"))
         kept = held.filter(pc.invert(gone))
-        target_files = target.snapshot().files()
+        if len(gone_paths) or self.adoption is None or self.adoption.rewrites:
+            target_files = target.snapshot().files()
+        else:
+            # Only adopting and nothing to remove: the target's file index (statistics of
+            # every file it lists) is not needed.
+            target_files = pa.table({fi.PATH: pa.array([], pa.string())})
         removed = target_files.filter(pc.is_in(target_files.column(fi.PATH), value_set=gone_paths))
         if removed.num_rows != len(pc.unique(gone_paths)):
             raise MigrationError(
@@ -333,7 +339,7 @@ class _Run(TargetSide):
         adopted, adopted_keys = snapshot.files().slice(0, 0), pa.array([], pa.binary())
         if self.adoption is not None:
             units, adopted, adopted_keys = self.adoption.split(
-                units, data_schema(snapshot), snapshot.partition_columns
+                units, data_schema(snapshot), snapshot.partition_columns, target.snapshot()
             )
         context = snapshot.source.scan_context()
         columns = data_schema(snapshot).names

@@ -87,9 +87,22 @@ class HudiFormat:
         ``partition`` (None: it can): its directory must be the hive-style partition path
         of those values, since Hudi readers take them from the path
         (``write.adopt.path_refusal``)."""
-        from lakecore_hudi.write.adopt import adopting_config, path_refusal
+        from lakecore_hudi.write.adopt import directory_refusal
 
-        return path_refusal(adopting_config(partition_by), schema, path, partition)
+        directory = path.rpartition("/")[0]
+        fields = tuple(partition_by)
+        values = tuple((f, partition.get(f)) for f in fields)
+        types = tuple((f, schema.field(f).type) for f in fields if f in schema.names)
+        return directory_refusal(directory, values, types)
+
+    def held_refusal(self, path: str, target: Snapshot) -> str | None:
+        """Why the Hudi table of ``target`` cannot adopt the file at ``path`` now (None: it
+        can): it adopted the file before and a later commit removed it; Hudi keeps that file
+        group replaced, so the file would not be read again (``write.adopt.held_refusal``)."""
+        from lakecore_hudi.write.adopt import held_refusal
+        from lakecore_hudi.write.writer import state_of
+
+        return held_refusal(state_of(target), path)
 
     def detect(self, storage: Storage) -> bool:
         try:

@@ -170,6 +170,33 @@ def test_a_file_outside_its_partition_directory_is_refused(tmp_path: Path) -> No
     assert not (root / ".hoodie").exists()
 
 
+def test_a_file_restored_after_its_removal_is_refused(tmp_path: Path) -> None:
+    """A Delta RESTORE re-adds files the Hudi table adopted and then replaced: Hudi never
+    reads a replaced file group again, so adopting them again is refused before the commit."""
+    root = tmp_path / "t"
+    delta_table(root)
+    lakecore.migrate(str(root), str(root), to="hudi", history=True)
+    deltalake.DeltaTable(str(root)).restore(1)
+    hudi_version = lakecore.open(str(root), format="hudi").version
+    with pytest.raises(MigrationError, match="adopted it before and a later commit removed"):
+        lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
+    assert lakecore.open(str(root), format="hudi").version == hudi_version
+
+
+def test_a_timestamp_partition_column_is_refused(tmp_path: Path) -> None:
+    """A partition path holds no time zone: Hudi could not read the values back."""
+    import datetime as dt
+
+    root = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us", "UTC"))])
+    table = lakecore.create(str(root), schema, "delta", ["at"])
+    when = dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    table.append(pa.table({"id": [1], "at": pa.array([when], schema.field("at").type)}))
+    with pytest.raises(MigrationError, match="do not read back from path text"):
+        lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+    assert not (root / ".hoodie").exists()
+
+
 def test_a_schema_change_is_refused_before_its_version_is_written(tmp_path: Path) -> None:
     root = tmp_path / "t"
     delta_table(root)

@@ -28,6 +28,7 @@ columns (Delta) is created with ``hoodie.populate.meta.fields=false`` and
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -42,7 +43,7 @@ from lakecore_hudi.mdt.files_partition import FILES_PARTITION
 from lakecore_hudi.mdt.files_records import external_file_name
 from lakecore_hudi.mdt.table import MAINTAINED_PARTITIONS
 from lakecore_hudi.names import BaseFile
-from lakecore_hudi.partitions import partition_struct
+from lakecore_hudi.partitions import partition_struct, prunable_partition_columns
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
@@ -128,6 +129,9 @@ def adopted_stats(state: HudiState, files: pa.Table, instant: str) -> list[Write
         if path in live:
             raise InvalidArgumentError(f"cannot adopt {path!r}: it already is a file of the table")
         partition, prefix, name = split_directory(path, fields)
+        again = held_refusal(state, path)
+        if again is not None:
+            raise InvalidArgumentError(f"cannot adopt {path!r}: {again}")
         key = (partition, repr(sorted((value or {}).items())))
         if key not in refusals:
             refusals[key] = path_refusal(config, state.table_schema, path, value or {})
@@ -168,6 +172,12 @@ def path_refusal(
     fields = config.partition_fields
     if not fields:
         return None
+    if prunable_partition_columns(config, schema) != fields:
+        kinds = ", ".join(f"{f} {schema.field(f).type}" for f in fields if f in schema.names)
+        return (
+            f"Hudi readers take partition values from the path, and the partition columns "
+            f"({kinds}) do not read back from path text (time zones, a key generator)"
+        )
     partition = split_directory(path, fields)[0]
     if len(partition.split("/") if partition else []) != len(fields):
         return f"it does not lie in a partition directory of {list(fields)}"
@@ -179,6 +189,32 @@ def path_refusal(
     if found != wanted:
         return f"its directory {partition!r} names partition values {found}, not {wanted}"
     return None
+
+
+def held_refusal(state: HudiState, path: str) -> str | None:
+    """Why the table of ``state`` cannot adopt the file at ``path`` now: its file group (the
+    file name) was adopted and replaced before, and Hudi readers never read a replaced file
+    group again (a Delta RESTORE re-adding a file it had removed)."""
+    partition, prefix, name = split_directory(path, state.config.partition_fields)
+    group = (partition, f"{prefix}/{name}" if prefix else name)
+    if group in state.visible.replaced:
+        return (
+            "the table adopted it before and a later commit removed it; Hudi keeps its file "
+            "group replaced, so it would not be read again"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=65536)
+def directory_refusal(
+    directory: str, values: tuple[tuple[str, Any], ...], types: tuple[tuple[str, pa.DataType], ...]
+) -> str | None:
+    """``path_refusal`` in a table created with ``ADOPTION_PROPERTIES`` for a file in
+    ``directory`` with partition values ``values`` ((column, value) pairs, in partition
+    order) of ``types``; cached: a table's files share few directories."""
+    fields = [f for f, _ in values]
+    schema = pa.schema([pa.field(f, t) for f, t in types])
+    return path_refusal(adopting_config(fields), schema, f"{directory}/_", dict(values))
 
 
 def adopting_config(partition_by: Sequence[str]) -> TableConfig:
