@@ -96,6 +96,15 @@ def test_every_version_reads_as_delta_and_no_data_file_is_written(
     assert [s for s, _ in report.versions] == [0, 1, 2]
     for source, target in report.versions:
         assert hudi_rows(root, str(target)) == delta_rows(root, int(source))
+    # Each Hudi instant carries its Delta version's commit time: travel by time agrees.
+    assert report.timestamps_kept
+    hudi_table = lakecore.open(str(root), format="hudi")
+    delta_source = lakecore.open(str(root), format="delta")
+    for source, _ in report.versions:
+        at = delta_source.snapshot(version=source).timestamp
+        assert at is not None
+        got = rows_of(hudi_table.snapshot(timestamp=at).to_arrow())
+        assert got == delta_rows(root, int(source))
     # The Delta table is intact and still Delta's: deltalake reads its latest rows.
     assert delta_rows(root) == hudi_rows(root) != []
     # The Hudi table is copy-on-write over the Delta files, without meta fields.
