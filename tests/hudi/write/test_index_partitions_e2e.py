@@ -114,3 +114,27 @@ def test_indexes_survive_metadata_compactions(tmp_path: Path) -> None:
     assert compactions() > before
     assert assert_record_index_matches_table(root) == 14
     assert assert_secondary_index_matches_table(root) == 28
+
+
+def test_the_checkers_catch_a_stale_index(tmp_path: Path) -> None:
+    """The end-to-end checkers fail on an index that lost entries (a metadata log file
+    removed), so their passing above means something."""
+    root = copy_corpus_table("cow_v9_txns_simple_overwrite", tmp_path)
+    logs = sorted((root / ".hoodie/metadata/record_index").glob(".record-index-*_2026*"))
+    last = [p for p in logs if "20260403184001282" in p.name]
+    assert last
+    last[0].unlink()
+    with pytest.raises(AssertionError, match="index keys differ"):
+        assert_record_index_matches_table(root)
+    root = copy_corpus_table("mor_avro_v8_trips_8i3u1d", tmp_path / "v8")
+    deletes = sorted((root / ".hoodie/metadata/secondary_index_rider_idx").glob(".*_2025*"))
+    assert len(deletes) == 2
+    assert deletes
+    for path in deletes:  # the deletions of two deleted records
+        path.unlink()
+    for path in (root / ".hoodie/metadata/secondary_index_rider_idx").glob(
+        "*_20251220210130942.hfile"
+    ):
+        path.unlink()  # and the compaction that dropped them
+    with pytest.raises(AssertionError, match="secondary_index_rider_idx"):
+        assert_secondary_index_matches_table(root)
