@@ -349,3 +349,23 @@ def test_the_writer_refuses_a_table_of_adopted_files(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError):
         table.append(pa.table({"id": [1], "city": ["a"]}))
     assert not list((tmp_path / "t").glob("city=*"))
+
+
+@pytest.mark.slow
+def test_a_long_history_reads_as_delta_after_the_metadata_table_compacts(tmp_path: Path) -> None:
+    """14 appends and 3 deletes rewriting files: 17 Hudi instants, so the metadata table's
+    ``files`` partition is compacted into a base HFile holding the ``_hudiext`` entries (every
+    10 delta commits); every version still reads as Delta's."""
+    root = tmp_path / "t"
+    for i in range(14):
+        deltalake.write_deltalake(
+            str(root), batch((i, "n", i, f"v{i % 3}")), partition_by=["city"], mode="append"
+        )
+        if i % 4 == 3:
+            deltalake.DeltaTable(str(root)).delete(f"id = {i - 1}")
+    report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
+    assert (len(report.versions), report.files_adopted, report.files_removed) == (17, 14, 3)
+    compacted = list((root / ".hoodie" / "metadata" / "files").glob("files-*.hfile"))
+    assert len(compacted) >= 2, "the files partition was never compacted"
+    for source, target in report.versions:
+        assert hudi_rows(root, str(target)) == delta_rows(root, int(source))
