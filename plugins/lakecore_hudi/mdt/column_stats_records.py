@@ -1,7 +1,7 @@
 """Records of the metadata table's ``column_stats`` partition, as Hudi 1.x writes them.
 
 One record per (data file, indexed column), type 3, key ``stats_keys.column_stats_key``,
-payload ``ColumnStatsMetadata`` (``stats_values.stats_payload``):
+payload ``ColumnStatsMetadata`` (``stats_wrappers.stats_payload``):
 
 - a write, delta commit, compaction or replace commit adds the ranges of every file its write
   stats name (``file_ranges``: Parquet footers for base files, the instant's log blocks for
@@ -46,9 +46,8 @@ from lakecore_hudi.mdt.stats_values import (
     java_order_key,
     kind_of,
     kind_of_value_type,
-    stats_payload,
-    wrap,
 )
+from lakecore_hudi.mdt.stats_wrappers import stats_payload, wrap
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.metadata import CommitMetadata
 

@@ -47,8 +47,8 @@ from lakecore_hudi.mdt.stats_values import (
     ValueKind,
     combine,
     standardize,
-    stats_payload,
 )
+from lakecore_hudi.mdt.stats_wrappers import stats_payload
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline

@@ -35,9 +35,8 @@ from lakecore_hudi.mdt.stats_values import (
     ColumnRange,
     ValueKind,
     java_order_key,
-    stats_payload,
-    wrap,
 )
+from lakecore_hudi.mdt.stats_wrappers import stats_payload, wrap
 from lakecore_hudi.table_config import read_table_config
 
 from lakecore.errors import UnsupportedFeatureError
