@@ -148,7 +148,8 @@ def record_location(record: Mapping[str, Any], path: str = RECORD_INDEX) -> tupl
     """(data partition path, file id) a ``record_index`` record points to.
 
     Raises:
-        CorruptTableError: the record has no ``recordIndexMetadata`` or an unknown encoding.
+        CorruptTableError: the record has no ``recordIndexMetadata``, an unknown encoding or
+            a UUID encoding without its bits.
     """
     info = record.get("recordIndexMetadata")
     if not isinstance(info, Mapping):
@@ -160,7 +161,9 @@ def record_location(record: Mapping[str, Any], path: str = RECORD_INDEX) -> tupl
         raise CorruptTableError(
             f"{path}: record {record.get('key')!r} has unknown fileIdEncoding {encoding!r}"
         )
-    high, low = int(info["fileIdHighBits"]), int(info["fileIdLowBits"])
+    high, low = info.get("fileIdHighBits"), info.get("fileIdLowBits")
+    if not isinstance(high, int) or not isinstance(low, int):
+        raise CorruptTableError(f"{path}: record {record.get('key')!r} has no file id bits")
     value = ((high & (1 << 64) - 1) << 64) | (low & (1 << 64) - 1)
     file_id = str(uuid.UUID(int=value))
     index = info.get("fileIndex")

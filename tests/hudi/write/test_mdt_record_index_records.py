@@ -179,6 +179,18 @@ def test_file_id_encodings() -> None:
         assert record_location(ri.location_record("k", "", raw, 5)) == ("", raw)
 
 
+def test_undecodable_locations_are_corrupt() -> None:
+    good = ri.location_record("k", "p", "0ad34fbd-dd1a-4a9e-b367-63404003fa9c-0", 1)
+    info = good["recordIndexMetadata"]
+    for bad in (
+        {**good, "recordIndexMetadata": None},
+        {**good, "recordIndexMetadata": {**info, "fileIdEncoding": 7}},
+        {**good, "recordIndexMetadata": {**info, "fileIdLowBits": None}},
+    ):
+        with pytest.raises(CorruptTableError, match="'k'"):
+            record_location(bad)
+
+
 def test_merge_newer_wins_and_deletions_drop() -> None:
     a = ri.location_record("k", "p", "f-0", 1)
     b = ri.location_record("k", "q", "g-0", 2)
