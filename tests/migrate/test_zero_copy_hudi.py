@@ -327,6 +327,30 @@ def test_partition_values_are_read_from_paths_typed_by_the_schema(tmp_path: Path
     ]
 
 
+def test_a_file_in_a_sub_directory_is_adopted(tmp_path: Path) -> None:
+    """A file below its partition directory (Delta's random file prefixes) is listed with
+    Hudi's file-group prefix marker (``_fg%3D<dir>``) and read from where it is."""
+    schema = pa.schema([("id", pa.int64())])
+    table = lakecore.create(str(tmp_path / "t"), schema, "delta")
+    table.append(pa.table({"id": [1]}, schema=schema))
+    item = put_file(table, "ab/cd/f1.parquet", pa.table({"id": pa.array([2, 3], pa.int64())}), {})
+    del item["partition"]
+    with table.transaction() as tx:
+        tx.adopt_files(pa.Table.from_pylist([item]))
+    lakecore.migrate(str(tmp_path / "t"), str(tmp_path / "t"), to="hudi", mode="metadata")
+    hudi = lakecore.open(str(tmp_path / "t"), format="hudi")
+    assert "ab/cd/f1.parquet" in hudi.snapshot().files().column("path").to_pylist()
+    assert sorted(hudi.to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    from lakecore_hudi.mdt.files_partition import read_files_partition
+    from lakecore_hudi.table_config import read_table_config
+
+    listing = read_files_partition(hudi.storage, read_table_config(hudi.storage))
+    assert listing is not None
+    assert [n for n in listing[""] if n.startswith("f1.parquet_")] == [
+        f"f1.parquet_{hudi.version}_fg%3Dab%2Fcd_hudiext"
+    ]
+
+
 def test_adopting_refuses_a_path_that_does_not_name_its_values(tmp_path: Path) -> None:
     schema = pa.schema([("id", pa.int64()), ("city", pa.string())])
     table = adopting_table(tmp_path / "t", schema, ["city"])
