@@ -15,8 +15,9 @@ Indexed columns (Hudi's ``getColumnsToIndex``): the ``sourceFields`` of the ``co
 index definition (``.hoodie/.index_defs/index.json``); without one, the meta fields
 ``_hoodie_commit_time``, ``_hoodie_record_key``, ``_hoodie_partition_path`` (when the table
 populates meta fields) and the first 32 top-level columns of the writer schema of a type
-Hudi indexes. The index version is the definition's ``version`` (``V1``/``V2``), by default
-1 for table version 8 and 2 for table version 9 (``stats_values`` explains the difference).
+Hudi indexes (not nested, no decimal wider than the wrapper's decimal(30, 15)). The index
+version is the definition's ``version`` (``V1``/``V2``), by default 1 for table version 8 and
+2 for table version 9 (``stats_values`` explains the difference).
 
 Records with the same key fold with ``merge`` (Hudi's ``HoodieMetadataPayload`` merge of
 column stats: a tombstone deletes the key, a tight-bound newer record wins, otherwise the
@@ -147,9 +148,18 @@ def columns_to_index(
     if schema is None:
         create = config.create_schema
         schema = avro_to_arrow(create) if create else pa.schema([])
-    data = [f.name for f in schema if f.name not in _ALL_META and kind_of(f.type) is not None]
+    data = [f.name for f in schema if f.name not in _ALL_META and _indexable(f.type)]
     meta = list(META_COLUMNS) if config.populate_meta_fields else []
     return meta + data[:MAX_COLUMNS]
+
+
+def _indexable(t: pa.DataType) -> bool:
+    """Hudi's ``isColumnTypeSupported``: no nested types, and no decimal that does not fit
+    the ``DecimalWrapper``'s decimal(30, 15) (precision + 15 - scale > 30, or scale > 15)."""
+    kind = kind_of(t)
+    if kind is None:
+        return False
+    return kind.name != "DECIMAL" or (kind.precision + 15 - kind.scale <= 30 and kind.scale <= 15)
 
 
 def writer_schema(meta: CommitMetadata | None) -> pa.Schema | None:

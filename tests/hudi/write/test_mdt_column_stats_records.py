@@ -338,7 +338,8 @@ def test_columns_to_index_without_an_index_definition() -> None:
     config = read_table_config(open_storage(str(HUDI / "cow_v9_txns_simple_overwrite")))
     fields = [pa.field(f"c{i}", pa.int32()) for i in range(40)]
     meta = pa.field("_hoodie_commit_time", pa.string())
-    schema = pa.schema([meta, pa.field("s", pa.struct([("a", pa.int8())])), *fields])
+    wide = [pa.field("d38", pa.decimal128(38, 10)), pa.field("d16", pa.decimal128(20, 16))]
+    schema = pa.schema([meta, pa.field("s", pa.struct([("a", pa.int8())])), *wide, *fields])
     columns = csr.columns_to_index(config, {}, schema)
     assert columns[:3] == ["_hoodie_commit_time", "_hoodie_record_key", "_hoodie_partition_path"]
     assert columns[3:] == [f"c{i}" for i in range(32)]
