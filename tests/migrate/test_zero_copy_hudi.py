@@ -220,35 +220,43 @@ def test_a_schema_change_is_refused_before_its_version_is_written(tmp_path: Path
     assert lakecore.open(str(root), format="hudi").version == hudi_version
 
 
-def test_a_killed_adoption_leaves_no_instant_and_a_rerun_finishes_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+class Killed(BaseException):
+    """The process dying (nothing after it runs but ``finally`` blocks)."""
+
+
+@pytest.mark.parametrize("fault", [Killed, OSError], ids=["killed", "storage-fault"])
+def test_a_failed_adoption_leaves_no_instant_and_a_rerun_finishes_it(
+    fault: type[BaseException], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The process dies while completing the Hudi instant (after the metadata table's delta
-    commit): no completed instant, and the next run rolls the pending one back (deleting no
-    Delta file) and migrates."""
+    """The process dies, or the storage fails, while completing the Hudi instant (after the
+    metadata table's delta commit): no completed instant; the pending one is rolled back (at
+    once after a storage fault, by the next run after a kill) deleting no Delta file, and the
+    next run migrates."""
     import lakecore_hudi.write.commit as hudi_commit
+    from lakecore_hudi.table_config import read_table_config
+    from lakecore_hudi.timeline.active import load_timeline
 
     root = tmp_path / "t"
     delta_table(root)
     before, files = delta_files(root), data_files(root)
 
-    class Killed(BaseException):
-        pass
+    def fail(*args: object, **kwargs: object) -> None:
+        raise fault("injected")
 
-    def die(*args: object, **kwargs: object) -> None:
-        raise Killed
-
-    monkeypatch.setattr(hudi_commit, "complete", die)
-    with pytest.raises(Killed):
+    monkeypatch.setattr(hudi_commit, "complete", fail)
+    with pytest.raises(Killed if fault is Killed else lakecore.LakecoreError):
         lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
     monkeypatch.undo()
     hudi = lakecore.open(str(root), format="hudi")
     assert hudi.version == ""  # created, no completed instant
     assert hudi.snapshot().files().num_rows == 0
+    assert delta_files(root) == before
     report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
     assert report.versions[0][0] == 2
     assert hudi_rows(root) == delta_rows(root)
     assert delta_files(root) == before and data_files(root) == files
+    timeline = load_timeline(hudi.storage, read_table_config(hudi.storage))
+    assert [i.timestamp for i in timeline.pending()] == []
 
 
 def test_clean_is_refused_on_a_table_of_adopted_files(tmp_path: Path) -> None:
