@@ -401,3 +401,20 @@ def test_a_long_history_reads_as_delta_after_the_metadata_table_compacts(tmp_pat
     assert len(compacted) >= 2, "the files partition was never compacted"
     for source, target in report.versions:
         assert hudi_rows(root, str(target)) == delta_rows(root, int(source))
+
+
+@pytest.mark.parametrize(
+    ("partitions", "feature"),
+    [("", "adopt_files"), ("files,column_stats", "hudi-metadata-column_stats")],
+    ids=["no-metadata-table", "index-partition"],
+)
+def test_tables_that_cannot_list_foreign_files_refuse_adoption(
+    partitions: str, feature: str
+) -> None:
+    from lakecore_hudi.table_config import TableConfig
+    from lakecore_hudi.write.adopt import ensure_adoptable
+
+    raw = {"hoodie.table.metadata.partitions": partitions} if partitions else {}
+    with pytest.raises(UnsupportedFeatureError) as info:
+        ensure_adoptable(TableConfig(raw, "t", "COPY_ON_WRITE", 8))
+    assert info.value.feature == feature

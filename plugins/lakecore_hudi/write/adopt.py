@@ -41,7 +41,6 @@ from lakecore.storage import Storage
 from lakecore_hudi.listing import list_data_files
 from lakecore_hudi.mdt.files_partition import FILES_PARTITION
 from lakecore_hudi.mdt.files_records import external_file_name
-from lakecore_hudi.mdt.table import MAINTAINED_PARTITIONS
 from lakecore_hudi.names import BaseFile
 from lakecore_hudi.partitions import partition_struct, prunable_partition_columns
 from lakecore_hudi.state import HudiState
@@ -77,8 +76,10 @@ them, partition values from hive-style paths escaped as Hive/Spark/Delta escape 
 
 def ensure_adoptable(config: TableConfig) -> None:
     """Raise ``UnsupportedFeatureError`` unless the table can list foreign files: a table
-    version lakecore keeps a metadata table for (8, 9), its ``files`` partition declared and
-    no metadata partition lakecore does not maintain. Runs before anything is written."""
+    version lakecore keeps a metadata table for (8, 9) with its ``files`` partition, and no
+    other metadata partition (lakecore's column_stats, partition_stats, record_index and
+    secondary index records are made from Hudi-named files, not from external ones). Runs
+    before anything is written."""
     if config.table_version not in (8, 9) or FILES_PARTITION not in config.metadata_partitions:
         raise UnsupportedFeatureError(
             "adopt_files",
@@ -86,14 +87,14 @@ def ensure_adoptable(config: TableConfig) -> None:
             "table's 'files' partition (table version 8 or 9): create it with "
             "metadata_enable=true",
         )
-    others = [p for p in config.metadata_partitions if p not in MAINTAINED_PARTITIONS]
+    others = [p for p in config.metadata_partitions if p != FILES_PARTITION]
     building = list(config.metadata_partitions_inflight)
     if others or building:
         name = (others or building)[0]
         raise UnsupportedFeatureError(
             f"hudi-metadata-{name}",
-            f"cannot adopt files into this Hudi table: its metadata table partition {name!r} "
-            "is not maintained by lakecore or still being built",
+            f"cannot adopt files into this Hudi table: its metadata table has the {name!r} "
+            "partition, whose records lakecore makes from Hudi's own files only",
         )
 
 
