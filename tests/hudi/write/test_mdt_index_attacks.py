@@ -152,6 +152,18 @@ def test_deleting_one_copy_of_a_twice_stored_key_keeps_it_indexed(tmp_path: Path
 # ------------------------------------------------------- column stats vs lakecore's planner
 
 
+def _supplementary_in_one_log(tmp_path: Path) -> Path:
+    """V9_ROLLBACK with one upsert putting U+1F600 and U+FF61 into ``merchant_name`` of two
+    rows of one file group (one log block)."""
+    root = copy_corpus_table(V9_ROLLBACK, tmp_path)
+    data = _data(root)
+    both = data.filter(pc.is_in(data.column("txn_id"), pa.array(["TXN-001", "TXN-003"])))
+    both = _set(both, "merchant_name", ["\U0001f600", "\uff61"])
+    both = _set(both, "txn_ts", [v + 1000 for v in both.column("txn_ts").to_pylist()])
+    upsert(lakecore.open(str(root)), both)
+    return root
+
+
 @pytest.mark.xfail(
     strict=True,
     reason=(
@@ -163,12 +175,7 @@ def test_deleting_one_copy_of_a_twice_stored_key_keeps_it_indexed(tmp_path: Path
     ),
 )
 def test_scan_finds_a_supplementary_character_written_to_a_log(tmp_path: Path) -> None:
-    root = copy_corpus_table(V9_ROLLBACK, tmp_path)
-    data = _data(root)
-    both = data.filter(pc.is_in(data.column("txn_id"), pa.array(["TXN-001", "TXN-003"])))
-    both = _set(both, "merchant_name", ["\U0001f600", "\uff61"])
-    both = _set(both, "txn_ts", [v + 1000 for v in both.column("txn_ts").to_pylist()])
-    upsert(lakecore.open(str(root)), both)  # one log block holding both values
+    root = _supplementary_in_one_log(tmp_path)
     table = lakecore.open(str(root))
     assert table.count("merchant_name = '\uff61'") == 1
     assert sorted(table.to_arrow(columns=["merchant_name"])["merchant_name"].to_pylist()) == [
@@ -179,6 +186,88 @@ def test_scan_finds_a_supplementary_character_written_to_a_log(tmp_path: Path) -
     ]
     found = table.scan("merchant_name = '\U0001f600'", columns=["txn_id"]).to_arrow()
     assert found.column("txn_id").to_pylist() == ["TXN-001"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "same cause as test_scan_finds_a_supplementary_character_written_to_a_log: DELETE "
+        "plans its candidate slices with the planner, which trusts the log file's "
+        "Java-ordered column_stats bounds: delete(\"merchant_name = '\U0001f600'\") commits "
+        "and deletes nothing (rows_deleted 0, the row stays)"
+    ),
+)
+def test_delete_by_a_supplementary_character_deletes_the_row(tmp_path: Path) -> None:
+    root = _supplementary_in_one_log(tmp_path)
+    result = lakecore.open(str(root)).delete("merchant_name = '\U0001f600'")
+    assert "\U0001f600" not in _data(root).column("merchant_name").to_pylist()
+    assert result.rows_deleted == 1
+
+
+# ----------------------------------------------------------------------- failed writers
+
+
+class Crash(BaseException):
+    """A writer dying mid-operation (not an error any code path handles)."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a clean that died after deleting its files (before or after its metadata delta "
+        "commit) leaves their column_stats records live for good: "
+        "maintain._deleted_by_pending_cleans adds the deletions to the next delta commit's "
+        "files listing only; no column_stats tombstones are written for them (ctx.cleaned "
+        "stays empty), and the pending clean is never completed or rolled back"
+    ),
+)
+@pytest.mark.parametrize("dies_in", ["record_clean", "complete"])
+def test_a_clean_that_died_leaves_no_column_stats_of_deleted_files(
+    dies_in: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakecore_hudi.write import clean
+
+    root = copy_corpus_table(V9_ROLLBACK, tmp_path)
+    data = _data(root)
+    upsert(lakecore.open(str(root)), _set(data.slice(0, 1), "txn_ts", [2**50]))
+    lakecore.open(str(root)).compact()
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise Crash
+
+    with monkeypatch.context() as patched:
+        patched.setattr(clean, dies_in, crash)
+        with pytest.raises(Crash):
+            lakecore.open(str(root)).clean(retain_commits=1)
+    lakecore.open(str(root)).append(_set(data.slice(0, 1), "txn_id", ["NEW"]))
+    assert mdt_listing(root) == files_on_disk(root)  # the files partition is repaired
+    assert assert_column_stats_match_files(root) > 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "commit._complete_all rolls the instant back only on OSError: a LakecoreError from "
+        "the metadata maintenance (record_commit: here CorruptTableError, a record_index "
+        "partition without file groups; likewise a generator's CommitError or "
+        "UnsupportedFeatureError) leaves the data instant inflight with its data files on "
+        "storage until a later writer rolls it back"
+    ),
+)
+def test_a_metadata_error_at_commit_leaves_the_table_as_it_was(tmp_path: Path) -> None:
+    import shutil
+
+    from lakecore.errors import CorruptTableError
+
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    shutil.rmtree(root / ".hoodie" / "metadata" / "record_index")
+    before = files_on_disk(root)
+    timeline = sorted(p.name for p in (root / ".hoodie" / "timeline").iterdir())
+    row = _set(_data(root).slice(0, 1), "uuid", ["new-key"])
+    with pytest.raises(CorruptTableError, match="record_index"):
+        lakecore.open(str(root)).append(row)
+    assert sorted(p.name for p in (root / ".hoodie" / "timeline").iterdir()) == timeline
+    assert files_on_disk(root) == before
 
 
 # ------------------------------------------------------------------------ attacks that held
