@@ -667,6 +667,125 @@ def write_docs(section: str, path: Path = DOCS) -> None:
     path.write_text(f"{head}{START_MARK}\n{section}\n{END_MARK}{tail}")
 
 
+# --------------------------------------------------------------------------------------------
+# --stats-approaches: ways to turn the stats text into values, on one table's stats column
+
+_INT_GROUP = r"(0|-?[1-9][0-9]{0,17})"
+_NUMBER_GROUP = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+_STRING_GROUP = r'"([^"\\\x00-\x1f]*)"'
+_LOOSE = {_INT_GROUP: r"(-?[0-9]+)", _NUMBER_GROUP: r"([-0-9.eE+]+)", _STRING_GROUP: r'"([^"\\]*)"'}
+
+
+def stats_template_regex(text: str, loose: bool = False) -> str:
+    """One anchored pattern for values laid out like ``text`` (a compact stats object),
+    a group per leaf: the "single extract_regex over the column" approach."""
+    import re
+
+    def value(v: Any) -> str:
+        if isinstance(v, list):  # an object, as pairs
+            inner = ",".join(f'"{re.escape(k)}":{value(x)}' for k, x in v)
+            return r"\{" + inner + r"\}"
+        if isinstance(v, str):
+            group = _STRING_GROUP
+        elif isinstance(v, int) and not isinstance(v, bool):
+            group = _INT_GROUP
+        else:
+            group = _NUMBER_GROUP
+        return _LOOSE[group] if loose else group
+
+    pattern = "^" + value(json.loads(text, object_pairs_hook=list)) + "$"
+    count = iter(range(1, 10_000))
+    # RE2 through Arrow wants every group named.
+    return re.sub(r"\((?!\?)", lambda _: f"(?P<g{next(count)}>", pattern)
+
+
+def stats_approaches(case: Case, data_dir: Path, repetitions: int) -> str:
+    """CPU time of each approach on the table's stats column (this process, all threads),
+    as markdown; the regex extractions run on the first 100,000 values and are scaled."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pj
+    from lakecore_delta.stats import parse_stats, stats_json_schema
+
+    import lakecore
+
+    snapshot = lakecore.open(str(data_dir / case.spec.name)).snapshot()
+    state = snapshot.source.state  # type: ignore[attr-defined]
+    stats = state.adds.column("stats").combine_chunks()
+    fields = state.data_fields()
+    n, sample = len(stats), stats.slice(0, min(len(stats), 100_000))
+    schema = stats_json_schema(fields)
+
+    def json_one_thread() -> None:
+        lines = pc.binary_join_element_wise(stats, "\n", "")
+        pj.read_json(
+            pa.BufferReader(lines.buffers()[2]),
+            read_options=pj.ReadOptions(block_size=8 << 20, use_threads=False),
+            parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"
+            ),
+        )
+
+    def csv_split() -> None:
+        lines = pc.binary_join_element_wise(stats, "\n", "")
+        columns = str(stats[0].as_py()).count(",") + 1
+        names = [f"c{i}" for i in range(columns)]
+        pcsv.read_csv(
+            pa.BufferReader(lines.buffers()[2]),
+            read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pcsv.ParseOptions(quote_char=False, double_quote=False),
+            convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
+        )
+
+    strict = stats_template_regex(stats[0].as_py())
+    loose = stats_template_regex(stats[0].as_py(), loose=True)
+    approaches: list[tuple[str, Callable[[], object], int]] = [
+        (
+            "`parse_stats` (what `files()` does: pyarrow.json on 2 threads, then typing)",
+            lambda: parse_stats(stats, fields),
+            n,
+        ),
+        ("pyarrow.json, one thread, explicit schema (joined lines)", json_one_thread, n),
+        (
+            "one `extract_regex`, a named group per leaf (JSON-exact groups)",
+            lambda: pc.extract_regex(sample, strict),
+            len(sample),
+        ),
+        (
+            "one `extract_regex`, loose groups (`[0-9]+` ...)",
+            lambda: pc.extract_regex(sample, loose),
+            len(sample),
+        ),
+        (
+            "`match_substring_regex` of the same template (which rows fit; no values)",
+            lambda: pc.match_substring_regex(stats, strict),
+            n,
+        ),
+        (
+            "split at commas: CSV reader over the joined lines (strings, no typing, no checks)",
+            csv_split,
+            n,
+        ),
+    ]
+    cpu: dict[str, list[float]] = {name: [] for name, _, _ in approaches}
+    for _ in range(repetitions):
+        for name, run, rows in approaches:
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            run()
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            used = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            cpu[name].append(used * n / rows)
+    out = [
+        f"| approach (`{case.spec.name}`, {n:,} stats values) | CPU s, min / median "
+        f"(all threads; for all {n:,} values) |",
+        "|---|---:|",
+    ]
+    for name, values in cpu.items():
+        out.append(f"| {name} | {min(values):.2f} / {statistics.median(values):.2f} |")
+    return "\n".join(out)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument(
@@ -725,6 +844,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="how the report names the baseline (default: its path)",
     )
+    p.add_argument(
+        "--stats-approaches",
+        metavar="CASE",
+        default=None,
+        help="instead of the comparison: time ways of turning CASE's stats text into values "
+        "(lakecore's parse, pyarrow.json alone, one extract_regex over the column, a CSV split)",
+    )
     p.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)
     p.add_argument("--case", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -734,6 +860,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         child_main(args.child, args.case, args.data_dir)
+        return 0
+    if args.stats_approaches:
+        case = ALL_CASES[args.stats_approaches]
+        ensure_table(case, args.data_dir)
+        print(stats_approaches(case, args.data_dir, args.repetitions or 3))
         return 0
     if args.write_docs and (args.quick or args.lakecore_src.resolve() != REPO):
         raise SystemExit("--write-docs takes full runs of this repository's lakecore only")
