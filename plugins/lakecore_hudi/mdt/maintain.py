@@ -18,6 +18,8 @@ Before it, as Hudi runs table services first, the metadata table is compacted on
 file group of every partition). Compaction waits while another data instant is pending: its
 metadata delta commit may not be valid yet and must not be folded into a base file. After
 compacting, the metadata table is cleaned (``clean``) and its timeline archived (``archive``).
+A metadata compaction or clean a dead writer left pending is rolled back or finished first
+(``recovery``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from lakecore_hudi.mdt.files_records import FileListing, listing_records
 from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.mdt.partition_spec import FILES, PartitionSpec, commit_listing, spec_for
 from lakecore_hudi.mdt.prefixed import PrefixedStorage
+from lakecore_hudi.mdt.recovery import recover_table_services
 from lakecore_hudi.mdt.table import metadata_config, metadata_storage
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -205,6 +208,7 @@ def _compact_if_due(
 ) -> None:
     if any(i.timestamp != ts for i in data_timeline.pending()):
         return  # another data instant's metadata delta commit may not be valid yet
+    recover_table_services(mdt, mconfig, [s.name for s in specs])
     timeline = load_timeline(mdt, mconfig)
     if timeline.pending():
         return

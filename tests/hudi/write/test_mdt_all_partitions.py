@@ -250,6 +250,16 @@ every partition; an upsert or delete whose delta commit comes after a metadata c
 clean of every partition (3 delta commits due)."""
 
 
+def _pending_table_services(root: Path) -> list[str]:
+    """The metadata compactions and cleans left pending (a next writer must finish them)."""
+    timeline = root / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    names = [p.name for p in timeline.iterdir()]
+    done = {n.split("_")[0].split(".")[0] for n in names if "_" in n.split(".")[0]}
+    return sorted(
+        n for n in names if (".compaction." in n or ".clean." in n) and n.split(".")[0] not in done
+    )
+
+
 def _state(root: Path) -> list[Row]:
     return _rows(lakecore.open(str(root)).to_arrow())
 
@@ -309,6 +319,9 @@ def test_faults_on_a_multi_partition_metadata_commit(
                 _checks(root)
             except AssertionError as exc:
                 failures.append(f"{where}: {str(exc)[:300]}")
+            services = _pending_table_services(root)
+            if services:
+                failures.append(f"{where}: metadata table services left pending: {services}")
     assert not failures, "\n".join(failures)
     assert len(chosen) >= 6, len(chosen)
 
