@@ -161,13 +161,6 @@ WRITABLE = (
 REFUSED = {"mor_avro_v9_lance_nonhivestyle": "hudi-base-file-format-lance"}
 """The others, refused before any file is written, naming what lakecore does not write."""
 
-KNOWN_BROKEN = {
-    "cow_v9_timebasedkeygen_unixtimestamp": (
-        "data files (Spark's too) hold the partition field ts_epoch as long and as text; "
-        "the partition_stats generator refuses to combine them (SchemaError)"
-    ),
-}
-
 
 def _run_all(root: Path) -> list[str]:
     _checks(root)  # Spark's own metadata table, as found
@@ -200,15 +193,7 @@ def test_the_corpus_tables_are_all_covered() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_BROKEN[n], strict=False))
-        if n in KNOWN_BROKEN
-        else n
-        for n in WRITABLE
-    ],
-)
+@pytest.mark.parametrize("name", WRITABLE)
 def test_every_full_metadata_table_takes_every_operation(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
