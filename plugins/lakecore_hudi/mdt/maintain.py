@@ -15,9 +15,10 @@ one log file per touched file group.
 Before it, as Hudi runs table services first, the metadata table is compacted once
 ``MAX_DELTA_COMMITS`` delta commits (``hoodie.metadata.compact.max.delta.commits``, default
 10) have landed since the last compaction, under a new instant time (``compaction``: every
-file group of every partition). Compaction waits while another data instant is pending: its
-metadata delta commit may not be valid yet and must not be folded into a base file. After
-compacting, the metadata table is cleaned (``clean``) and its timeline archived (``archive``).
+file group of every partition). Compaction waits while another data instant (but a clean: see
+``_compact_if_due``) is pending: its metadata delta commit may not be valid yet and must not be
+folded into a base file. After compacting, the metadata table is cleaned (``clean``) and its
+timeline archived (``archive``).
 A metadata compaction or clean a dead writer left pending is rolled back or finished first
 (``recovery``).
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from lakecore.errors import CorruptTableError
@@ -128,12 +130,18 @@ def _record(
         table_version=mconfig.table_version,
         index_defs=_index_defs(storage, config),
     )
+    # A clean that died after deleting files never completes (lakecore's cleaner does not
+    # resume it): its deletions are recorded again here, as the clean's own records would be.
+    repair = replace(ctx, action=CLEAN, meta=None, cleaned=gone, replaced={}) if gone else None
     records: dict[str, tuple[PartitionSpec, list[dict[str, Any]]]] = {}
     for spec in specs:
         if spec is FILES:
             records[spec.name] = (spec, listing_records(change))
-        elif meta is not None or cleaned:
-            records[spec.name] = (spec, spec.commit_records(ctx))
+            continue
+        items = spec.commit_records(repair) if repair is not None else []
+        if meta is not None or cleaned:
+            items += spec.commit_records(ctx)
+        records[spec.name] = (spec, items)
     writes = plan_log_writes(mdt, mconfig.table_version, ts, records)
     write_delta_commit(mdt, mconfig, ts, writes)
 
@@ -206,8 +214,11 @@ def _compact_if_due(
     specs: Sequence[PartitionSpec],
     ts: str,
 ) -> None:
-    if any(i.timestamp != ts for i in data_timeline.pending()):
+    if any(i.timestamp != ts and i.action != CLEAN for i in data_timeline.pending()):
         return  # another data instant's metadata delta commit may not be valid yet
+    # A pending clean is a dead one (cleans run under the lock and are not resumed): its
+    # delta commit, if any, is invalid and left out, and its deletions are recorded again by
+    # every later delta commit (``_deleted_by_pending_cleans``), so it must not stop compaction.
     recover_table_services(mdt, mconfig, [s.name for s in specs])
     timeline = load_timeline(mdt, mconfig)
     if timeline.pending():

@@ -211,16 +211,6 @@ class Crash(BaseException):
     """A writer dying mid-operation (not an error any code path handles)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a clean that died after deleting its files (before or after its metadata delta "
-        "commit) leaves their column_stats records live for good: "
-        "maintain._deleted_by_pending_cleans adds the deletions to the next delta commit's "
-        "files listing only; no column_stats tombstones are written for them (ctx.cleaned "
-        "stays empty), and the pending clean is never completed or rolled back"
-    ),
-)
 @pytest.mark.parametrize("dies_in", ["record_clean", "complete"])
 def test_a_clean_that_died_leaves_no_column_stats_of_deleted_files(
     dies_in: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -244,16 +234,6 @@ def test_a_clean_that_died_leaves_no_column_stats_of_deleted_files(
     assert assert_column_stats_match_files(root) > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a clean that died after deleting its files stays pending for good (lakecore's "
-        "cleaner never resumes it: no heartbeat, clean not in rollback.ROLLBACK_ACTIONS), "
-        "and maintain._compact_if_due skips metadata compaction while ANY data instant is "
-        "pending: the metadata table never compacts again, its log files (and every "
-        "reader's and writer's cost) grow without bound"
-    ),
-)
 def test_a_clean_that_died_does_not_stop_metadata_compaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
