@@ -204,6 +204,39 @@ def test_delete_by_a_supplementary_character_deletes_the_row(tmp_path: Path) -> 
     assert result.rows_deleted == 1
 
 
+# ------------------------------------------------------------------------ untyped errors
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hfile_writer packs an HFile cell's row length as a Java short (struct '>h'): a "
+        "record_index key or a secondary index key ('<value>$<key>') over 32767 UTF-8 "
+        "bytes raises a raw struct.error at commit (in record_commit, after the data files "
+        "were written), and the data instant is left inflight with its files; Hudi cannot "
+        "index such a key either, so it must be a typed error before any file is written"
+    ),
+)
+@pytest.mark.parametrize("long", ["record key", "secondary index value"])
+def test_an_unindexable_long_key_is_a_typed_error_before_any_file(
+    long: str, tmp_path: Path
+) -> None:
+    from lakecore.errors import LakecoreError
+
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    row = _set(_data(root).slice(0, 1), "uuid", ["long-value"])
+    if long == "record key":
+        row = _set(row, "uuid", ["\u00e9" * 20_000])  # 40000 UTF-8 bytes
+    else:
+        row = _set(row, "rider", ["r" * 40_000])
+    before = files_on_disk(root)
+    timeline = sorted(p.name for p in (root / ".hoodie" / "timeline").iterdir())
+    with pytest.raises(LakecoreError):
+        lakecore.open(str(root)).append(row)
+    assert sorted(p.name for p in (root / ".hoodie" / "timeline").iterdir()) == timeline
+    assert files_on_disk(root) == before
+
+
 # ----------------------------------------------------------------------- failed writers
 
 
