@@ -16,11 +16,11 @@ when its instant is completed on the metadata timeline and is a valid data insta
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakecore.errors import CorruptTableError
+from lakecore.errors import ConstraintViolationError, CorruptTableError
 from lakecore.storage import Storage
 from lakecore_hudi.log.blocks import decode_delete_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
@@ -39,8 +39,10 @@ from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.view import latest_slices
 
 __all__ = [
+    "MAX_KEY_BYTES",
     "RECORD_INDEX",
     "IndexEntry",
+    "ensure_keys_fit",
     "is_deleted",
     "read_index_partition",
     "record_location",
@@ -48,6 +50,9 @@ __all__ = [
 ]
 
 RECORD_INDEX = "record_index"
+MAX_KEY_BYTES = 32767
+"""The longest metadata record key an HFile cell holds (its row length is a Java short), in
+UTF-8 bytes: Hudi's writer cannot store a longer one either."""
 MISSING_FILE_INDEX = -1
 """``fileIndex`` of a UUID file id without a ``-<n>`` suffix
 (``RECORD_INDEX_MISSING_FILEINDEX_FALLBACK``)."""
@@ -142,6 +147,22 @@ def _apply(live: dict[str, Mapping[str, Any]], key: str, record: Mapping[str, An
         live.pop(key, None)
     else:
         live[key] = {**record, "key": key}
+
+
+def ensure_keys_fit(keys: Iterable[str], partition: str) -> None:
+    """Refuse metadata record keys longer than ``MAX_KEY_BYTES`` UTF-8 bytes.
+
+    Raises:
+        ConstraintViolationError: naming the partition, the key's start and its length.
+    """
+    for key in keys:
+        size = len(key.encode("utf-8", "surrogatepass"))
+        if size > MAX_KEY_BYTES:
+            raise ConstraintViolationError(
+                f"{partition}: key {key[:40]!r}... is {size} UTF-8 bytes; the metadata table "
+                f"holds keys of at most {MAX_KEY_BYTES} (a record key, or a secondary index "
+                "value with its record key, that long cannot be indexed, by Hudi either)"
+            )
 
 
 def record_location(record: Mapping[str, Any], path: str = RECORD_INDEX) -> tuple[str, str]:

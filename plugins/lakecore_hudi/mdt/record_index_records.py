@@ -40,7 +40,12 @@ from lakecore.errors import UnsupportedFeatureError
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.mdt.group_changes import group_changes
 from lakecore_hudi.mdt.index_context import IndexContext
-from lakecore_hudi.mdt.record_index import MISSING_FILE_INDEX, RECORD_INDEX, is_deleted
+from lakecore_hudi.mdt.record_index import (
+    MISSING_FILE_INDEX,
+    RECORD_INDEX,
+    ensure_keys_fit,
+    is_deleted,
+)
 from lakecore_hudi.state import instant_epoch_ms
 
 __all__ = [
@@ -98,6 +103,7 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
 
     Raises:
         UnsupportedFeatureError: a partitioned record index (``ensure_supported``).
+        ConstraintViolationError: a new key is too long to index (``MAX_KEY_BYTES``).
         CorruptTableError: a data file of a touched file group is unreadable.
     """
     ensure_supported(ctx.index_defs)
@@ -109,6 +115,7 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
         for key in after - before:
             stored[key] = (change.partition, change.file_id)
         removed |= before - after
+    ensure_keys_fit(stored, PARTITION)
     instant_ms = instant_millis(ctx.instant)
     out = [
         location_record(key, partition, file_id, instant_ms)

@@ -45,7 +45,7 @@ from lakecore.errors import UnsupportedFeatureError
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.mdt.group_changes import group_changes, is_compaction, table_schema
 from lakecore_hudi.mdt.index_context import IndexContext
-from lakecore_hudi.mdt.record_index import is_deleted
+from lakecore_hudi.mdt.record_index import ensure_keys_fit, is_deleted
 
 __all__ = [
     "DEFAULT_FILE_GROUPS",
@@ -269,6 +269,7 @@ def commit_records(ctx: IndexContext, partition: str) -> list[dict[str, Any]]:
 
     Raises:
         UnsupportedFeatureError: an index ``ensure_supported`` refuses.
+        ConstraintViolationError: a new index key is too long (``record_index.MAX_KEY_BYTES``).
         CorruptTableError: a data file of a touched file group is unreadable.
     """
     if ctx.meta is None or is_compaction(ctx):
@@ -288,6 +289,7 @@ def commit_records(ctx: IndexContext, partition: str) -> list[dict[str, Any]]:
                 gone.add(index_key(before[key], key))
                 live.add(index_key(value, key))
         gone.update(index_key(v, k) for k, v in before.items() if k not in after)
+    ensure_keys_fit(live, partition)
     out = [entry(k) for k in sorted(live)]
     out.extend(deletion(k) for k in sorted(gone - live))
     return out

@@ -221,16 +221,6 @@ def test_delete_by_a_supplementary_character_deletes_the_row(tmp_path: Path) -> 
 # ------------------------------------------------------------------------ untyped errors
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hfile_writer packs an HFile cell's row length as a Java short (struct '>h'): a "
-        "record_index key or a secondary index key ('<value>$<key>') over 32767 UTF-8 "
-        "bytes raises a raw struct.error at commit (in record_commit, after the data files "
-        "were written), and the data instant is left inflight with its files; Hudi cannot "
-        "index such a key either, so it must be a typed error before any file is written"
-    ),
-)
 @pytest.mark.parametrize("long", ["record key", "secondary index value"])
 def test_an_unindexable_long_key_is_a_typed_error_before_any_file(
     long: str, tmp_path: Path

@@ -26,6 +26,8 @@ from lakecore_hudi.mdt import record_index_records as ri
 from lakecore_hudi.mdt.file_groups import file_group_index
 from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.mdt.record_index import (
+    MAX_KEY_BYTES,
+    ensure_keys_fit,
     read_index_partition,
     record_location,
     record_locations,
@@ -34,7 +36,7 @@ from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.metadata import CommitMetadata
 
-from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from lakecore.errors import ConstraintViolationError, CorruptTableError, UnsupportedFeatureError
 from lakecore.storage import FileInfo, FsspecStorage, open_storage
 from tests.corpus import CORPUS
 from tests.hudi.write.mdt_index_checks import (
@@ -177,6 +179,14 @@ def test_file_id_encodings() -> None:
         info = ri.location_record("k", "", raw, 5)["recordIndexMetadata"]
         assert (info["fileIdEncoding"], info["fileIdHighBits"], info["fileId"]) == (1, -1, raw)
         assert record_location(ri.location_record("k", "", raw, 5)) == ("", raw)
+
+
+def test_keys_too_long_for_an_hfile_are_refused() -> None:
+    ensure_keys_fit(["k" * MAX_KEY_BYTES, "\u00e9" * (MAX_KEY_BYTES // 2)], ri.PARTITION)
+    with pytest.raises(ConstraintViolationError, match="32768 UTF-8 bytes"):
+        ensure_keys_fit(["ok", "k" * (MAX_KEY_BYTES + 1)], ri.PARTITION)
+    with pytest.raises(ConstraintViolationError, match="32768 UTF-8 bytes"):
+        ensure_keys_fit(["\u00e9" * (MAX_KEY_BYTES // 2 + 1)], ri.PARTITION)
 
 
 def test_undecodable_locations_are_corrupt() -> None:
