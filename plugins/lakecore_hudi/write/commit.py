@@ -183,11 +183,16 @@ def _complete_all(
     """
     for n, p in enumerate(planned):
         content = encode_commit_metadata(p.metadata, config.table_version)
+        recorded = False
         try:
             # The metadata table's delta commit of this instant lands first (Hudi's order).
             record_commit(storage, config, p.timestamp, p.metadata)
+            recorded = True
             complete(storage, config, p.action, p.timestamp, content)
         except LakecoreError:
+            if not recorded:  # refused or failed before the instant could complete
+                lock.release()  # the rollbacks take the lock themselves
+                _abort_all(storage, config, planned[n:])
             raise
         except OSError as exc:
             if _maybe_completed(storage, config, p.timestamp):
