@@ -216,6 +216,86 @@ def test_a_nan_partition_value_is_adopted(tmp_path: Path) -> None:
     assert got[0]["id"] == 1 and got[0]["p"] != got[0]["p"]  # NaN
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="target_properties override the adoption properties: with drop_partition_columns="
+    "'false' (and a record_key) the migration succeeds although Delta's files hold no "
+    "partition column, so every Hudi version reads the partition column as null (rows differ "
+    "from Delta's), and the Hudi table is then writable: a lakecore append writes a Hudi base "
+    "file into Delta's partition directory (which a Delta VACUUM would delete). "
+    "lakecore/migrate (adoption properties merged under target_properties) does not re-check "
+    "the created table against what adoption needs",
+)
+def test_target_properties_cannot_store_partition_columns(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    delta_table(root)
+    props = {"drop_partition_columns": "false", "record_key": "id"}
+    try:
+        report = lakecore.migrate(
+            str(root), str(root), to="hudi", history=True, target_properties=props
+        )
+    except MigrationError:
+        assert not (root / ".hoodie").exists()
+        return
+    every_version_reads_as_delta(root, report)
+    files = data_files(root)
+    with pytest.raises(UnsupportedFeatureError):
+        lakecore.open(str(root), format="hudi").append(batch((9, "z", 9, "x")))
+    assert data_files(root) == files
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="populate_meta_fields='true' in target_properties is taken: the Hudi table declares "
+    "_hoodie_* meta fields that Delta's files do not have, and lakecore's Hudi reader returns "
+    "them as all-null columns (record key, commit time) for every row",
+)
+def test_target_properties_cannot_claim_meta_fields(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    delta_table(root)
+    props = {"populate_meta_fields": "true"}
+    try:
+        lakecore.migrate(str(root), str(root), to="hudi", target_properties=props)
+    except MigrationError:
+        assert not (root / ".hoodie").exists()
+        return
+    hudi = lakecore.open(str(root), format="hudi")
+    assert hudi.snapshot().features.system_columns == ()
+    assert hudi.to_arrow().schema.names == ["id", "name", "n", "city"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="target_properties hive_style_partitioning='false' (also url_encode_partitions="
+    "'false', metadata_enable='false') pass the migration's pre-flight check, which assumes "
+    "the adoption properties (adopt.directory_refusal / adopting_config), and are refused by "
+    "the Hudi side only after the Hudi table was created (InvalidArgumentError / "
+    "UnsupportedFeatureError, not MigrationError); the .hoodie left behind keeps those "
+    "properties, so every later run fails the same way even without them",
+)
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"hive_style_partitioning": "false"},
+        {"url_encode_partitions": "false"},
+        {"metadata_enable": "false"},
+    ],
+    ids=["hive-style-off", "url-encode-off", "metadata-off"],
+)
+def test_target_properties_unfit_for_adoption_are_refused_before_creating(
+    props: dict[str, str], tmp_path: Path
+) -> None:
+    root = tmp_path / "t"
+    delta_table(root)
+    before = delta_files(root)
+    with pytest.raises(MigrationError):
+        lakecore.migrate(str(root), str(root), to="hudi", target_properties=props)
+    assert not (root / ".hoodie").exists()
+    assert delta_files(root) == before
+    report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+    every_version_reads_as_delta(root, report)
+
+
 # ---------------------------------------------------------------- attacks that held
 
 STRING_VALUES = [
