@@ -370,15 +370,6 @@ def test_a_clean_after_a_half_done_clean_tombstones_every_deleted_file(
     assert assert_column_stats_match_files(root) > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a LakecoreError from the metadata maintenance (record_commit: here CorruptTableError, "
-        "a record_index partition without file groups) now rolls the data instant back at "
-        "once (its data files are gone, commit._complete_all), but the rollback leaves its "
-        "own completed rollback instant on the timeline, which this test does not expect"
-    ),
-)
 def test_a_metadata_error_at_commit_leaves_the_table_as_it_was(tmp_path: Path) -> None:
     import shutil
 
