@@ -231,6 +231,30 @@ def test_compaction_replays_hudis_compaction(tmp_path: Path, name: str, instant:
     assert len(hudi) >= 10 and sum(len(r) for r in hudi.values()) > 50
 
 
+def _hudi_write_stats(mdt: Any) -> dict[str, dict[str, tuple[int, int]]]:
+    """instant -> partition/file id -> (numWrites, numDeletes) of Hudi's delta commits, whose
+    every write stat names one log file of the instant itself (prevCommit = the instant)."""
+    from lakecore_hudi.timeline.active import load_timeline
+    from lakecore_hudi.timeline.metadata import parse_commit_metadata
+
+    mconfig = metadata_config(mdt)
+    timeline = load_timeline(mdt, mconfig)
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for instant in timeline.completed():
+        if instant.action != "deltacommit" or instant.timestamp.startswith("00000000000000"):
+            continue
+        path = timeline.path_of(instant)
+        meta = parse_commit_metadata(timeline.read_details(mdt, instant), path)
+        for stat in meta.write_stats():
+            if str(stat.path).endswith(".hfile"):
+                continue  # an index initialised at this instant: its base files
+            assert stat.prev_commit == instant.timestamp and stat.log_version == 1
+            assert stat.log_files == (str(stat.path).rsplit("/", 1)[1],) and not stat.base_file
+            key = f"{stat.partition_path}/{stat.file_id}"
+            out.setdefault(instant.timestamp, {})[key] = (stat.num_writes, stat.num_deletes)
+    return out
+
+
 def _comparable(key: str, record: Any) -> dict[str, Any]:
     """A decoded record with its file name's write token (Spark task ids) left out."""
     out = {**record, "key": key}
@@ -282,11 +306,15 @@ def test_delta_commits_replay_hudis_log_files(tmp_path: Path) -> None:
                             {"key": key, "type": 0}
                         )
             hudi.setdefault(instant, {})[f"{path.parent.name}/{file_id}"] = (cells, sorted(gone))
+        stats = _hudi_write_stats(mdt)
         for instant, by_partition in sorted(records.items()):
             specs = {p: (spec_for(p), items) for p, items in by_partition.items()}
             writes = plan_log_writes(mdt, version, instant, specs)
             ours = {f"{w.partition}/{w.file_id}": w for w in writes}
             assert sorted(ours) == sorted(hudi[instant]), (name, instant)
+            # Hudi's write stat of each log file counts what lakecore's does
+            counts = {g: (w.writes, w.deletes) for g, w in ours.items()}
+            assert counts == stats[instant], (name, instant)
             for group, write in ours.items():
                 cells, gone = hudi[instant][group]
                 our_cells: list[tuple[bytes, bytes]] = []
