@@ -190,6 +190,20 @@ def migration(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def migration_zero_copy(r: dict[str, Any]) -> list[Row]:
+    z = r["zero_copy"]
+    return [
+        Row(
+            f"zero-copy Delta -> Hudi, {z['files']:,} files",
+            "s",
+            z["delta -> hudi"]["median"],
+            None,
+            "",
+        ),
+        Row("zero-copy Delta -> Hudi re-run", "s", z["re-run"]["median"], None, ""),
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class Benchmark:
     """A benchmark script, what it needs beyond lakecore, and how to read its results."""
@@ -221,6 +235,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("spark_handoff", spark_handoff, ("pyspark",), ("java",)),
     Benchmark("streaming_memory", streaming_memory, ("deltalake",)),
     Benchmark("migration", migration, ("deltalake", "hudi", "lance")),
+    Benchmark("migration_zero_copy", migration_zero_copy, ("deltalake",)),
 )
 # Modules of benchmarks/ that are libraries, not benchmarks (the test checks every other
 # script is listed above).

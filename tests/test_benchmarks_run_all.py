@@ -46,6 +46,8 @@ EXPECTED_ROWS = {
     "lance.quick.json": 7,
     "migration.json": 5,
     "migration.quick.json": 5,
+    "migration_zero_copy.json": 2,
+    "migration_zero_copy.quick.json": 2,
     "planning.json": 10,
     "planning.quick.json": 5,
     "spark_handoff.json": 8,
@@ -60,7 +62,7 @@ def test_every_benchmark_script_is_registered() -> None:
     scripts = {p.stem for p in BENCH.glob("*.py")} - run_all.NOT_BENCHMARKS
     registered = [b.name for b in run_all.BENCHMARKS]
     assert sorted(registered) == sorted(scripts)
-    assert len(registered) == len(set(registered)) == 10
+    assert len(registered) == len(set(registered)) == 11
 
 
 def test_list_names_every_benchmark() -> None:
@@ -102,7 +104,7 @@ def test_an_adapter_refuses_a_layout_it_does_not_know() -> None:
     for bench in run_all.BENCHMARKS:
         with pytest.raises(KeyError):
             bench.adapter({"unknown": 1})
-    assert len(run_all.BENCHMARKS) == 10
+    assert len(run_all.BENCHMARKS) == 11
 
 
 def test_ratio_and_table() -> None:
