@@ -96,7 +96,7 @@ def test_adapters_read_every_committed_results_file() -> None:
             assert (row.reference is None) == (row.engine == ""), (path.name, row)
         parsed[path.name] = len(rows)
     assert parsed == EXPECTED_ROWS
-    assert sum(parsed.values()) == 98
+    assert sum(parsed.values()) == 102
 
 
 def test_an_adapter_refuses_a_layout_it_does_not_know() -> None:
