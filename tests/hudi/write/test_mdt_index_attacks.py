@@ -683,3 +683,36 @@ def test_two_writer_processes_keep_every_partition(tmp_path: Path) -> None:
     done = _checks(root)
     keys = _data(root).column("uuid").to_pylist()
     assert len(keys) == len(set(keys)) == done["record_index"] == done["secondary_index"]
+
+
+@pytest.mark.parametrize("at", ["write_inflight", "complete"])
+def test_a_write_landing_while_a_clean_compacts_the_metadata_table(
+    at: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean records its metadata delta commit without the table lock (it takes the lock
+    only to claim its instant), so the metadata compaction that delta commit triggers can
+    run while another writer commits. Simulated: the clean's metadata compaction pauses
+    after writing its plan (or its base files) while a writer commits in full, whose own
+    metadata maintenance (``recover_table_services``) sees the clean's compaction pending
+    and takes it for a dead one. Every partition still equals the table afterwards (the
+    rolled-back compaction's base files are gone; the writer's compaction covers them)."""
+    from lakecore_hudi.mdt import compaction
+
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    data = _data(root)
+    upsert(lakecore.open(str(root)), _set(data, "ts", [2**50] * len(data)))
+    lakecore.open(str(root)).compact()
+    monkeypatch.setattr(maintain, "MAX_DELTA_COMMITS", 1)  # the clean's delta commit compacts
+    real = getattr(compaction, at)
+    landed = []
+
+    def pause(*args: Any, **kwargs: Any) -> Any:
+        if not landed:
+            landed.append(True)
+            lakecore.open(str(root)).append(_set(data.slice(0, 1), "uuid", ["writer"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compaction, at, pause)
+    assert len(lakecore.open(str(root)).clean(retain_commits=1)) > 0
+    assert landed
+    assert _checks(root)["record_index"] == 7
