@@ -6,7 +6,8 @@ delete, compaction (merge-on-read) and clean. The metadata table compacts every 
 commits here (Hudi: 10), so its compaction and clean run over every partition during the
 sequence. After each operation:
 
-- hudi-rs (which lists files through the metadata table) reads the rows lakecore reads;
+- hudi-rs (which lists files through the metadata table) reads the rows lakecore reads (and,
+  before the clean, at every earlier write instant too);
 - the ``files`` partition lists exactly the data files on storage;
 - ``read_column_stats`` gives every live data file the stats of its footer (and the
   column_stats generator's own check: every live record equals the stats recomputed);
@@ -32,7 +33,7 @@ from lakecore_hudi.mdt.partition_spec import is_maintained
 from lakecore_hudi.table_config import read_table_config
 
 import lakecore
-from lakecore.errors import LakecoreError, UnsupportedFeatureError
+from lakecore.errors import LakecoreError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.storage import open_storage
 from lakecore.table import Table
 from lakecore.testing.faults import MUTATING
@@ -162,10 +163,33 @@ REFUSED = {"mor_avro_v9_lance_nonhivestyle": "hudi-base-file-format-lance"}
 """The others, refused before any file is written, naming what lakecore does not write."""
 
 
+def _time_travel_agrees(root: Path) -> int:
+    """hudi-rs (listing through the metadata table) reads lakecore's rows at every completed
+    write instant, Spark's and lakecore's; returns how many were compared."""
+    from tests.hudi.write.helpers import hudi_rs
+
+    table = lakecore.open(str(root))
+    compared = 0
+    for entry in table.history():
+        version = str(entry.version)
+        try:
+            ours = _rows(table.scan(version=version).to_arrow())
+        except VersionNotFoundError:
+            continue  # not a write (a rollback, an index build)
+        module = hudi_rs()
+        options = module.HudiReadOptions().with_as_of_timestamp(version)
+        batches = module.HudiTableBuilder.from_base_uri(str(root)).build().read(options)
+        assert (_rows(pa.Table.from_batches(batches)) if batches else []) == ours, version
+        compared += 1
+    return compared
+
+
 def _run_all(root: Path) -> list[str]:
     _checks(root)  # Spark's own metadata table, as found
     done = []
     for op, run in _operations(lakecore.open(str(root))):
+        if op == "clean":  # before it deletes the files of older instants
+            assert _time_travel_agrees(root) >= 5
         run()
         counts = _checks(root)
         empty = [check for check, n in counts.items() if n == 0]
