@@ -716,3 +716,33 @@ def test_a_write_landing_while_a_clean_compacts_the_metadata_table(
     assert len(lakecore.open(str(root)).clean(retain_commits=1)) > 0
     assert landed
     assert _checks(root)["record_index"] == 7
+
+
+# ------------------------------------------------------------- outside the metadata table
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "partition pruning reads the default partition (__HIVE_DEFAULT_PARTITION__, where "
+        "Hudi's key generator puts an empty as well as a null partition value) as NULL, but "
+        "the row stores '': scan/count(\"city = ''\") skip a row to_arrow returns with "
+        "city '', and count(\"city IS NULL\") counts it (with or without a metadata table)"
+    ),
+)
+@pytest.mark.parametrize("metadata", ["false", "true"])
+def test_an_empty_string_partition_value_is_found_by_its_value(
+    metadata: str, tmp_path: Path
+) -> None:
+    from tests.hudi.write.helpers import create, rows
+
+    table = create(tmp_path / "t", "COPY_ON_WRITE", metadata_enable=metadata)
+    table.append(rows((1, "a", 1, ""), (2, "b", 1, None), (3, "c", 1, "x")))
+    table = lakecore.open(str(tmp_path / "t"))
+    assert table.to_arrow(columns=["id", "city"]).sort_by("id").to_pylist() == [
+        {"id": 1, "city": ""},
+        {"id": 2, "city": None},
+        {"id": 3, "city": "x"},
+    ]
+    assert table.count("city IS NULL") == 1
+    assert table.scan("city = ''", columns=["id"]).to_arrow().column("id").to_pylist() == [1]
