@@ -67,6 +67,10 @@ def record_commit(storage: Storage, config: TableConfig, ts: str, meta: CommitMe
 
     Raises:
         OSError: the storage failed (the data instant must not complete then).
+        LakecoreError: a generator refused or failed (``UnsupportedFeatureError``,
+            ``SchemaError``, ``CorruptTableError`` naming the file), a record did not encode
+            (``CommitError``), or a partition has no file group (``CorruptTableError``): raised
+            before the metadata table is written; the data instant must not complete.
     """
     if config.metadata_partitions:
         _record(storage, config, ts, meta, {}, commit_listing(meta))
