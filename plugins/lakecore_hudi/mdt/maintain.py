@@ -70,7 +70,9 @@ def record_commit(storage: Storage, config: TableConfig, ts: str, meta: CommitMe
         LakecoreError: a generator refused or failed (``UnsupportedFeatureError``,
             ``SchemaError``, ``CorruptTableError`` naming the file), a record did not encode
             (``CommitError``), or a partition has no file group (``CorruptTableError``): raised
-            before the metadata table is written; the data instant must not complete.
+            before the instant's metadata delta commit is written (a metadata compaction that
+            was due may have run: it is complete and stands); the data instant must not
+            complete.
     """
     if config.metadata_partitions:
         _record(storage, config, ts, meta, {}, commit_listing(meta))
