@@ -20,7 +20,9 @@ Per data instant (``commit_records``), as Hudi's ``convertMetadataToRecordIndexR
 - updates in place, compactions and cleans write nothing.
 
 A key both removed from one group and stored in another by the same instant keeps only the
-entry (Hudi's ``reduceByKeys``). The inserted and removed keys come from reading the touched
+entry (Hudi's ``reduceByKeys``); a key one group lost that another touched group still holds
+(a key stored twice, of which an upsert kept one copy) gets an entry pointing to that group,
+where Hudi would delete it. The inserted and removed keys come from reading the touched
 file groups before and after the instant (``group_changes``).
 
 ``instantTime``: Hudi parses the instant in its JVM's time zone unless
@@ -108,13 +110,20 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
     """
     ensure_supported(ctx.index_defs)
     stored: dict[str, tuple[str, str]] = {}
+    held: dict[str, tuple[str, str]] = {}
     removed: set[str] = set()
     for change in group_changes(ctx):
         before = _keys(change.before)
         after = _keys(change.after)
         for key in after - before:
             stored[key] = (change.partition, change.file_id)
+        held.update(dict.fromkeys(after, (change.partition, change.file_id)))
         removed |= before - after
+    # A key one group lost that another touched group still holds (a key stored twice, of
+    # which an upsert kept one copy) stays indexed, pointing to the group that holds it.
+    for key in removed - stored.keys():
+        if key in held:
+            stored[key] = held[key]
     ensure_keys_fit(stored, PARTITION)
     instant_ms = instant_millis(ctx.instant)
     out = [

@@ -17,7 +17,10 @@ by file group (its records before and after the instant, ``group_changes``):
 - a key whose value did not change gets nothing.
 
 An entry and a deletion of the same index key (a record moved to another file group, same
-value) keep the entry (Hudi's ``reduceByKeys``, non-deleted first). Hudi's deletions are
+value) keep the entry (Hudi's ``reduceByKeys``, non-deleted first). Unlike Hudi, which maps
+each record key of a group to one value, every (value, key) pair counts: a key stored twice
+(an insert repeating a key) has an entry per value, and an entry one group lost that another
+touched group still holds is not deleted. Hudi's deletions are
 entries with ``isDeleted`` set, which ``HoodieMetadataPayload`` turns into no record: its log
 writer puts them into the DELETE block (so does the corpus); here they are records without
 payload, written the same way. Compactions and cleans write nothing.
@@ -279,26 +282,25 @@ def commit_records(ctx: IndexContext, partition: str) -> list[dict[str, Any]]:
     ensure_supported(ctx.index_defs, schema, [partition], ctx.config.table_version)
     live: set[str] = set()
     gone: set[str] = set()
+    held: set[str] = set()
     for change in group_changes(ctx, [column]):
-        before = _values(change.before, column)
-        after = _values(change.after, column)
-        for key, value in after.items():
-            if key not in before:
-                live.add(index_key(value, key))
-            elif before[key] != value:
-                gone.add(index_key(before[key], key))
-                live.add(index_key(value, key))
-        gone.update(index_key(v, k) for k, v in before.items() if k not in after)
+        before = _index_keys(change.before, column)
+        after = _index_keys(change.after, column)
+        live |= after - before
+        gone |= before - after
+        held |= after
     ensure_keys_fit(live, partition)
     out = [entry(k) for k in sorted(live)]
-    out.extend(deletion(k) for k in sorted(gone - live))
+    # An entry one group lost that another touched group still holds stays.
+    out.extend(deletion(k) for k in sorted(gone - live - held))
     return out
 
 
-def _values(rows: pa.Table, column: str) -> dict[str, str | None]:
-    """Record key -> the value's text, as Hudi renders it."""
+def _index_keys(rows: pa.Table, column: str) -> set[str]:
+    """The index keys of ``rows``: one per (value, record key) pair, so a key stored twice
+    with two values has both."""
     keys = rows.column(RECORD_KEY).to_pylist()
-    return dict(zip(keys, render(rows.column(column)), strict=True))
+    return {index_key(v, k) for v, k in zip(render(rows.column(column)), keys, strict=True)}
 
 
 def render(values: pa.ChunkedArray | pa.Array) -> Sequence[str | None]:

@@ -122,15 +122,6 @@ def _new_instants(root: Path, before: list[str]) -> set[str]:
 # ------------------------------------------------------------------ duplicate keys (insert)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "secondary_index_records.commit_records keys a group's rows by record key "
-        "(_values: dict), so an insert of one new key twice in one batch with two different "
-        "indexed values (the table keeps both rows) indexes only the last value: a lookup of "
-        "the other value misses a live row"
-    ),
-)
 def test_an_insert_repeating_a_key_indexes_every_value(tmp_path: Path) -> None:
     root = copy_corpus_table(V8_TRIPS, tmp_path)
     row = _set(_data(root).slice(1, 1), "uuid", ["new-key"])
@@ -166,17 +157,6 @@ def test_deleting_one_copy_of_a_twice_stored_key_keeps_it_indexed(tmp_path: Path
     assert table == index
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "record_index_records.commit_records: an upsert of a key Spark stored twice (corpus "
-        "tables written with Spark's insert) keeps one copy, updated in place, and removes "
-        "the other; the group losing it yields removed={key}, the group keeping it yields "
-        "nothing (not a new key there), so a deletion is written and record_index no longer "
-        "holds a key the table holds (Spark's record-index upsert would then insert a "
-        "duplicate, its lookups miss the row)"
-    ),
-)
 @pytest.mark.parametrize(
     ("name", "key"),
     [("cow_v9_timebasedkeygen_unixtimestamp", "TXN-001"), (V9_ROLLBACK, "TXN-002")],
