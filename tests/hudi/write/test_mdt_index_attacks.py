@@ -698,6 +698,24 @@ def test_a_write_landing_while_a_clean_compacts_the_metadata_table(
     assert _checks(root)["record_index"] == 7
 
 
+def test_escaped_secondary_keys_and_values_stay_exact(tmp_path: Path) -> None:
+    """Record keys holding ``$`` and ``\\`` and secondary index values holding ``$``,
+    ``\\``, NUL, a supplementary character, the empty string and NULL (version 9: routed by
+    the escaped value) inserted, then every value changed by an upsert (log files), then
+    compacted: both secondary indexes and the record index equal the table after each."""
+    root = copy_corpus_table(V9_TWO_SI, tmp_path)
+    values = ["a$b", "\\", "\x00", "\U0001f600", "", None, "$", "\\$", "x\x00y"]
+    rows = pa.concat_tables([_data(root).slice(0, 1)] * len(values))
+    rows = _set(rows, "txn_id", [f"S{i}$" + ("\\" if i % 2 else "") for i in range(len(values))])
+    lakecore.open(str(root)).append(_set(rows, "merchant_name", values))
+    assert _checks(root)["secondary_index"] == 46
+    changed = _set(_set(rows, "merchant_name", values[::-1]), "txn_ts", [2**50] * len(values))
+    upsert(lakecore.open(str(root)), changed)
+    assert _checks(root)["secondary_index"] == 46
+    lakecore.open(str(root)).compact()
+    assert _checks(root)["secondary_index"] == 46
+
+
 # ------------------------------------------------------------- outside the metadata table
 
 
