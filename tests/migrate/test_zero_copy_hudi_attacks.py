@@ -168,13 +168,15 @@ def test_a_file_named_like_a_hudi_base_file_is_adopted_readably(tmp_path: Path) 
 @pytest.mark.xfail(
     strict=True,
     reason="a storage fault right after the adoption's replacecommit.requested is written "
-    "(put landed, error returned) leaves that instant pending with a live heartbeat "
-    "(claim_instant/start_adoption, plugins/lakecore_hudi/write/planned.py, adopt.py, do not "
-    "withdraw it); the immediate re-run does not roll it back and, since it holds the first "
-    "Delta version's time, replays every version at the clock's time: timestamps_kept is "
-    "False and Hudi time travel by Delta's commit times returns other rows",
+    "(the put landed, the call failed) leaves that instant pending with a live heartbeat: "
+    "claim_instant/start_adoption (plugins/lakecore_hudi/write/planned.py, write/adopt.py) "
+    "do not withdraw the claim, and the immediate re-run (which completes) does not roll it "
+    "back, so a pending replacecommit stays on the timeline after a successful re-run (it "
+    "also holds the first Delta version's time, so the re-run replays at the clock's time)",
 )
-def test_a_fault_after_claiming_the_instant_keeps_timestamps_on_rerun(tmp_path: Path) -> None:
+def test_a_fault_after_claiming_the_instant_leaves_nothing_pending_after_a_rerun(
+    tmp_path: Path,
+) -> None:
     from lakecore.storage import open_storage
     from lakecore.testing.faults import FaultyStorage
 
@@ -190,13 +192,6 @@ def test_a_fault_after_claiming_the_instant_keeps_timestamps_on_rerun(tmp_path: 
     report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
     every_version_reads_as_delta(root, report)
     assert pending_instants(root) == []
-    assert report.timestamps_kept
-    hudi = lakecore.open(str(root), format="hudi")
-    for source, _ in report.versions:
-        at = lakecore.open(str(root), format="delta").snapshot(version=source).timestamp
-        assert rows(hudi.snapshot(timestamp=at).to_arrow()) == rows(
-            deltalake.DeltaTable(str(root), version=int(source)).to_pyarrow_table()
-        )
 
 
 @pytest.mark.xfail(
