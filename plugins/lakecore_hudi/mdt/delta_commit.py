@@ -57,14 +57,18 @@ def merge_in_commit(
     spec: PartitionSpec, records: Sequence[Mapping[str, Any]]
 ) -> dict[str, dict[str, Any] | None]:
     """One instant's records of ``spec``'s partition combined per key, in order: key ->
-    record, or None for a key the instant deletes."""
+    record, or None for a key the instant deletes (its last record has no payload)."""
     state: dict[str, dict[str, Any] | None] = {}
     for record in records:
         key = str(record["key"])
         if is_deletion(record):
             state[key] = None
-        else:
-            state[key] = spec.merge(state.get(key), dict(record))
+            continue
+        merged = spec.merge(state.get(key), dict(record))
+        # A merge may answer None for records a compaction drops (two column-stats
+        # tombstones); a log block still holds the newer record, as Hudi's would: only a
+        # payload-less record is a DELETE-block entry.
+        state[key] = merged if merged is not None else dict(record)
     return state
 
 

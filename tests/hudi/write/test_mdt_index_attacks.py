@@ -310,18 +310,6 @@ def test_a_clean_that_died_does_not_stop_metadata_compaction(
     assert after - before, "no metadata compaction after 7 delta commits (3 due)"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a clean deleting files a dead clean had planned too (it died after deleting part "
-        "of its plan) gets each such file's column_stats tombstone twice in one delta commit "
-        "(its own and the dead clean's replayed by maintain._record); column_stats merge "
-        "of two tombstones returns None, which delta_commit.merge_in_commit writes as a "
-        "DELETE-block entry instead of a tombstone record: lakecore's column_stats reader "
-        "(mdt/column_stats._live_blocks reads data blocks only) keeps those deleted files' "
-        "stats live, and Hudi writes column-stats deletions as isDeleted records"
-    ),
-)
 def test_a_clean_after_a_half_done_clean_tombstones_every_deleted_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
