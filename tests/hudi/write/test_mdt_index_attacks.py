@@ -704,6 +704,37 @@ def test_escaped_secondary_keys_and_values_stay_exact(tmp_path: Path) -> None:
     assert _checks(root)["secondary_index"] == 46
 
 
+def test_upserts_collapsing_a_key_stored_in_several_partitions(tmp_path: Path) -> None:
+    """A key stored twice by inserts (two partitions, two rider values), upserted into a
+    third partition, stored twice again, upserted back into its first partition, updated,
+    compacted: every copy is collapsed into the upserted row and record_index / the
+    secondary index follow each step (the fix of fd51ff1, and what it must not break)."""
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    row = _data(root).slice(1, 1)
+    key = row.column("uuid")[0].as_py()
+
+    def copy_of(city: str, rider: str) -> pa.Table:
+        return _set(_set(row, "city", [city]), "rider", [rider])
+
+    def located() -> list[dict[str, Any]]:
+        data = _data(root)
+        return data.filter(pc.equal(data.column("uuid"), key)).select(["city", "rider"]).to_pylist()
+
+    lakecore.open(str(root)).append(copy_of("chennai", "R2"))
+    assert _checks(root)["secondary_index"] == 7  # two (value, key) pairs of one key
+    upsert(lakecore.open(str(root)), _set(copy_of("lima", "R3"), "ts", [2**50]))
+    assert located() == [{"city": "lima", "rider": "R3"}]
+    assert _checks(root)["record_index"] == 6
+    lakecore.open(str(root)).append(copy_of("chennai", "R4"))
+    upsert(lakecore.open(str(root)), _set(copy_of("san_francisco", "R5"), "ts", [2**51]))
+    assert located() == [{"city": "san_francisco", "rider": "R5"}]
+    assert _checks(root)["record_index"] == 6
+    lakecore.open(str(root)).update({"rider": "'R6'"}, where=f"uuid = '{key}'")
+    lakecore.open(str(root)).compact()
+    done = _checks(root)
+    assert (done["record_index"], done["secondary_index"]) == (6, 6)
+
+
 # ------------------------------------------------------------- outside the metadata table
 
 
