@@ -315,6 +315,36 @@ def test_a_deletion_vector_added_later_is_refused_as_row_level_deletes(tmp_path:
     assert delta_files(root) == before
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="with history=True, a Delta table whose first version is an empty CREATE TABLE "
+    "partitioned by a timestamp column (corpus golden__data-reader-timestamp_ntz) gets its "
+    "Hudi table created before any file is checked; reading it back then fails "
+    "(lakecore_hudi/state.ensure_partition_values: UnsupportedFeatureError, not "
+    "MigrationError), the .hoodie stays, and every later run fails with 'holds something "
+    "lakecore cannot open as a hudi table ... migrate into an empty location'. The timestamp "
+    "partition refusal (adopt.path_refusal) needs a file to fire",
+)
+@pytest.mark.parametrize("zone", [None, "UTC"], ids=["timestamp_ntz", "timestamp"])
+def test_an_empty_first_version_with_a_timestamp_partition_is_refused_cleanly(
+    zone: str | None, tmp_path: Path
+) -> None:
+    root = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("t", pa.timestamp("us", zone))])
+    deltalake.DeltaTable.create(str(root), schema, partition_by=["t"])
+    when = dt.datetime(2024, 1, 1, 1, 2, 3, tzinfo=dt.timezone.utc if zone else None)
+    deltalake.write_deltalake(
+        str(root), pa.table({"id": [1], "t": pa.array([when], schema.field("t").type)}),
+        mode="append",
+    )  # fmt: skip
+    before = delta_files(root)
+    for _ in range(2):  # refused the same way again
+        with pytest.raises(MigrationError, match="do not read back from path text"):
+            lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
+    assert not (root / ".hoodie").exists()
+    assert delta_files(root) == before
+
+
 # ---------------------------------------------------------------- attacks that held
 
 STRING_VALUES = [
