@@ -735,6 +735,45 @@ def test_upserts_collapsing_a_key_stored_in_several_partitions(tmp_path: Path) -
     assert (done["record_index"], done["secondary_index"]) == (6, 6)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "group_changes._listing lists every partition an instant touches from storage "
+        "(storage.list_dir(partition)), under the commit lock, although the metadata "
+        "table's files partition (which the write itself reads) knows the touched file "
+        "groups' files: on a non-partitioned table every one-row upsert, update or delete "
+        "lists every data file of the table (and of a partitioned one, every file of the "
+        "partition) - the cost grows with the table, not with what the write touched"
+    ),
+)
+def test_a_one_row_upsert_does_not_list_the_whole_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = copy_corpus_table(V9_ROLLBACK, tmp_path)
+    props = root / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.parquet.max.file.size=20000\n")
+    data = _data(root)
+    many = pa.concat_tables([data.slice(0, 1)] * 1500)
+    lakecore.open(str(root)).append(_set(many, "txn_id", [f"B{i:04d}" for i in range(1500)]))
+    groups = {n.split("_")[0] for n in files_on_disk(root)[""] if n.endswith(".parquet")}
+    assert len(groups) > 40  # the table has many file groups
+    table = lakecore.open(str(root))
+    storage_type = type(table.storage)
+    real = storage_type.list_dir
+    listed: list[str] = []
+
+    def list_dir(self: Any, path: str) -> Any:
+        found = real(self, path)
+        listed.extend(i.path for i in found if not i.path.startswith(".hoodie"))
+        return found
+
+    monkeypatch.setattr(storage_type, "list_dir", list_dir)
+    upsert(table, _set(data.slice(0, 1), "txn_ts", [2**50]))
+    monkeypatch.undo()
+    assert _checks(root)["record_index"] == 1503
+    assert len(listed) < 10, f"a one-row upsert listed {len(listed)} data files"
+
+
 # ------------------------------------------------------------- outside the metadata table
 
 
