@@ -345,6 +345,28 @@ def test_an_empty_first_version_with_a_timestamp_partition_is_refused_cleanly(
     assert delta_files(root) == before
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="reading the adopting Hudi table with options={'hoodie.metadata.enable': 'false'} "
+    "(the option lakecore's own CorruptTableError for a missing metadata table suggests) "
+    "lists storage instead of the files partition (lakecore_hudi/listing.list_data_files), "
+    "where Delta's files are no Hudi base files: it silently returns no rows, at every "
+    "version, instead of Delta's rows or a typed refusal",
+)
+def test_reading_without_the_metadata_table_does_not_lose_adopted_rows(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    delta_table(root)
+    lakecore.migrate(str(root), str(root), to="hudi", history=True)
+    want = delta_rows(root)
+    assert len(want) == 4
+    try:
+        table = lakecore.open(str(root), format="hudi", options={"hoodie.metadata.enable": "false"})
+        got = rows(table.to_arrow().select(["id", "name", "n", "city"]))
+    except LakecoreError:
+        return  # a clear refusal is fine
+    assert got == want
+
+
 # ---------------------------------------------------------------- attacks that held
 
 STRING_VALUES = [
