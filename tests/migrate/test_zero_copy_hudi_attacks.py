@@ -763,3 +763,28 @@ def test_delta_vacuum_bounds_hudi_time_travel_with_a_typed_error(tmp_path: Path)
     )
     again = lakecore.migrate(str(root), str(root), to="hudi", history=True)
     assert again.versions and hudi_rows(root) == delta_rows(root)
+
+
+def test_the_shared_root_as_a_source_and_a_target_again(tmp_path: Path) -> None:
+    """At a root holding Delta and its adopting Hudi table: migrating into either format
+    there again is refused (MigrationError) without touching Delta; without source_format
+    another location is refused as ambiguous; with it, the Hudi side migrates elsewhere with
+    every version's rows."""
+    root = tmp_path / "t"
+    delta_table(root)
+    lakecore.migrate(str(root), str(root), to="hudi", history=True)
+    before = delta_files(root)
+    for kwargs in ({"to": "delta"}, {"to": "delta", "source_format": "hudi"}):
+        with pytest.raises(MigrationError, match="did not write"):
+            lakecore.migrate(str(root), str(root), **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(MigrationError, match="already is a hudi table"):
+        lakecore.migrate(str(root), str(root), to="hudi", source_format="hudi")
+    with pytest.raises(MigrationError, match="pass source_format"):
+        lakecore.migrate(str(root), str(tmp_path / "x"), to="lance")
+    assert delta_files(root) == before
+    other = tmp_path / "copy"
+    report = lakecore.migrate(str(root), str(other), to="delta", source_format="hudi", history=True)
+    assert len(report.versions) == 3
+    for source, target in report.versions:
+        got = lakecore.open(str(other)).snapshot(version=target).to_arrow()
+        assert rows(got.select(["id", "name", "n", "city"])) == hudi_rows(root, str(source))
