@@ -6,7 +6,10 @@ whether a reader trusting the metadata table (hudi-rs listing through ``files``,
 locating keys through ``record_index`` / ``secondary_index_*``, data skipping through
 ``column_stats`` and lakecore's own planner) still sees exactly the table's rows. Bugs are
 pinned as ``xfail(strict=True)`` with the precise fault in the reason (the owners remove the
-marker once fixed); the other tests pin attacks that held.
+marker once fixed); the other tests pin attacks that held. Also pinned: failed and dead
+writers and cleans (typed errors, nothing left pending, metadata compaction not blocked),
+the storage work a one-row write does (it must follow the file groups it touched), and one
+partition-pruning fault found on the way that does not depend on the metadata table.
 """
 
 from __future__ import annotations
