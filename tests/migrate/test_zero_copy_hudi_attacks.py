@@ -171,7 +171,8 @@ def test_a_file_named_like_a_hudi_base_file_is_adopted_readably(tmp_path: Path) 
     "(the put landed, the call failed) leaves that instant pending with a live heartbeat: "
     "claim_instant/start_adoption (plugins/lakecore_hudi/write/planned.py, write/adopt.py) "
     "do not withdraw the claim, and the immediate re-run (which completes) does not roll it "
-    "back, so a pending replacecommit stays on the timeline after a successful re-run (it "
+    "back, so a pending replacecommit stays on the timeline after a successful re-run, until "
+    "its heartbeat file expires (2 min by default) and a later writer rolls it back (it "
     "also holds the first Delta version's time, so the re-run replays at the clock's time)",
 )
 def test_a_fault_after_claiming_the_instant_leaves_nothing_pending_after_a_rerun(
@@ -788,3 +789,37 @@ def test_the_shared_root_as_a_source_and_a_target_again(tmp_path: Path) -> None:
     for source, target in report.versions:
         got = lakecore.open(str(other)).snapshot(version=target).to_arrow()
         assert rows(got.select(["id", "name", "n", "city"])) == hudi_rows(root, str(source))
+
+
+def test_filters_on_escaped_and_typed_partition_values_prune_like_delta(tmp_path: Path) -> None:
+    """``scan(where=...)`` on the Hudi side (partition pruning over escaped paths) returns
+    what lakecore's Delta reader returns: an equality per string value (and null), and
+    equality and ranges over each typed partition column."""
+    import pyarrow.compute as pc
+
+    root = tmp_path / "strings"
+    data = pa.table({"id": list(range(len(STRING_VALUES))), "p": STRING_VALUES})
+    deltalake.write_deltalake(str(root), data, partition_by=["p"])
+    lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+    hudi = lakecore.open(str(root), format="hudi")
+    checked = 0
+    for i, value in enumerate(STRING_VALUES):
+        where = pc.field("p").is_null() if value is None else pc.field("p") == value
+        assert hudi.scan(where=where).to_arrow().column("id").to_pylist() == [i], value
+        checked += 1
+    for name, (kind, values) in TYPED.items():
+        root = tmp_path / name
+        data = pa.table({"id": list(range(len(values))), "p": pa.array(values, kind)})
+        deltalake.write_deltalake(str(root), data, partition_by=["p"])
+        lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+        hudi = lakecore.open(str(root), format="hudi")
+        delta = lakecore.open(str(root), format="delta")
+        present = sorted(v for v in values if v is not None)  # type: ignore[type-var]
+        middle = pa.scalar(present[len(values) // 2], kind)
+        field = pc.field("p")
+        for where in (field == middle, field < middle, field >= middle, field.is_null()):
+            got = hudi.scan(where=where).to_arrow().column("id").to_pylist()
+            want = delta.scan(where=where).to_arrow().column("id").to_pylist()
+            assert sorted(got) == sorted(want), (name, str(where))
+            checked += 1
+    assert checked == len(STRING_VALUES) + 4 * len(TYPED) == 65
