@@ -20,6 +20,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import deltalake
 import pyarrow as pa
@@ -823,3 +824,44 @@ def test_filters_on_escaped_and_typed_partition_values_prune_like_delta(tmp_path
             assert sorted(got) == sorted(want), (name, str(where))
             checked += 1
     assert checked == len(STRING_VALUES) + 4 * len(TYPED) == 65
+
+
+def _migrate_in_child(root: str, queue: Any) -> None:
+    try:
+        lakecore.migrate(root, root, to="hudi", mode="metadata", history=True)
+        queue.put("ok")
+    except LakecoreError as exc:
+        queue.put(type(exc).__name__)
+    except Exception as exc:  # an untyped error is a finding
+        queue.put(f"untyped {type(exc).__name__}: {exc}")
+
+
+def test_two_concurrent_migrations_leave_one_right_table(tmp_path: Path) -> None:
+    """Two processes migrate the same Delta table in place at once (twice): one wins, the
+    other fails with a LakecoreError (its type varies with where it lost), and the Hudi table
+    then holds every Delta version once; a re-run commits nothing."""
+    import multiprocessing
+
+    seed = tmp_path / "seed"
+    delta_table(seed)
+    ctx = multiprocessing.get_context("fork")
+    for attempt in range(2):
+        root = tmp_path / f"r{attempt}"
+        shutil.copytree(seed, root)
+        queue = ctx.Queue()
+        runs = [ctx.Process(target=_migrate_in_child, args=(str(root), queue)) for _ in range(2)]
+        for run in runs:
+            run.start()
+        for run in runs:
+            run.join(60)
+        outcomes = sorted(queue.get(timeout=5) for _ in runs)
+        assert "ok" in outcomes and not any(o.startswith("untyped") for o in outcomes), outcomes
+        hudi = lakecore.open(str(root), format="hudi")
+        assert hudi_rows(root) == delta_rows(root)
+        readable = []
+        for entry in reversed(hudi.history()):
+            with contextlib.suppress(lakecore.errors.VersionNotFoundError):  # a rollback
+                readable.append(hudi_rows(root, str(entry.version)))
+        assert readable == [delta_rows(root, v) for v in range(3)]
+        again = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
+        assert again.commits == 0
