@@ -815,6 +815,60 @@ def test_a_one_row_upsert_does_not_read_every_footer_of_its_partition(
     assert len(opened) < 10, f"a one-row upsert opened {len(opened)} data files"
 
 
+_KILLED = """
+import os, sys
+import pyarrow as pa
+import lakecore
+from lakecore_hudi.write import commit
+from tests.hudi.write.helpers import upsert
+
+def die(*args, **kwargs):
+    os._exit(9)  # killed: no finally runs, the heartbeat file stays
+
+commit.complete = die  # after the metadata delta commit, before the data instant completes
+table = lakecore.open(sys.argv[1])
+data = table.to_arrow()
+data = data.drop_columns([c for c in data.column_names if c.startswith("_hoodie_")])
+moved = data.slice(1, 1).set_column(5, "city", pa.array(["chennai"]))
+moved = moved.set_column(0, "ts", pa.array([moved.column("ts")[0].as_py() + 1000]))
+upsert(table, pa.concat_tables([moved, data.slice(2, 1).set_column(1, "uuid", pa.array(["k"]))]))
+"""
+
+
+@pytest.mark.slow
+def test_a_writer_killed_after_its_metadata_delta_commit(tmp_path: Path) -> None:
+    """A process killed (os._exit) after its metadata delta commit of an upsert moving a key
+    and inserting one, before completing the data instant: while its heartbeat lives, the
+    next write lands and every partition ignores the dead instant; once it expired, the
+    next write rolls it back (data and metadata) and every partition equals the table."""
+    import subprocess
+    import sys
+    import time
+
+    root = copy_corpus_table(V8_TRIPS, tmp_path)
+    props = root / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.client.heartbeat.interval_in_ms=500\n")
+    before = _rows(lakecore.open(str(root)).to_arrow())
+    script = tmp_path / "killed.py"
+    script.write_text(_KILLED)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    run = subprocess.run([sys.executable, str(script), str(root)], env=env, timeout=300)
+    assert run.returncode == 9
+    assert _rows(lakecore.open(str(root)).to_arrow()) == before
+    assert _rows(hudi_rs_table(root)) == before
+    assert assert_record_index_matches_table(root) == 6
+    assert assert_secondary_index_matches_table(root) == 6
+    data = _data(root)
+    sao_paulo = data.filter(pc.equal(data.column("city"), "sao_paulo"))
+    upsert(lakecore.open(str(root)), _set(sao_paulo, "ts", [2**50]))  # heartbeat still alive
+    assert assert_record_index_matches_table(root) == 6
+    time.sleep(2)  # the dead writer's heartbeat expires (2 misses of 500 ms)
+    lakecore.open(str(root)).append(_set(data.slice(0, 1), "uuid", ["after"]))
+    timeline = [p.name for p in (root / ".hoodie" / "timeline").iterdir()]
+    assert any(n.endswith(".rollback") for n in timeline)
+    assert _checks(root)["record_index"] == 7
+
+
 # ------------------------------------------------------------- outside the metadata table
 
 
