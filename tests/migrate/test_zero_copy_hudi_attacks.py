@@ -369,6 +369,35 @@ def test_reading_without_the_metadata_table_does_not_lose_adopted_rows(tmp_path:
     assert got == want
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="a Delta file storing a column under another case ('ID' for the table's 'id') is "
+    "adopted as if the column were missing (adopt._footer_reason: 'not in stored.names' means "
+    "'a column added later'), so the Hudi side reads nulls where lakecore's Delta reader (which "
+    "matches names case-insensitively, as Spark does) reads the values; deltalake reads nulls "
+    "too. Expected: refused, or the same rows as lakecore's Delta reader",
+)
+def test_a_column_stored_under_another_case_keeps_its_values(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = lakecore.create(str(root), schema, "delta", [])
+    table.append(pa.table({"id": [1], "v": ["a"]}, schema=schema))
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"ID": pa.array([2], pa.int64()), "V": ["b"]}), sink)
+    table.storage.put("upper.parquet", sink.getvalue())
+    item = {
+        "path": "upper.parquet",
+        "size": len(sink.getvalue()),
+        "record_count": 1,
+        "modification_time": int(time.time() * 1000),
+    }
+    with table.transaction() as tx:
+        tx.adopt_files(pa.Table.from_pylist([item]))
+    want = rows(lakecore.open(str(root), format="delta").to_arrow())
+    assert '{"id":2,"v":"b"}' in want
+    adopts_or_refuses_cleanly(root, want)
+
+
 # ---------------------------------------------------------------- attacks that held
 
 STRING_VALUES = [
