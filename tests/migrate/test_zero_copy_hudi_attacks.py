@@ -914,3 +914,27 @@ def test_two_concurrent_migrations_leave_one_right_table(tmp_path: Path) -> None
         assert readable == [delta_rows(root, v) for v in range(3)]
         again = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
         assert again.commits == 0
+
+
+def test_a_checkpoint_and_log_cleanup_between_runs(tmp_path: Path) -> None:
+    """Delta versions committed after the last run, checkpointed, and their JSON commits
+    deleted (log cleanup): the next run starts at the checkpoint and reads as Delta's."""
+    root = tmp_path / "t"
+    delta_table(root)
+    lakecore.migrate(str(root), str(root), to="hudi", history=True)
+    for i in range(5):
+        deltalake.write_deltalake(
+            str(root), batch((20 + i, "n", i, f"c{i % 2}")), partition_by=["city"], mode="append"
+        )
+    deltalake.DeltaTable(str(root)).delete("id = 21")
+    deltalake.DeltaTable(str(root)).create_checkpoint()
+    checkpoint = deltalake.DeltaTable(str(root)).version()
+    for commit in (root / "_delta_log").glob("*.json"):
+        if int(commit.name[:20]) < checkpoint:
+            commit.unlink()
+    deltalake.write_deltalake(
+        str(root), batch((30, "z", 1, "x")), partition_by=["city"], mode="append"
+    )
+    report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
+    assert [s for s, _ in report.versions] == [checkpoint, checkpoint + 1]
+    every_version_reads_as_delta(root, report)
