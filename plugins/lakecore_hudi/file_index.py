@@ -9,7 +9,9 @@ base file's), so the planner keeps it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -76,7 +78,7 @@ def _statistics(
             names = [s.base_file.path] if s.base_file is not None else []
             if not read_optimized:
                 names += [f.path for f in s.log_files]
-            per_file = [mdt.get(n.rsplit("/", 1)[-1]) for n in names]
+            per_file = [_code_point_bounds(n, mdt.get(n.rsplit("/", 1)[-1])) for n in names]
             if not per_file or any(p is None for p in per_file):
                 rows.append(None)
                 counts.append(None)
@@ -100,6 +102,35 @@ def _statistics(
     for name in (fi.MIN, fi.MAX, fi.NULL_COUNT):
         struct_columns[name] = footers.column(name).combine_chunks().take(take)
     return pa.array(count_column, pa.int64()), struct_columns
+
+
+def _code_point_bounds(
+    name: str, stats: Mapping[str, ColumnStats] | None
+) -> Mapping[str, ColumnStats] | None:
+    """``stats`` of data file ``name`` with every bound valid in code point order.
+
+    Hudi computes a log file's string bounds with Java's ``String.compareTo`` (UTF-16 code
+    units), where a supplementary character sorts below U+E000..U+FFFF; the planner compares
+    code points. A UTF-16-ordered bound made only of code points below U+D800 bounds the same
+    values in both orders, so such bounds stay; any other string bound becomes unknown. Base
+    files' bounds come from Parquet footers (UTF-8 byte order, i.e. code point order).
+    """
+    if stats is None or ".log." not in name.rsplit("/", 1)[-1]:
+        return stats
+    fixed = dict(stats)
+    for column, s in stats.items():
+        lo = None if _unordered(s.min_value) else s.min_value
+        hi = None if _unordered(s.max_value) else s.max_value
+        if lo is not s.min_value or hi is not s.max_value:
+            fixed[column] = replace(s, min_value=lo, max_value=hi)
+    return fixed
+
+
+_AT_OR_ABOVE_D800 = re.compile("[\ud800-\U0010ffff]")
+
+
+def _unordered(value: Any) -> bool:
+    return isinstance(value, str) and _AT_OR_ABOVE_D800.search(value) is not None
 
 
 def _fold(per_file: Sequence[Mapping[str, ColumnStats]]) -> dict[str, LeafStats]:

@@ -194,16 +194,6 @@ def _supplementary_in_one_log(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a log file's column_stats string bounds are in Java String.compareTo (UTF-16) order "
-        "(file_ranges, as Hudi writes them), but file_index._statistics folds them into the "
-        "planner's min/max, which compare in code point order: a log block holding U+1F600 "
-        "and U+FF61 gets max U+FF61, so scan(\"merchant_name = '\U0001f600'\") skips the "
-        "slice and returns no row though the row is live"
-    ),
-)
 def test_scan_finds_a_supplementary_character_written_to_a_log(tmp_path: Path) -> None:
     root = _supplementary_in_one_log(tmp_path)
     table = lakecore.open(str(root))
@@ -218,15 +208,6 @@ def test_scan_finds_a_supplementary_character_written_to_a_log(tmp_path: Path) -
     assert found.column("txn_id").to_pylist() == ["TXN-001"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "same cause as test_scan_finds_a_supplementary_character_written_to_a_log: DELETE "
-        "plans its candidate slices with the planner, which trusts the log file's "
-        "Java-ordered column_stats bounds: delete(\"merchant_name = '\U0001f600'\") commits "
-        "and deletes nothing (rows_deleted 0, the row stays)"
-    ),
-)
 def test_delete_by_a_supplementary_character_deletes_the_row(tmp_path: Path) -> None:
     root = _supplementary_in_one_log(tmp_path)
     result = lakecore.open(str(root)).delete("merchant_name = '\U0001f600'")
