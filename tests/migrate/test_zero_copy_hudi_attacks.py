@@ -979,3 +979,26 @@ def test_one_commit_naming_a_live_file_again(actions: str, first: str, tmp_path:
             hudi.snapshot(version=str(target)).to_arrow().select(["id", "name", "n", "city"])
         )
         assert got == want, (source, target)
+
+
+@pytest.mark.parametrize(
+    "offsets", [(0, 1000, 1000), (0, 2000, 1000)], ids=["same-time", "backwards"]
+)
+def test_delta_commit_times_that_do_not_increase(
+    offsets: tuple[int, int, int], tmp_path: Path
+) -> None:
+    """Two Delta versions with one commit time, or a time going backwards (commit-file
+    mtimes): every version still reads as Delta's by version, and the report says the
+    timestamps were not all kept (documented: the clock's time is taken)."""
+    import os
+
+    root = tmp_path / "t"
+    delta_table(root)
+    base = 1_700_000_000_000
+    for version, offset in enumerate(offsets):
+        ns = (base + offset) * 1_000_000
+        os.utime(root / "_delta_log" / f"{version:020d}.json", ns=(ns, ns))
+    report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
+    every_version_reads_as_delta(root, report)
+    assert not report.timestamps_kept
+    assert any("clock" in note for note in report.notes)
