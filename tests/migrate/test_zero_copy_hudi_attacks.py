@@ -1002,3 +1002,23 @@ def test_delta_commit_times_that_do_not_increase(
     every_version_reads_as_delta(root, report)
     assert not report.timestamps_kept
     assert any("clock" in note for note in report.notes)
+
+
+def test_other_spellings_of_the_root_are_in_place_and_nesting_is_refused(tmp_path: Path) -> None:
+    """A target spelled with a trailing slash, ``file://``, ``.`` or ``..`` is the same root
+    (adopted, nothing rewritten); a target inside the Delta table (a sub-directory, a
+    partition directory, ``_delta_log``) or around it is refused; Delta stays intact."""
+    spellings = ["{r}/", "file://{r}", "{r}/.", "{r}/../t", "{r}//"]
+    for i, spelling in enumerate(spellings):
+        root = tmp_path / str(i) / "t"
+        delta_table(root)
+        files = data_files(root)
+        report = lakecore.migrate(str(root), spelling.format(r=root), to="hudi", mode="auto")
+        assert (report.files_rewritten, report.files_adopted) == (0, 4), spelling
+        assert data_files(root) == files
+    root = tmp_path / "0" / "t"
+    before = delta_files(root)
+    for target in (root / "sub", root / "city=x", root / "_delta_log" / "h", root.parent):
+        with pytest.raises(MigrationError, match="inside the"):
+            lakecore.migrate(str(root), str(target), to="hudi", mode="auto")
+    assert delta_files(root) == before
