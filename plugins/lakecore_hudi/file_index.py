@@ -52,11 +52,44 @@ def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
     parts = partition_struct(
         [s.partition_path for s in slices], part_columns, state.table_schema, state.config
     )
+    if parts is not None and not state.config.drop_partition_columns:
+        parts = _without_ambiguous_nulls(parts)
     if parts is not None:
         columns[fi.PARTITION] = parts
     columns.update(stats)
     columns[fi.DATA_FILES] = pa.array(data_files, fi.DATA_FILES_TYPE)
     return pa.table(columns)
+
+
+def _without_ambiguous_nulls(parts: pa.StructArray) -> pa.StructArray | None:
+    """``parts`` without the string and binary columns that have a null (default) partition.
+
+    Hudi's key generators write a null AND an empty value to the default partition
+    (``__HIVE_DEFAULT_PARTITION__``), and the data files keep the value itself: such a
+    partition's value is unknown, not null, so the column must not prune by partition value
+    (its column statistics still do).
+    """
+    keep = [
+        i
+        for i in range(parts.type.num_fields)
+        if not (_empty_possible(parts.type.field(i).type) and parts.field(i).null_count > 0)
+    ]
+    if len(keep) == parts.type.num_fields:
+        return parts
+    if not keep:
+        return None
+    return pa.StructArray.from_arrays(
+        [parts.field(i) for i in keep], fields=[parts.type.field(i) for i in keep]
+    )
+
+
+def _empty_possible(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def _statistics(

@@ -853,15 +853,6 @@ def test_a_writer_killed_after_its_metadata_delta_commit(tmp_path: Path) -> None
 # ------------------------------------------------------------- outside the metadata table
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "partition pruning reads the default partition (__HIVE_DEFAULT_PARTITION__, where "
-        "Hudi's key generator puts an empty as well as a null partition value) as NULL, but "
-        "the row stores '': scan/count(\"city = ''\") skip a row to_arrow returns with "
-        "city '', and count(\"city IS NULL\") counts it (with or without a metadata table)"
-    ),
-)
 @pytest.mark.parametrize("metadata", ["false", "true"])
 def test_an_empty_string_partition_value_is_found_by_its_value(
     metadata: str, tmp_path: Path
