@@ -14,8 +14,10 @@ each touched file group twice:
 
 Slices are read merged (base file + log files, the table's merge rules) with lakecore's slice
 reader, so a MoR delete block, an update in a log, a rewritten CoW base file and a compaction
-all come out as the records the group holds. Only the touched partitions are listed and only
-the touched groups are read: the cost grows with what the instant wrote, not with the table.
+all come out as the records the group holds. The touched groups' files come from the metadata
+table's ``files`` partition (the listing the write itself uses; storage is listed only for a
+table without it), and only the touched groups are read: the cost grows with what the
+instant wrote, not with the table.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError
-from lakecore.storage import FileInfo, Storage
+from lakecore.storage import FileInfo
 from lakecore_hudi.archived_writes import timeline_start
 from lakecore_hudi.keys import IS_DELETED, META_FIELDS, PARTITION_PATH, RECORD_KEY
+from lakecore_hudi.mdt.files_partition import read_files_partition
 from lakecore_hudi.mdt.files_records import EXTERNAL_SUFFIX
 from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.options import ReadOptions
@@ -89,8 +92,8 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
         return []
     timeline = load_timeline(ctx.storage, ctx.config)
     before, after = _visibility(ctx, timeline)
-    listing = _listing(ctx.storage, {p for p, _ in groups}, {g[1] for g in groups})
     ours = {path for paths in written.values() for path in paths}
+    listing = _listing(ctx, {p for p, _ in groups}, {g[1] for g in groups}, ours)
     _check_written(ours, {f.info.path for f in listing})
     files = [f for f in listing if f.name.instant != ctx.instant or f.info.path in ours]
     completion = ctx.config.table_version >= 8
@@ -183,10 +186,28 @@ def _visibility(ctx: IndexContext, timeline: Timeline) -> tuple[Visible, Visible
     return before, after
 
 
-def _listing(storage: Storage, partitions: set[str], file_ids: set[str]) -> list[SliceFile]:
+def _listing(
+    ctx: IndexContext, partitions: set[str], file_ids: set[str], ours: set[str]
+) -> list[SliceFile]:
+    """The data files of the touched groups: from the metadata table's ``files`` partition
+    (as the write itself lists them; the instant's own files, not listed there yet, are the
+    write stats' files found on storage), else by listing the touched partitions."""
+    listed = read_files_partition(ctx.storage, ctx.config)
     infos: list[FileInfo] = []
-    for partition in sorted(partitions):
-        infos.extend(storage.list_dir(partition))
+    if listed is None:
+        for partition in sorted(partitions):
+            infos.extend(ctx.storage.list_dir(partition))
+    else:
+        for partition in sorted(partitions):
+            prefix = f"{partition}/" if partition else ""
+            files = listed.get(partition, {})
+            infos.extend(FileInfo(prefix + name, size, 0) for name, size in files.items())
+        known = {i.path for i in infos}
+        for path in sorted(ours - known):
+            try:
+                infos.append(ctx.storage.head(path))
+            except FileNotFoundError:
+                continue  # _check_written names it
     return [f for f in data_files(infos) if f.name.file_id in file_ids]
 
 

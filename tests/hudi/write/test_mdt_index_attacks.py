@@ -719,17 +719,6 @@ def test_upserts_collapsing_a_key_stored_in_several_partitions(tmp_path: Path) -
     assert (done["record_index"], done["secondary_index"]) == (6, 6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "group_changes._listing lists every partition an instant touches from storage "
-        "(storage.list_dir(partition)), under the commit lock, although the metadata "
-        "table's files partition (which the write itself reads) knows the touched file "
-        "groups' files: on a non-partitioned table every one-row upsert, update or delete "
-        "lists every data file of the table (and of a partitioned one, every file of the "
-        "partition) - the cost grows with the table, not with what the write touched"
-    ),
-)
 def test_a_one_row_upsert_does_not_list_the_whole_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
