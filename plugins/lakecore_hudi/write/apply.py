@@ -42,6 +42,7 @@ from lakecore_hudi.write.files_out import (
     write_base_file,
     write_partition_metadata,
 )
+from lakecore_hudi.write.lance_base import base_file_extension
 from lakecore_hudi.write.layout import WriteLayout
 from lakecore_hudi.write.rows_in import KEY, PARTITION
 from lakecore_hudi.write.sizing import split
@@ -89,6 +90,7 @@ def plan_jobs(
     new file groups of at most ``per_file`` records each (``sizing``; one group if None)."""
     jobs: list[FileJob] = []
     listings: dict[str, list[str]] = {}
+    ext = base_file_extension(layout.config)
     for i in sorted(changes.touched()):
         s = slices[i]
         rows = changes.updates.get(i)
@@ -100,7 +102,7 @@ def plan_jobs(
                 FileJob("log", s.partition_path, s.file_id, name, len(jobs), i, rows, deletes)
             )
         else:
-            name = base_file_name(s.file_id, token, instant, "parquet")
+            name = base_file_name(s.file_id, token, instant, ext)
             jobs.append(
                 FileJob("rewrite", s.partition_path, s.file_id, name, len(jobs), i, rows, deletes)
             )
@@ -110,7 +112,7 @@ def plan_jobs(
             part = inserts.filter(pc.equal(inserts.column(PARTITION), partition))
             for group in split(part, per_file or max(1, part.num_rows)):
                 file_id = new_file_id()
-                name = base_file_name(file_id, _token(len(jobs), instant), instant, "parquet")
+                name = base_file_name(file_id, _token(len(jobs), instant), instant, ext)
                 jobs.append(FileJob("insert", partition, file_id, name, len(jobs), None, group))
     return jobs
 

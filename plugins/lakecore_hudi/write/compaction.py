@@ -27,6 +27,7 @@ from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.changes import SliceRows
 from lakecore_hudi.write.commit import commit_planned
 from lakecore_hudi.write.files_out import carried_over, join_path, write_base_file
+from lakecore_hudi.write.lance_base import base_file_extension
 from lakecore_hudi.write.layout import WriteLayout, ensure_writable, layout_for
 from lakecore_hudi.write.planned import PlannedInstant, start_instant
 from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instant
@@ -199,7 +200,9 @@ def _compact_slice(
     storage: Storage, rows: SliceRows, index: int, n: int, layout: WriteLayout, instant: str
 ) -> WriteStat:
     s = rows.slices[index]
-    name = base_file_name(s.file_id, write_token(n, int(instant[-9:]), 0), instant, "parquet")
+    name = base_file_name(
+        s.file_id, write_token(n, int(instant[-9:]), 0), instant, base_file_extension(layout.config)
+    )
     path = join_path(s.partition_path, name)
     records = carried_over(rows.records(index), name, layout)
     size = write_base_file(storage, path, records, meta_keys=not layout.virtual_keys)

@@ -4,10 +4,11 @@
 with an empty workload; its heartbeat is kept alive by the driver) and returns a
 ``HudiFileWriter`` holding that instant. Each ``write`` call (one per Spark task) checks its
 rows as ``Table.append`` does, renders their record keys and partition paths, and writes one
-new file group per partition path it holds: a Parquet base file
-``<fileId>_<task>-<stage>-0_<instant>.parquet`` in the file schema (meta columns first), plus
-the partition's ``.hoodie_partition_metadata``. A failed write is rolled back like any failed
-Hudi write: the rollback lists the base files named with the instant.
+new file group per partition path it holds: a base file
+``<fileId>_<task>-<stage>-0_<instant>.parquet`` (``.lance`` on a Lance table) in the file
+schema (meta columns first), plus the partition's ``.hoodie_partition_metadata``. A failed
+write is rolled back like any failed Hudi write: the rollback lists the base files named with
+the instant.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from lakecore_hudi.write.files_out import (
     write_base_file,
     write_partition_metadata,
 )
+from lakecore_hudi.write.lance_base import base_file_extension
 from lakecore_hudi.write.layout import WriteLayout
 from lakecore_hudi.write.rows_in import KEY, PARTITION, conform, keyed
 
@@ -84,12 +86,11 @@ class HudiFileWriter:
         data_fields = list(layout.data_schema)
         part_fields = [layout.data_schema.field(c) for c in layout.partition_fields]
         paths, sizes, counts, partitions, stats = [], [], [], [], []
+        ext = base_file_extension(layout.config)
         groups = sorted(pc.unique(table.column(PARTITION)).to_pylist()) if table.num_rows else []
         for n, partition in enumerate(groups):
             part = table.filter(pc.equal(table.column(PARTITION), partition))
-            name = base_file_name(
-                new_file_id(), write_token(task, stage, 0), self.instant, "parquet"
-            )
+            name = base_file_name(new_file_id(), write_token(task, stage, 0), self.instant, ext)
             write_partition_metadata(storage, partition, self.instant)
             records = new_records(
                 part,

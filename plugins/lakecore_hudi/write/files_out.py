@@ -21,6 +21,7 @@ from lakecore.storage import Storage
 from lakecore_hudi.bloom import BloomSettings, footer_metadata
 from lakecore_hudi.keys import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.log.blocks import encode_avro_data_block, encode_delete_block
+from lakecore_hudi.write.lance_base import is_lance_path, write_lance_base_file
 from lakecore_hudi.write.layout import WriteLayout
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
@@ -122,6 +123,8 @@ def write_base_file(
     meta_keys: bool = True,
 ) -> int:
     """Write ``records`` (file schema) as a Parquet base file; returns its size in bytes.
+    A ``path`` ending in ``.lance`` gets a Lance base file instead (``lance_base``), with the
+    same bloom index metadata in its schema metadata, as Hudi 1.1 writes them.
 
     The footer's key-value metadata carries what Hudi's Parquet writer puts there for its
     bloom index (``lakecore_hudi.bloom``): the serialized filter of the file's record keys
@@ -141,6 +144,8 @@ def write_base_file(
         and records.column(RECORD_KEY).null_count == 0
     )
     extra = footer_metadata(records.column(RECORD_KEY), bloom) if keyed else {}
+    if is_lance_path(path):
+        return write_lance_base_file(storage, path, records, extra)
     # Records read back from another file carry that file's footer metadata (its filter).
     records = records.replace_schema_metadata(None)
     sink = pa.BufferOutputStream()

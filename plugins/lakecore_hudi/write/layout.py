@@ -183,9 +183,11 @@ def ensure_writable(config: TableConfig) -> None:
             "record key fields: its keys could not be derived",
         ),
         (
-            config.base_file_format != "PARQUET",
+            config.base_file_format not in ("PARQUET", "LANCE")
+            or (config.base_file_format == "LANCE" and config.table_version < 9),
             f"hudi-base-file-format-{config.base_file_format.lower()}",
-            f"lakecore writes Parquet base files, not {config.base_file_format}",
+            "lakecore writes Parquet base files, and Lance base files on table version 9 "
+            f"(Hudi 1.1+), not {config.base_file_format} on version {config.table_version}",
         ),
         (
             (config.keygen_type or "SIMPLE") not in _WRITABLE_KEYGENS,

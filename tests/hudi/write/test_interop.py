@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 import pytest
 
 import lakecore
-from lakecore.errors import UnsupportedFeatureError
 from tests.hudi.write.helpers import copy_corpus_table, hudi_rs_table
 
 WRITABLE = [
@@ -27,10 +26,8 @@ WRITABLE = [
     "cow_v6_simplekeygen_hivestyle_no_metafields",
     "cow_v8_simplekeygen_hivestyle_no_metafields",
     "mor_avro_v8_trips_8i3u1d",  # every metadata partition maintained (test_mdt_all_partitions)
+    "mor_avro_v9_lance_nonhivestyle",  # Lance base files (test_lance_base_files)
 ]
-REFUSED = {
-    "mor_avro_v9_lance_nonhivestyle": "hudi-base-file-format-lance",
-}
 
 
 def _data(table: pa.Table) -> list[dict[str, Any]]:
@@ -74,14 +71,3 @@ def test_update_and_delete_in_a_hudi_written_table(tmp_path: Path, name: str) ->
         assert table.compact() is not None
         assert _data(lakecore.open(str(root)).to_arrow()) == want
         assert _data(hudi_rs_table(root)) == want
-
-
-@pytest.mark.parametrize(("name", "feature"), sorted(REFUSED.items()))
-def test_tables_lakecore_cannot_write_are_refused(tmp_path: Path, name: str, feature: str) -> None:
-    root = copy_corpus_table(name, tmp_path)
-    table = lakecore.open(str(root))
-    listing = sorted(str(p) for p in root.rglob("*"))
-    with pytest.raises(UnsupportedFeatureError) as caught:
-        table.delete("1 = 1")
-    assert caught.value.feature == feature
-    assert sorted(str(p) for p in root.rglob("*")) == listing
