@@ -10,8 +10,9 @@ checked in order of cost:
    may be in is dropped.
 
 A slice is always kept when nothing proves it holds none of the keys: it has log files (their
-records are covered by no filter), no base file, a base file that is not Parquet, a footer
-without a filter, or a footer that cannot be read or decoded (the read that follows then
+records are covered by no filter), no base file, a base file that is neither Parquet nor Lance
+(a Lance base file keeps the same entries in its schema metadata, as Hudi 1.1 writes it), a
+footer without a filter, or a footer that cannot be read or decoded (the read that follows then
 reports the problem). Key ranges are trusted only where Java's ``String`` order (UTF-16 code
 units, how Hudi's Avro writer picks the bounds) and UTF-8 byte order (Spark's row writer,
 Arrow) agree: when neither the keys nor the bounds hold a character at or above U+E000.
@@ -19,7 +20,7 @@ Arrow) agree: when neither the keys nor the bounds hold a character at or above 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -32,6 +33,11 @@ from lakecore.errors import LakecoreError
 from lakecore.storage import Storage
 from lakecore_hudi.bloom import MAX_KEY, MIN_KEY, BloomFilter, KeyProbe, filter_from_footer
 from lakecore_hudi.view import FileSlice
+from lakecore_hudi.write.lance_base import (
+    LANCE_EXTENSION,
+    is_lance_path,
+    read_lance_schema_metadata,
+)
 
 FOOTER_READERS = 8
 """Footers read at once (a base file's footer holds its ~430 KB filter)."""
@@ -59,14 +65,27 @@ def read_key_footer(storage: Storage, path: str, size: int) -> KeyFooter | None:
             return None
         footer = storage.read(path, size - 8 - length, size - 8)
         meta = pq.read_metadata(pa.BufferReader(b"PAR1" + footer + trailer)).metadata or {}
-        low, high = meta.get(MIN_KEY.encode()), meta.get(MAX_KEY.encode())
-        return KeyFooter(
-            None if low is None else low.decode("utf-8"),
-            None if high is None else high.decode("utf-8"),
-            filter_from_footer(meta, path),
-        )
+        return _key_footer(meta, path)
     except (LakecoreError, OSError, ValueError, pa.ArrowException):
         return None
+
+
+def read_lance_key_footer(storage: Storage, path: str) -> KeyFooter | None:
+    """The key range and bloom filter in the schema metadata of Lance base file ``path``; None
+    when it cannot be read or decoded (the caller must then treat the file as holding any key)."""
+    try:
+        return _key_footer(read_lance_schema_metadata(storage, path), path)
+    except (LakecoreError, OSError, ValueError, pa.ArrowException):
+        return None
+
+
+def _key_footer(meta: Mapping[bytes, bytes], path: str) -> KeyFooter:
+    low, high = meta.get(MIN_KEY.encode()), meta.get(MAX_KEY.encode())
+    return KeyFooter(
+        None if low is None else low.decode("utf-8"),
+        None if high is None else high.decode("utf-8"),
+        filter_from_footer(meta, path),
+    )
 
 
 def slices_holding(
@@ -95,14 +114,20 @@ def slices_holding(
 
 
 def _checkable(s: FileSlice) -> bool:
-    """Whether a footer can rule the slice out: a Parquet base file and no log files."""
+    """Whether a footer can rule the slice out: a Parquet or Lance base file and no log files."""
     base = s.base_file
-    return base is not None and not s.log_files and base.path.lower().endswith(".parquet")
+    return (
+        base is not None
+        and not s.log_files
+        and base.path.lower().endswith((".parquet", "." + LANCE_EXTENSION))
+    )
 
 
 def _footer_of(storage: Storage, s: FileSlice) -> KeyFooter | None:
     base = s.base_file
     assert base is not None  # _checkable
+    if is_lance_path(base.path):
+        return read_lance_key_footer(storage, base.path)
     return read_key_footer(storage, base.path, base.size)
 
 

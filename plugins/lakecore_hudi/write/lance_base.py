@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Any
 
 import pyarrow as pa
 
@@ -65,17 +66,12 @@ def write_lance_base_file(
         UnsupportedFeatureError: pylance is not installed.
         FileExistsError: ``path`` exists already (``Storage.put_if_absent``).
     """
-    try:
-        from lance.file import LanceFileWriter
-    except ImportError as exc:  # pragma: no cover - the lance extra is installed in tests
-        raise UnsupportedFeatureError(
-            "base-file-format:lance", "Lance base files need pylance: pip install 'lakecore[lance]'"
-        ) from exc
+    writer_class = _lance_file().LanceFileWriter
     records = records.replace_schema_metadata(None)
     schema = records.schema.with_metadata(metadata) if metadata else records.schema
     with tempfile.TemporaryDirectory(prefix="lakecore-hudi-lance-") as tmp:
         local = os.path.join(tmp, "base.lance")
-        writer = LanceFileWriter(local, schema, version=LANCE_FILE_VERSION)
+        writer = writer_class(local, schema, version=LANCE_FILE_VERSION)
         if records.num_rows:
             writer.write_batch(records)
         writer.close()
@@ -85,10 +81,37 @@ def write_lance_base_file(
     return len(data)
 
 
+def read_lance_schema_metadata(storage: Storage, path: str) -> dict[bytes, bytes]:
+    """The schema metadata of Lance file ``path`` (where Hudi keeps the bloom index entries),
+    read from the file's metadata only (no data pages).
+
+    Raises:
+        UnsupportedFeatureError: pylance is not installed.
+        OSError / ValueError: the file cannot be read or is no Lance file (pylance's errors).
+    """
+    raw = getattr(storage, "storage_options", None) or {}
+    options = {k: str(v) for k, v in raw.items()} or None
+    reader = _lance_file().LanceFileReader(storage.resolve(path), storage_options=options)
+    metadata: dict[bytes, bytes] = reader.metadata().schema.metadata or {}
+    return metadata
+
+
+def _lance_file() -> Any:
+    """pylance's ``lance.file`` module; raises ``UnsupportedFeatureError`` without it."""
+    try:
+        import lance.file
+    except ImportError as exc:  # pragma: no cover - the lance extra is installed in tests
+        raise UnsupportedFeatureError(
+            "base-file-format:lance", "Lance base files need pylance: pip install 'lakecore[lance]'"
+        ) from exc
+    return lance.file
+
+
 __all__ = [
     "LANCE_EXTENSION",
     "LANCE_FILE_VERSION",
     "base_file_extension",
     "is_lance_path",
+    "read_lance_schema_metadata",
     "write_lance_base_file",
 ]

@@ -275,6 +275,33 @@ def test_distributed_file_writers_write_lance_files(tmp_path: Path) -> None:
     assert (done["lance_files"], done["lance_rows"]) == (2, 2)
 
 
+def test_the_key_lookup_reads_lance_bloom_filters(tmp_path: Path) -> None:
+    """lakecore's upsert lookup rules Lance slices out by the key range and bloom filter in
+    their schema metadata (Spark's files and lakecore's alike); a slice with a log is kept."""
+    from lakecore_hudi.bloom_index import slices_holding
+    from lakecore_hudi.options import ReadOptions
+    from lakecore_hudi.state import load_state
+
+    root = copy_corpus_table(NAME, tmp_path)
+    table = lakecore.open(str(root))
+    row = {**_corpus_model()["evt-001"], KEY: "evt-101", "event_date": "2023-11-20"}
+    table.append(pa.Table.from_pylist([row], schema=table.schema))
+    storage = open_storage(str(root))
+    slices = load_state(storage, None, None, ReadOptions(metadata_enable=False)).slices
+    by_file = {s.file_id[:8]: i for i, s in enumerate(slices)}
+    assert len(by_file) == 5
+    new = next(k for k in by_file if k not in ("875d6ca6", "060e8715", "414e5bcd", "1a31d725"))
+
+    def holding(*keys: str) -> set[str]:
+        found = slices_holding(storage, slices, range(len(slices)), pa.array(keys))
+        return {slices[i].file_id[:8] for i in found}
+
+    assert holding("evt-006", "evt-101") == {"875d6ca6", "060e8715", new}
+    # Inside 060e8715's key range (evt-005..evt-008) but not in it: the filter rules it out.
+    assert holding("evt-0065") == {"875d6ca6"}
+    assert holding("zzz") == {"875d6ca6"}
+
+
 @pytest.mark.parametrize("version", ["6", "8"])
 def test_lance_base_files_before_table_version_9_are_refused(version: str) -> None:
     from lakecore_hudi.table_config import TableConfig
