@@ -72,8 +72,8 @@ def write_lance_base_file(
     with tempfile.TemporaryDirectory(prefix="lakecore-hudi-lance-") as tmp:
         local = os.path.join(tmp, "base.lance")
         writer = writer_class(local, schema, version=LANCE_FILE_VERSION)
-        if records.num_rows:
-            writer.write_batch(records)
+        # Also with no rows: Hudi's writer then writes one empty batch (a schema-only file).
+        writer.write_batch(records)
         writer.close()
         with open(local, "rb") as f:
             data = f.read()
