@@ -87,13 +87,13 @@ class HudiFormat:
         ``partition`` (None: it can): its directory must be the hive-style partition path
         of those values, since Hudi readers take them from the path
         (``write.adopt.path_refusal``)."""
-        from lakecore_hudi.write.adopt import directory_refusal
+        from lakecore_hudi.write.adopt import directory_refusal, name_refusal
 
         directory = path.rpartition("/")[0]
         fields = tuple(partition_by)
         values = tuple((f, partition.get(f)) for f in fields)
         types = tuple((f, schema.field(f).type) for f in fields if f in schema.names)
-        return directory_refusal(directory, values, types)
+        return directory_refusal(directory, values, types) or name_refusal(path, fields)
 
     def held_refusal(self, path: str, target: Snapshot) -> str | None:
         """Why the Hudi table of ``target`` cannot adopt the file at ``path`` now (None: it

@@ -24,6 +24,7 @@ sub-directory) and whose base instant is the commit time, as Hudi reads them.
 from __future__ import annotations
 
 import dataclasses
+import re
 import urllib.parse
 
 from lakecore.errors import CorruptTableError
@@ -40,6 +41,8 @@ __all__ = ["list_data_files", "parse_external_name", "uses_metadata_table"]
 
 MDT_PROPERTIES = ".hoodie/metadata/.hoodie/hoodie.properties"
 _PREFIX_MARKER = "_fg%3D"
+_COMMIT_END = re.compile(r".+_[0-9]+$")
+"""What precedes a file-group prefix marker: ``<file>_<commit time>``."""
 
 
 def uses_metadata_table(config: TableConfig, options: ReadOptions) -> bool:
@@ -102,15 +105,18 @@ def parse_external_name(partition: str, name: str, size: int) -> SliceFile | Non
     """The base file an external ``files``-partition entry stands for; None for other names.
 
     ``<file>_<commit>_hudiext`` is ``<partition>/<file>``; with ``_fg%3D<dir>`` before the
-    suffix it is ``<partition>/<dir>/<file>`` and its file group id is ``<dir>/<file>``.
+    suffix it is ``<partition>/<dir>/<file>`` and its file group id is ``<dir>/<file>``. The
+    marker counts only right after the commit time and before a URL-encoded directory (which
+    never holds ``%3D`` itself: its ``%`` is encoded): a file may hold the marker's text in
+    its own name. Names that parse two ways are refused by the writer (``write.adopt``).
     """
     if not name.endswith(EXTERNAL_SUFFIX):
         return None
     stem = name.removesuffix(EXTERNAL_SUFFIX)
     prefix = ""
-    if _PREFIX_MARKER in stem:
-        stem, _, encoded = stem.rpartition(_PREFIX_MARKER)
-        prefix = urllib.parse.unquote(encoded)
+    head, marker, encoded = stem.rpartition(_PREFIX_MARKER)
+    if marker and _COMMIT_END.search(head) and _is_encoded(encoded):
+        stem, prefix = head, urllib.parse.unquote(encoded)
     file_name, _, commit = stem.rpartition("_")
     if not file_name or not commit.isdigit():
         return None
@@ -119,3 +125,9 @@ def parse_external_name(partition: str, name: str, size: int) -> SliceFile | Non
     extension = file_name.rpartition(".")[2] if "." in file_name else ""
     parsed = BaseFile(file_id, "", commit, extension)
     return SliceFile(FileInfo(path, size, 0), parsed, partition)
+
+
+def _is_encoded(text: str) -> bool:
+    """Whether ``text`` is a directory as ``external_file_name`` encodes it (all of it
+    quoted, none of it empty)."""
+    return bool(text) and urllib.parse.quote(urllib.parse.unquote(text), safe="") == text

@@ -20,7 +20,7 @@ from lakecore_hudi.archived_writes import (
 from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.base_files import read_base_schema
 from lakecore_hudi.keys import META_FIELDS
-from lakecore_hudi.listing import list_data_files
+from lakecore_hudi.listing import list_data_files, uses_metadata_table
 from lakecore_hudi.merge import MergeSpec
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.partitions import formats_timestamps, prunable_partition_columns
@@ -123,7 +123,14 @@ def load_state(
         slices = tuple(latest_slices(files, visible, by_completion))
         latest = instant == writes[-1]
         check_written_files(
-            metas.items(), files, slices, visible, by_completion, latest, storage.root
+            metas.items(),
+            files,
+            slices,
+            visible,
+            by_completion,
+            latest,
+            storage.root,
+            listed_by_metadata=uses_metadata_table(config, options),
         )
     schema = _schema(storage, upto, metas, slices, config)
     ensure_partition_values(config, schema, storage.root)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from lakecore.errors import CorruptTableError, VersionNotFoundError
+from lakecore.errors import CorruptTableError, InvalidArgumentError, VersionNotFoundError
 from lakecore.storage.paths import contained_path
-from lakecore_hudi.names import BaseFile, parse_base_file_name, parse_log_file_name
+from lakecore_hudi.listing import parse_external_name
+from lakecore_hudi.mdt.files_records import EXTERNAL_SUFFIX
+from lakecore_hudi.names import BaseFile, LogFile, parse_base_file_name, parse_log_file_name
 from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.view import FileSlice, SliceFile, Visible, in_latest_slice, split_path
 
@@ -28,17 +30,22 @@ def check_written_files(
     completion_slicing: bool,
     latest: bool,
     root: str = "",
+    listed_by_metadata: bool = True,
 ) -> None:
     """Raise when a file that the snapshot needs and a visible write made is not listed.
 
     ``written`` holds (instant, commit metadata) of the snapshot's visible writes, ``files``
     the listing, ``slices`` the view built from it; ``latest`` says whether the snapshot is
-    the table's latest completed write; ``root`` the table root (for messages).
+    the table's latest completed write; ``root`` the table root (for messages);
+    ``listed_by_metadata`` whether ``files`` is the metadata table's ``files`` partition.
 
     Raises:
         CorruptTableError: a file is missing from the latest snapshot (deleted or lost);
             names the file and the instant that wrote it. Also for a written path that
             escapes the table root.
+        InvalidArgumentError: a visible write adopted another format's files (listed
+            only in the metadata table, as ``_hudiext`` entries) and ``files`` was listed
+            from storage (``hoodie.metadata.enable=false``), where they are no Hudi files.
         VersionNotFoundError: time travel to an instant whose files were cleaned since (the
             file group has a newer base file, or is gone entirely).
     """
@@ -46,7 +53,7 @@ def check_written_files(
     newest_listed: dict[Group, str] = {}
     for f in files:
         if isinstance(f.name, BaseFile):
-            group = (split_path(f.info.path)[0], f.name.file_id)
+            group = (f.partition_path, f.name.file_id)
             newest_listed[group] = max(newest_listed.get(group, ""), f.name.instant)
     bases: dict[Group, tuple[str, str, str]] = {}  # newest base: (its instant, path, writer)
     logs: dict[str, str] = {}  # log path -> writing instant
@@ -60,11 +67,27 @@ def check_written_files(
             path = contained_path(
                 stat.path.lstrip("/"), root, source=f"commit metadata of instant {instant}"
             )
-            base, log = parse_base_file_name(path), parse_log_file_name(path)
-            name = base or log
-            if name is None or (split_path(path)[0], name.file_id) in visible.replaced:
+            external = _external(path)
+            if external is not None and not listed_by_metadata:
+                raise InvalidArgumentError(
+                    f"{root}: instant {instant} adopted files another format wrote "
+                    f"({external.info.path}); such files are listed only in the table's "
+                    "metadata table, not by their names in storage: read it with "
+                    "hoodie.metadata.enable=true"
+                )
+            base: BaseFile | None
+            log: LogFile | None
+            if external is not None:
+                # Another format's file, listed as <name>_<commit>_hudiext: its path and file
+                # group come from that entry (its own name may look like a Hudi base file's).
+                path, base, log = external.info.path, _base(external), None
+                group = (external.partition_path, external.name.file_id)
+            else:
+                base, log = parse_base_file_name(path), parse_log_file_name(path)
+                name: BaseFile | LogFile | None = base or log
+                group = (split_path(path)[0], name.file_id) if name is not None else ("", "")
+            if (base or log) is None or group in visible.replaced:
                 continue
-            group = (split_path(path)[0], name.file_id)
             if base is not None and base.instant >= bases.get(group, ("",))[0]:
                 bases[group] = (base.instant, path, instant)
             elif (
@@ -88,6 +111,19 @@ def check_written_files(
             f"data file {path}, written by the completed instant {by}, is missing from the "
             "Hudi table (deleted or lost)"
         )
+
+
+def _external(path: str) -> SliceFile | None:
+    """The external file a write stat's ``path`` names (``<partition>/<name>_<commit>
+    [_fg%3D<dir>]_hudiext``), or None."""
+    if not path.endswith(EXTERNAL_SUFFIX):
+        return None
+    return parse_external_name(*split_path(path), 0)
+
+
+def _base(file: SliceFile) -> BaseFile:
+    assert isinstance(file.name, BaseFile)
+    return file.name
 
 
 def _group(path: str) -> Group:

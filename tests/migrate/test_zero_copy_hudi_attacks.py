@@ -135,28 +135,12 @@ def adopts_or_refuses_cleanly(root: Path, want: list[str]) -> None:
     assert delta_files(root) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="parse_external_name (plugins/lakecore_hudi/listing.py) looks for the file-group "
-    "prefix marker '_fg%3D' anywhere in a files-partition entry, not only after the commit "
-    "time: a Delta file named 'a_fg%3Dzz.parquet' is adopted and committed, then not read "
-    "back (its rows are missing from the Hudi table); migrate raises MigrationError after the "
-    "commit and a re-run commits nothing, so the rows stay lost",
-)
 def test_a_file_name_holding_the_prefix_marker_reads_back(tmp_path: Path) -> None:
     root = tmp_path / "t"
     want = delta_with_files(root, ["a_fg%3Dzz.parquet", "b.parquet"])
     adopts_or_refuses_cleanly(root, want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Delta file named like a Hudi base file ('<id>_<token>_<instant>.parquet') is "
-    "adopted and committed, then the Hudi table cannot be read at all: written_files.check "
-    "(plugins/lakecore_hudi/written_files.py) parses the write stat's external path "
-    "'<name>_<commit>_hudiext' as a Hudi base file and reports it missing (CorruptTableError); "
-    "migrate raises that after the commit and re-runs refuse the target",
-)
 def test_a_file_named_like_a_hudi_base_file_is_adopted_readably(tmp_path: Path) -> None:
     root = tmp_path / "t"
     want = delta_with_files(root, ["abc-0_0-1-1_20240101000000000.parquet"])
@@ -347,14 +331,6 @@ def test_an_empty_first_version_with_a_timestamp_partition_is_refused_cleanly(
     assert delta_files(root) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reading the adopting Hudi table with options={'hoodie.metadata.enable': 'false'} "
-    "(the option lakecore's own CorruptTableError for a missing metadata table suggests) "
-    "lists storage instead of the files partition (lakecore_hudi/listing.list_data_files), "
-    "where Delta's files are no Hudi base files: it silently returns no rows, at every "
-    "version, instead of Delta's rows or a typed refusal",
-)
 def test_reading_without_the_metadata_table_does_not_lose_adopted_rows(tmp_path: Path) -> None:
     root = tmp_path / "t"
     delta_table(root)

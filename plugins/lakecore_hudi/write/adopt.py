@@ -38,7 +38,7 @@ import pyarrow as pa
 from lakecore.errors import InvalidArgumentError, UnsupportedFeatureError
 from lakecore.model import files as fi
 from lakecore.storage import Storage
-from lakecore_hudi.listing import list_data_files
+from lakecore_hudi.listing import list_data_files, parse_external_name
 from lakecore_hudi.mdt.files_partition import FILES_PARTITION
 from lakecore_hudi.mdt.files_records import external_file_name
 from lakecore_hudi.names import BaseFile
@@ -130,7 +130,7 @@ def adopted_stats(state: HudiState, files: pa.Table, instant: str) -> list[Write
         if path in live:
             raise InvalidArgumentError(f"cannot adopt {path!r}: it already is a file of the table")
         partition, prefix, name = split_directory(path, fields)
-        again = held_refusal(state, path)
+        again = held_refusal(state, path) or name_refusal(path, fields)
         if again is not None:
             raise InvalidArgumentError(f"cannot adopt {path!r}: {again}")
         key = (partition, repr(sorted((value or {}).items())))
@@ -163,6 +163,23 @@ def split_directory(path: str, fields: Sequence[str]) -> tuple[str, str | None, 
     segments = directory.split("/") if directory else []
     partition = "/".join(segments[: len(fields)])
     return partition, "/".join(segments[len(fields) :]) or None, name
+
+
+def name_refusal(path: str, fields: Sequence[str]) -> str | None:
+    """Why the file at ``path`` (in a table partitioned by ``fields``) cannot be listed as
+    an external file (None: it can): its ``files``-partition entry
+    (``<name>_<commit>[_fg%3D<dir>]_hudiext``) would be read back as another file, e.g. a
+    name holding ``_<digits>_fg%3D``."""
+    partition, prefix, name = split_directory(path, fields)
+    entry = external_file_name(name, "0" * 17, prefix)
+    found = parse_external_name(partition, entry, 0)
+    if found is None or found.info.path != path:
+        back = "no file" if found is None else repr(found.info.path)
+        return (
+            f"Hudi lists it in its metadata table as {entry!r} (with the commit time), which "
+            f"reads back as {back}"
+        )
+    return None
 
 
 def path_refusal(
