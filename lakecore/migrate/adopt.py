@@ -113,6 +113,7 @@ def plan(mode: str, source: Table, target: TableFormat, in_place: bool) -> Adopt
         )
     refusal: Refusal | None = getattr(target, "adoption_refusal", None)
     held: HeldRefusal | None = getattr(target, "held_refusal", None)
+    table: TableRefusal | None = getattr(target, "adoption_table_refusal", None)
     return Adoption(
         mode,
         source.storage,
@@ -121,11 +122,15 @@ def plan(mode: str, source: Table, target: TableFormat, in_place: bool) -> Adopt
         dict(getattr(target, "adoption_properties", {})),
         refusal,
         held,
+        table,
     )
 
 
 Refusal = Callable[[str, Mapping[str, Any], Sequence[str], pa.Schema], "str | None"]
 """A target format's ``adoption_refusal(path, partition values, partition_by, schema)``."""
+TableRefusal = Callable[[Mapping[str, str], pa.Schema, Sequence[str]], "str | None"]
+"""A target format's ``adoption_table_refusal(properties, schema, partition_by)``: why a
+target created so cannot adopt the source's files (checked before it is created)."""
 HeldRefusal = Callable[[str, Snapshot], "str | None"]
 """A target format's ``held_refusal(path, target snapshot)``: why a target table as it is
 now cannot adopt the file at ``path`` (e.g. Hudi: the file was adopted before and removed,
@@ -150,6 +155,8 @@ class Adoption:
     """The target format's ``adoption_refusal``, if it has one."""
     held_refusal: HeldRefusal | None = None
     """The target format's ``held_refusal``, if it has one (not cached: the table moves)."""
+    table_refusal: TableRefusal | None = None
+    """The target format's ``adoption_table_refusal``, if it has one."""
     _reasons: dict[str, str | None] = field(default_factory=dict)
     """Why the unit of each path examined cannot be adopted (None: it can); footers are
     read once per run."""
@@ -190,6 +197,21 @@ class Adoption:
             raise MigrationError(
                 f"{len(refused)} source file(s) cannot be adopted as they are: {named}{more}. "
                 f"{advice}. Nothing was written"
+            )
+
+    def check_table(
+        self, properties: Mapping[str, str], schema: pa.Schema, partitions: Sequence[str]
+    ) -> None:
+        """Raise ``MigrationError`` when a target created with ``properties`` (the adoption
+        properties under ``target_properties``), ``schema`` and ``partitions`` could not
+        adopt the source's files; called before the target is created."""
+        if self.table_refusal is None:
+            return
+        reason = self.table_refusal(properties, schema, partitions)
+        if reason is not None:
+            raise MigrationError(
+                f"a {self.target} table cannot adopt the source's files in place: {reason}. "
+                "Nothing was written"
             )
 
     def split(

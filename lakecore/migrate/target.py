@@ -188,6 +188,7 @@ class TargetSide:
         beside = (self.source.format,) if self.adoption is not None else ()
         if self.adoption is not None:
             properties = {**self.adoption.properties, **properties}
+            self.adoption.check_table(properties, schema, partitions)
 
         def create(props: dict[str, str]) -> Table:
             return lakecore._create(

@@ -95,6 +95,16 @@ class HudiFormat:
         types = tuple((f, schema.field(f).type) for f in fields if f in schema.names)
         return directory_refusal(directory, values, types) or name_refusal(path, fields)
 
+    def adoption_table_refusal(
+        self, properties: Mapping[str, str], schema: pa.Schema, partition_by: Sequence[str]
+    ) -> str | None:
+        """Why a table created with ``properties`` (``adoption_properties`` under the
+        caller's), ``schema`` and ``partition_by`` cannot adopt another format's files, before
+        it is created (``write.adopt.table_refusal``)."""
+        from lakecore_hudi.write.adopt import table_refusal
+
+        return table_refusal(properties, schema, partition_by)
+
     def held_refusal(self, path: str, target: Snapshot) -> str | None:
         """Why the Hudi table of ``target`` cannot adopt the file at ``path`` now (None: it
         can): it adopted the file before and a later commit removed it; Hudi keeps that file

@@ -197,16 +197,6 @@ def test_a_nan_partition_value_is_adopted(tmp_path: Path) -> None:
     assert got[0]["id"] == 1 and got[0]["p"] != got[0]["p"]  # NaN
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="target_properties override the adoption properties: with drop_partition_columns="
-    "'false' (and a record_key) the migration succeeds although Delta's files hold no "
-    "partition column, so every Hudi version reads the partition column as null (rows differ "
-    "from Delta's), and the Hudi table is then writable: a lakecore append writes a Hudi base "
-    "file into Delta's partition directory (which a Delta VACUUM would delete). "
-    "lakecore/migrate (adoption properties merged under target_properties) does not re-check "
-    "the created table against what adoption needs",
-)
 def test_target_properties_cannot_store_partition_columns(tmp_path: Path) -> None:
     root = tmp_path / "t"
     delta_table(root)
@@ -225,12 +215,6 @@ def test_target_properties_cannot_store_partition_columns(tmp_path: Path) -> Non
     assert data_files(root) == files
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="populate_meta_fields='true' in target_properties is taken: the Hudi table declares "
-    "_hoodie_* meta fields that Delta's files do not have, and lakecore's Hudi reader returns "
-    "them as all-null columns (record key, commit time) for every row",
-)
 def test_target_properties_cannot_claim_meta_fields(tmp_path: Path) -> None:
     root = tmp_path / "t"
     delta_table(root)
@@ -245,15 +229,6 @@ def test_target_properties_cannot_claim_meta_fields(tmp_path: Path) -> None:
     assert hudi.to_arrow().schema.names == ["id", "name", "n", "city"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="target_properties hive_style_partitioning='false' (also url_encode_partitions="
-    "'false', metadata_enable='false') pass the migration's pre-flight check, which assumes "
-    "the adoption properties (adopt.directory_refusal / adopting_config), and are refused by "
-    "the Hudi side only after the Hudi table was created (InvalidArgumentError / "
-    "UnsupportedFeatureError, not MigrationError); the .hoodie left behind keeps those "
-    "properties, so every later run fails the same way even without them",
-)
 @pytest.mark.parametrize(
     "props",
     [
@@ -301,16 +276,6 @@ def test_a_deletion_vector_added_later_is_refused_as_row_level_deletes(tmp_path:
     assert delta_files(root) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with history=True, a Delta table whose first version is an empty CREATE TABLE "
-    "partitioned by a timestamp column (corpus golden__data-reader-timestamp_ntz) gets its "
-    "Hudi table created before any file is checked; reading it back then fails "
-    "(lakecore_hudi/state.ensure_partition_values: UnsupportedFeatureError, not "
-    "MigrationError), the .hoodie stays, and every later run fails with 'holds something "
-    "lakecore cannot open as a hudi table ... migrate into an empty location'. The timestamp "
-    "partition refusal (adopt.path_refusal) needs a file to fire",
-)
 @pytest.mark.parametrize("zone", [None, "UTC"], ids=["timestamp_ntz", "timestamp"])
 def test_an_empty_first_version_with_a_timestamp_partition_is_refused_cleanly(
     zone: str | None, tmp_path: Path

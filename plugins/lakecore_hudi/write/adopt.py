@@ -54,6 +54,7 @@ from lakecore_hudi.timeline.metadata import (
     encode_requested_replace,
 )
 from lakecore_hudi.write import heartbeat
+from lakecore_hudi.write.create import CreateOptions
 from lakecore_hudi.write.layout import layout_for
 from lakecore_hudi.write.planned import FileGroup, PlannedInstant, start_instant
 from lakecore_hudi.write.rollback import rollback_failed_writes, rollback_instant
@@ -72,6 +73,52 @@ ADOPTION_PROPERTIES: Mapping[str, str] = {
 """Creation options of a Hudi table over another format's Parquet files (``lakecore.create``
 names): copy-on-write, the ``files`` partition that lists them, no ``_hoodie_*`` columns in
 them, partition values from hive-style paths escaped as Hive/Spark/Delta escape them."""
+
+
+def _unfit(options: CreateOptions, partitioned: bool) -> list[str]:
+    """The ``option=value`` settings that ``options`` miss for adoption (what
+    ``ADOPTION_PROPERTIES`` set and ``target_properties`` must not undo)."""
+    needed = [
+        ("table_type=COPY_ON_WRITE", options.table_type == "COPY_ON_WRITE"),
+        ("table_version=8 or 9", options.table_version in (8, 9)),
+        ("metadata_enable=true", options.metadata_enable),
+        ("populate_meta_fields=false", not options.populate_meta_fields),
+        ("drop_partition_columns=true", options.drop_partition_columns or not partitioned),
+        ("hive_style_partitioning=true", options.hive_style or not partitioned),
+        ("url_encode_partitions=true", options.url_encode_partitions or not partitioned),
+    ]
+    return [name for name, fits in needed if not fits]
+
+
+def table_refusal(
+    properties: Mapping[str, str], schema: pa.Schema, partition_by: Sequence[str]
+) -> str | None:
+    """Why a table created with ``properties`` (``ADOPTION_PROPERTIES`` under the caller's),
+    ``schema`` and ``partition_by`` cannot adopt another format's Parquet files as they are
+    (None: it can). Checked before the table is created: options that undo what adoption
+    needs (Delta's files hold no meta fields and no partition columns, and are listed only
+    through the metadata table), and partition columns whose values do not read back from
+    path text (timestamps: a path holds no time zone)."""
+    try:
+        options = CreateOptions.parse(properties, "adopting")
+    except ValueError:
+        return None  # creation refuses bad options itself, before any IO
+    wrong = _unfit(options, bool(partition_by))
+    if wrong:
+        return (
+            "a Hudi table over another format's files in place needs "
+            f"{', '.join(wrong)} (Delta's files hold no _hoodie_* meta fields and no "
+            "partition columns, and are listed only in the metadata table): leave these "
+            "out of target_properties"
+        )
+    fields = tuple(partition_by)
+    if fields and prunable_partition_columns(adopting_config(fields), schema) != fields:
+        kinds = ", ".join(f"{f} {schema.field(f).type}" for f in fields if f in schema.names)
+        return (
+            f"Hudi readers take partition values from the path, and the partition columns "
+            f"({kinds}) do not read back from path text (time zones, a key generator)"
+        )
+    return None
 
 
 def ensure_adoptable(config: TableConfig) -> None:
