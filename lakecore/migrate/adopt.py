@@ -157,9 +157,10 @@ class Adoption:
     """The target format's ``held_refusal``, if it has one (not cached: the table moves)."""
     table_refusal: TableRefusal | None = None
     """The target format's ``adoption_table_refusal``, if it has one."""
-    _reasons: dict[str, str | None] = field(default_factory=dict)
-    """Why the unit of each path examined cannot be adopted (None: it can); footers are
-    read once per run."""
+    _footers: dict[tuple[str, str, int], str | None] = field(default_factory=dict)
+    """What the footer of each (path, partition values, schema hash) examined says against
+    adopting it (None: nothing); footers are read once per run. Only the footer is cached:
+    a later version may give the same path deletes (a deletion vector) or other files."""
 
     def check(
         self,
@@ -244,16 +245,14 @@ class Adoption:
         values = units.column(fi.PARTITION).to_pylist() if fi.PARTITION in columns else None
         out: list[str | None] = []
         for i, path in enumerate(paths):
-            if path not in self._reasons:
-                self._reasons[path] = self._reason(
-                    path,
-                    lists[i] if lists is not None else None,
-                    deletes[i] if deletes is not None else None,
-                    (values[i] or {}) if values is not None else {},
-                    schema,
-                    partitions,
-                )
-            reason = self._reasons[path]
+            reason = self._reason(
+                path,
+                lists[i] if lists is not None else None,
+                deletes[i] if deletes is not None else None,
+                (values[i] or {}) if values is not None else {},
+                schema,
+                partitions,
+            )
             if reason is None and target is not None and self.held_refusal is not None:
                 reason = self.held_refusal(path, target)
             out.append(reason)
@@ -287,7 +286,10 @@ class Adoption:
             reason = self.target_refusal(path, partition, partitions, schema)
             if reason is not None:
                 return reason
-        return self._footer_reason(path, partition, schema, partitions)
+        key = (path, repr(sorted(partition.items())), hash(schema))
+        if key not in self._footers:
+            self._footers[key] = self._footer_reason(path, partition, schema, partitions)
+        return self._footers[key]
 
     def _footer_reason(
         self,

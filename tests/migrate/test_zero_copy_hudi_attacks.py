@@ -252,15 +252,6 @@ def test_target_properties_unfit_for_adoption_are_refused_before_creating(
     every_version_reads_as_delta(root, report)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Adoption._reasons (lakecore/migrate/adopt.py) caches a file's adoptability by path "
-    "for the whole run: with history=True, a later Delta version that adds a deletion vector "
-    "to a file an earlier version added is not refused by the migration (the cached 'no "
-    "reason' of the plain file is reused); the Hudi side then refuses it with "
-    "InvalidArgumentError 'it already is a file of the table' instead of a MigrationError "
-    "naming the row-level deletes (the incremental run, with a fresh cache, names them)",
-)
 def test_a_deletion_vector_added_later_is_refused_as_row_level_deletes(tmp_path: Path) -> None:
     from tests.migrate.test_zero_copy_hudi import SCHEMA
 
