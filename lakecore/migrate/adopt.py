@@ -322,12 +322,16 @@ class Adoption:
                 return f"it stores column {f.name!r} as {kind}, not the target's {f.type}"
         for name, values in held.items():
             want = partition.get(name)
-            if values != {want}:
+            if values != {want} and not (_is_nan(want) and all(map(_is_nan, values))):
                 return (
                     f"it stores partition column {name!r} with values {sorted(map(str, values))}"
                     f" other than its partition value {want!r}"
                 )
         return None
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and value != value
 
 
 def same_type(stored: pa.DataType, wanted: pa.DataType) -> bool:

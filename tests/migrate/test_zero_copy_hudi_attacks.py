@@ -180,13 +180,6 @@ def test_a_fault_after_claiming_the_instant_leaves_nothing_pending_after_a_rerun
     assert pending_instants(root) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="path_refusal (plugins/lakecore_hudi/write/adopt.py) compares the path's parsed "
-    "values with Delta's by ==, so a double partition value NaN ('p=NaN', which the Hudi "
-    "reader reads back as NaN) is refused with the self-contradicting 'names partition values "
-    "{'p': nan}, not {'p': nan}'",
-)
 def test_a_nan_partition_value_is_adopted(tmp_path: Path) -> None:
     root = tmp_path / "t"
     data = pa.table({"id": [1, 2], "p": pa.array([float("nan"), 1.5], pa.float64())})

@@ -251,9 +251,17 @@ def path_refusal(
         return f"its directory {partition!r} is not a partition path of {list(fields)}"
     found = parsed.to_pylist()[0]
     wanted = {f: value.get(f) for f in fields}
-    if found != wanted:
+    if not all(_same_value(found.get(f), wanted[f]) for f in fields):
         return f"its directory {partition!r} names partition values {found}, not {wanted}"
     return None
+
+
+def _same_value(found: Any, wanted: Any) -> bool:
+    """Whether a value parsed from a path is the value wanted; NaN (a path may say
+    ``NaN``) is itself."""
+    if isinstance(found, float) and isinstance(wanted, float) and found != found:
+        return wanted != wanted
+    return bool(found == wanted)
 
 
 def held_refusal(state: HudiState, path: str) -> str | None:
