@@ -316,6 +316,14 @@ class Adoption:
                     "target reads columns by name"
                 )
             if f.name not in stored.names:
+                cased = [n for n in stored.names if n.lower() == f.name.lower()]
+                if cased:
+                    # Spark and lakecore's Delta reader match such a column by name case-
+                    # insensitively, readers of the target by exact name (nulls).
+                    return (
+                        f"it stores column {f.name!r} as {cased[0]!r} (another case); the "
+                        "target reads columns by their exact name"
+                    )
                 continue  # a column added later: readers of the target read it as null
             kind = stored.field(f.name).type
             if not same_type(kind, f.type):

@@ -150,16 +150,6 @@ def test_a_file_named_like_a_hudi_base_file_is_adopted_readably(tmp_path: Path) 
         pytest.fail(f"migrate failed after committing: {exc!r}; completed {hudi_instants(root)}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a storage fault right after the adoption's replacecommit.requested is written "
-    "(the put landed, the call failed) leaves that instant pending with a live heartbeat: "
-    "claim_instant/start_adoption (plugins/lakecore_hudi/write/planned.py, write/adopt.py) "
-    "do not withdraw the claim, and the immediate re-run (which completes) does not roll it "
-    "back, so a pending replacecommit stays on the timeline after a successful re-run, until "
-    "its heartbeat file expires (2 min by default) and a later writer rolls it back (it "
-    "also holds the first Delta version's time, so the re-run replays at the clock's time)",
-)
 def test_a_fault_after_claiming_the_instant_leaves_nothing_pending_after_a_rerun(
     tmp_path: Path,
 ) -> None:
@@ -294,14 +284,6 @@ def test_reading_without_the_metadata_table_does_not_lose_adopted_rows(tmp_path:
     assert got == want
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Delta file storing a column under another case ('ID' for the table's 'id') is "
-    "adopted as if the column were missing (adopt._footer_reason: 'not in stored.names' means "
-    "'a column added later'), so the Hudi side reads nulls where lakecore's Delta reader (which "
-    "matches names case-insensitively, as Spark does) reads the values; deltalake reads nulls "
-    "too. Expected: refused, or the same rows as lakecore's Delta reader",
-)
 def test_a_column_stored_under_another_case_keeps_its_values(tmp_path: Path) -> None:
     root = tmp_path / "t"
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])

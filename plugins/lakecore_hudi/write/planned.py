@@ -8,6 +8,7 @@ writer dies the next writer rolls it back.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from lakecore.errors import CommitConflictError, CommitError
 from lakecore.storage import Storage
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.instants import REQUESTED
 from lakecore_hudi.timeline.lifecycle import new_instant_time, write_requested
 from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.write.heartbeat import beat, stop
@@ -123,6 +125,11 @@ def claim_instant(
             if at is not None:
                 raise CommitError(f"instant time {at} was claimed by another writer") from None
             continue  # another writer took this instant time: pick a later one
+        except BaseException:
+            # The put may have landed though the call failed: withdraw the claim, or it
+            # would stay pending (with a live heartbeat) after a re-run that succeeds.
+            _withdraw(storage, config, action, ts, heartbeat)
+            raise
         again = load_timeline(storage, config)
         if any(i.timestamp == ts and i.file_name != mine.file_name for i in again.instants):
             storage.delete(again.path_of(mine))  # a writer without the lock took it too
@@ -133,6 +140,19 @@ def claim_instant(
             continue
         return ts
     raise CommitConflictError(f"could not start a {action}: other writers keep taking instants")
+
+
+def _withdraw(storage: Storage, config: TableConfig, action: str, ts: str, heartbeat: bool) -> None:
+    """Delete the requested file of a claim whose write failed, if it landed, and stop its
+    heartbeat; best effort (the claim's own error is the one to report)."""
+    with contextlib.suppress(Exception):
+        timeline = load_timeline(storage, config)
+        for instant in timeline.instants:
+            if instant.timestamp == ts and instant.action == action and instant.state == REQUESTED:
+                storage.delete(timeline.path_of(instant))
+    if heartbeat:
+        with contextlib.suppress(Exception):
+            stop(storage, ts)
 
 
 def _check_later(timeline: Timeline, at: str) -> None:
