@@ -14,6 +14,7 @@ from lakecore.boundary import public_api
 from lakecore.errors import (
     ConstraintViolationError,
     InvalidArgumentError,
+    LakecoreError,
     StorageError,
     UnsupportedFeatureError,
 )
@@ -487,9 +488,32 @@ class Table:
                 "shared-table-root",
                 f"{self.uri} also holds a {' and a '.join(others)} table over the same data "
                 f"files (a migration in place): {operation} would delete the files this "
-                f"{self.format} table does not reference, which that table still uses. Clean "
-                f"up through the {' or '.join(others)} table's own maintenance instead",
+                f"{self.format} table does not reference, which that table still uses. "
+                + self._shared_root_advice(others),
             )
+
+    def _shared_root_advice(self, others: list[str]) -> str:
+        """What reclaims space at a root shared with ``others`` (a migration in place): the
+        migration's source owns the data files; the target's own cleanup may be refused."""
+        from lakecore.migrate.state import find_state
+
+        try:
+            state = find_state(self.history())
+        except LakecoreError:
+            state = None
+        if state is not None:  # this table is the migration's target
+            return (
+                f"Clean up through the {state.source_format} table (the migration's source) "
+                "with its own maintenance, then migrate again"
+            )
+        return (
+            f"This {self.format} table is the source the {' and '.join(others)} table "
+            f"adopted in place, whose own cleanup is refused too: reclaim space with the "
+            f"{self.format} format's own engine outside lakecore (its vacuum deletes only "
+            "files this table removed and skips the other table's metadata directories; "
+            f"the {' and '.join(others)} table's versions older than it can then no longer "
+            "be read)"
+        )
 
     def restore(self, version: int | str) -> WriteResult:
         """Commit a new version whose rows are those of ``version`` (the files it brings back

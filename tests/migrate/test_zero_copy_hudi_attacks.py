@@ -305,14 +305,6 @@ def test_a_column_stored_under_another_case_keeps_its_values(tmp_path: Path) -> 
     adopts_or_refuses_cleanly(root, want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after Delta -> Hudi in place, lakecore's Delta vacuum is refused telling the user "
-    "to 'clean up through the hudi table's own maintenance instead' (Table._ensure_sole_format"
-    ", lakecore/table.py), but Hudi clean is refused on adopting tables "
-    "(shared-table-root): the advice leads to a second refusal and lakecore offers no way to "
-    "reclaim space (docs/migration.md names Delta's VACUUM as the way for this direction)",
-)
 def test_the_vacuum_refusal_points_to_an_operation_that_works(tmp_path: Path) -> None:
     root = tmp_path / "t"
     delta_table(root)
