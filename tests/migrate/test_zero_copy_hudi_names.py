@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-import lakecore
-from lakecore.errors import MigrationError
 from lakecore_hudi.listing import parse_external_name
 from lakecore_hudi.mdt.files_records import external_file_name
 from lakecore_hudi.write.adopt import name_refusal
+
+import lakecore
+from lakecore.errors import MigrationError
 from tests.migrate.test_zero_copy_hudi import delta_files, delta_table, hudi_rows
 from tests.migrate.test_zero_copy_hudi_attacks import delta_with_files, hudi_instants, rows
 
