@@ -641,7 +641,8 @@ def test_a_fault_at_every_storage_call_leaves_delta_intact_and_a_rerun_finishes(
     """A storage fault at each storage call of the migration (before the call, and after it
     reached the store for writes): a typed error, Delta's files and data files unchanged; a
     re-run migrates, after which every Delta version has a Hudi version with its rows and the
-    latest rows agree. (Pending instants left behind: see the strict xfail above.)"""
+    latest rows agree. (A claim whose requested file failed leaves nothing pending:
+    test_a_fault_after_claiming_the_instant_leaves_nothing_pending_after_a_rerun.)"""
     from lakecore.storage import open_storage
     from lakecore.testing.faults import MUTATING, FaultyStorage
 
