@@ -128,17 +128,10 @@ NTZ_HUDI_RS = (
     "hudi-rs 0.5.0 panics ('not yet implemented', avro_to_arrow/schema.rs:173) on the "
     "timestamp-without-zone columns (Avro local-timestamp-micros) of the Hudi target"
 )
-VARIANT_NULLS = (
-    "Hudi writer cannot write a null variant struct whose children are NOT NULL (pyarrow: "
-    "'metadata' declared non-nullable but contains nulls; InvalidArgumentError out of "
-    "Transaction.replace_files)"
-)
 # (table, target) -> the bug it hits (see the report of issue 12's corpus suite).
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("delta/golden__data-reader-timestamp_ntz", "hudi"): NTZ_HUDI_RS,
     ("delta/golden__data-reader-timestamp_ntz-name-mode", "hudi"): NTZ_HUDI_RS,
-    ("delta/deltars__spark-variant-checkpoint", "hudi"): VARIANT_NULLS,
-    ("delta/golden__spark-variant-checkpoint", "hudi"): VARIANT_NULLS,
     ("delta/gen__partitioned_special_chars", "hudi"): (
         "a default Hudi target (partitionpath.urlencode off, as Hudi's default) refuses a "
         "partition value containing '/' (ConstraintViolationError, after the target table "

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakecore.model.hidden_nulls import fill_hidden_nulls
 from lakecore.storage import Storage
 from lakecore_hudi.bloom import BloomSettings, footer_metadata
 from lakecore_hudi.keys import FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -147,7 +148,7 @@ def write_base_file(
     if is_lance_path(path):
         return write_lance_base_file(storage, path, records, extra)
     # Records read back from another file carry that file's footer metadata (its filter).
-    records = records.replace_schema_metadata(None)
+    records = fill_hidden_nulls(records.replace_schema_metadata(None))
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, records.schema, compression=PARQUET_COMPRESSION) as writer:
         writer.write_table(records)
