@@ -11,10 +11,18 @@ merged with the old record (the tight bound replaces it), from:
 - the ranges of the files the instant wrote (``column_stats_records.written_ranges``: for a
   log file, the instant's own blocks), and
 - the ranges of every other file of the partition's latest merged file slices before the
-  instant (Hudi reads their ``column_stats`` records; lakecore recomputes them from the files,
-  which gives the same values: footers for base files, completed blocks for log files, none
-  for Lance base files). A file group the instant writes a new base file for (a CoW update,
-  a compaction) contributes only that file; one it appends a log to keeps its slice.
+  instant, as Hudi takes them, from their ``column_stats`` records in the metadata table
+  (``stored_file_ranges``: only the records of the touched partitions, through the HFiles'
+  block index, so the cost follows the partitions written, not the table). A file without
+  records there (Lance base files have none; a table without ``column_stats``) is read
+  instead: footers for base files, completed blocks for log files, none for Lance base
+  files, which gives the values the records hold. When a completed data instant is later
+  than the one recorded (a replay of history), the metadata table may hold later blocks of
+  a log file and every file is read. The instant's own ``column_stats`` records are not in
+  the metadata table yet (every generator runs before the delta commit is written), nor
+  needed: the files it wrote are never looked up. A file group the instant writes a new
+  base file for (a CoW update, a compaction) contributes only that file; one it appends a
+  log to keeps its slice (the appended log file counts with the instant's blocks only).
 
 As in Hudi, file groups a replace commit replaces still count in that commit's records (Hudi
 compares their file ids with file names, which never match), until a later write of the
@@ -49,6 +57,7 @@ from lakecore_hudi.mdt.stats_values import (
     standardize,
 )
 from lakecore_hudi.mdt.stats_wrappers import stats_payload
+from lakecore_hudi.mdt.stored_file_ranges import stored_file_ranges
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
@@ -94,10 +103,12 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
     """The ``partition_stats`` records data instant ``ctx.instant`` adds (module docstring).
 
     Lists the touched partitions' directories, reads the commit metadata of completed replace
-    commits and the footers / log blocks of the partitions' live files, in threads.
+    commits, the touched partitions' records in the metadata table's ``column_stats`` and
+    the footers / log blocks of the files without records, in threads.
 
     Raises:
-        CorruptTableError: a file or replace commit is unreadable (names it).
+        CorruptTableError: a file, metadata-table file or replace commit is unreadable
+            (names it).
         FileNotFoundError: a file the write stats or a file slice name is missing.
         UnsupportedFeatureError: a base file format other than Parquet or Lance, or an index
             ``column_stats_records.ensure_supported`` refuses.
@@ -122,11 +133,19 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
         for partition, paths in _other_files(ctx, meta, visible).items()
         for path in paths
     ]
+    kinds = schema_kinds(ctx.config, meta, columns)
+    stored = _stored_ranges(ctx, timeline, others, columns, kinds)
+
+    def ranges_of(other: tuple[str, str]) -> list[ColumnRange]:
+        partition, path = other
+        found = stored.get((partition, path.rsplit("/", 1)[-1]))
+        if found is not None:
+            return found
+        return file_ranges(ctx.storage, path, columns, visible.includes)
+
     with ThreadPoolExecutor(csr.READERS) as pool:
-        found = list(
-            pool.map(lambda o: file_ranges(ctx.storage, o[1], columns, visible.includes), others)
-        )
-    targets = schema_kinds(ctx.config, meta, columns) if version2 else {}
+        found = list(pool.map(ranges_of, others))
+    targets = kinds if version2 else {}
     out: list[dict[str, Any]] = []
     for partition, own in written.items():
         everything = list(own)
@@ -135,6 +154,25 @@ def commit_records(ctx: IndexContext) -> list[dict[str, Any]]:
                 everything.extend(ranges)
         out.extend(_partition_records(partition, everything, columns, version2, targets))
     return out
+
+
+def _stored_ranges(
+    ctx: IndexContext,
+    timeline: Timeline,
+    others: Sequence[tuple[str, str]],
+    columns: Sequence[str],
+    kinds: Mapping[str, ValueKind],
+) -> dict[tuple[str, str], list[ColumnRange]]:
+    """The ranges ``column_stats`` holds for the ``others`` (partition, path) files; {} when
+    the metadata table may hold a later state than the one before ``ctx.instant`` (a
+    completed data instant later than it: a replay of history, or a writer whose instant
+    time was overtaken), where the files are read instead."""
+    if any(i.timestamp > ctx.instant for i in timeline.completed()):
+        return {}
+    files: dict[str, list[str]] = {}
+    for partition, path in others:
+        files.setdefault(partition, []).append(path.rsplit("/", 1)[-1])
+    return stored_file_ranges(ctx.storage, ctx.config, files, columns, kinds)
 
 
 def schema_kinds(

@@ -747,17 +747,6 @@ def test_a_one_row_upsert_does_not_list_the_whole_table(
     assert len(listed) < 10, f"a one-row upsert listed {len(listed)} data files"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "partition_stats_records recomputes a touched partition's stats from the Parquet "
-        "footer of every file of its latest slices (file_ranges.base_file_ranges, one "
-        "open per file, under the commit lock): a one-row upsert into a partition of ~80 "
-        "files opens all ~80 data files; the ranges are in the column_stats partition "
-        "already (Hudi's tight-bound partition stats read them from there), so the write's "
-        "data-file reads should follow the file groups it touched"
-    ),
-)
 def test_a_one_row_upsert_does_not_read_every_footer_of_its_partition(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
