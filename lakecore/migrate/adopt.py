@@ -193,7 +193,8 @@ class Adoption:
                 advice = (
                     f"A {self.target} table that adopts another format's files takes no "
                     "rewritten ones, so mode='auto' cannot rewrite them either: migrate to "
-                    "another location (mode='rewrite')"
+                    "another location (mode='rewrite'), or first rewrite those files in the "
+                    "source (Table.optimize() rewrites the files that have row-level deletes)"
                 )
             raise MigrationError(
                 f"{len(refused)} source file(s) cannot be adopted as they are: {named}{more}. "

@@ -146,8 +146,16 @@ def test_deletion_vectors_are_refused_naming_the_file_and_nothing_is_written(
         with pytest.raises(MigrationError, match="row-level deletes") as info:
             lakecore.migrate(str(root), str(root), to="hudi", mode=mode)
         assert dv_file in str(info.value)
+        assert "Table.optimize()" in str(info.value)
         assert delta_files(root) == before
         assert not (root / ".hoodie").exists()
+
+    # The advice works: optimize rewrites the file with the deletion vector, then it adopts.
+    lakecore.open(str(root)).optimize()
+    report = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata")
+    assert report.files_rewritten == 0
+    hudi_rows = lakecore.open(str(root), format="hudi").to_arrow(columns=["id"])
+    assert hudi_rows.column("id").to_pylist() == [2]
 
 
 def test_a_file_outside_its_partition_directory_is_refused(tmp_path: Path) -> None:
