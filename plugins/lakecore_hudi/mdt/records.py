@@ -46,6 +46,7 @@ __all__ = [
     "decode_records",
     "merge_column_stats",
     "parse_schema",
+    "VALUE_TYPES",
     "unwrap_stat_value",
 ]
 
@@ -56,8 +57,7 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _NAIVE_EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_DAY = dt.date(1970, 1, 1)
 
-# Hudi's ValueType enum (hudi-common org.apache.hudi.stats.ValueType), by ordinal.
-_VALUE_TYPES = (
+VALUE_TYPES = (
     "V1",
     "NULL",
     "BOOLEAN",
@@ -80,6 +80,7 @@ _VALUE_TYPES = (
     "LOCAL_TIMESTAMP_MICROS",
     "LOCAL_TIMESTAMP_NANOS",
 )
+"""Hudi's ``ValueType`` enum (hudi-common ``org.apache.hudi.stats.ValueType``) names, by ordinal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,10 +287,10 @@ def unwrap_stat_value(wrapped: Any, value_type: Mapping[str, Any] | None) -> Any
     ordinal = value_type.get("typeOrdinal") if value_type else None
     if ordinal is None or ordinal == 0:
         return _unwrap_v1(wrapper, raw)
-    if not isinstance(ordinal, int) or not 0 <= ordinal < len(_VALUE_TYPES):
+    if not isinstance(ordinal, int) or not 0 <= ordinal < len(VALUE_TYPES):
         raise ValueError(f"unknown column stats value type ordinal {ordinal!r}")
     assert value_type is not None
-    return _unwrap_v2(_VALUE_TYPES[ordinal], raw, value_type.get("additionalInfo"))
+    return _unwrap_v2(VALUE_TYPES[ordinal], raw, value_type.get("additionalInfo"))
 
 
 def _unwrap_v1(wrapper: str, raw: Any) -> Any:

@@ -36,6 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import SchemaError
+from lakecore_hudi.mdt.records import VALUE_TYPES
 
 __all__ = [
     "NULL_KIND",
@@ -49,35 +50,7 @@ __all__ = [
     "standardize",
 ]
 
-# Hudi's ValueType enum (org.apache.hudi.stats.ValueType), by ordinal.
-_ORDINALS = {
-    name: i
-    for i, name in enumerate(
-        (
-            "V1",
-            "NULL",
-            "BOOLEAN",
-            "INT",
-            "LONG",
-            "FLOAT",
-            "DOUBLE",
-            "STRING",
-            "BYTES",
-            "FIXED",
-            "DECIMAL",
-            "UUID",
-            "DATE",
-            "TIME_MILLIS",
-            "TIME_MICROS",
-            "TIMESTAMP_MILLIS",
-            "TIMESTAMP_MICROS",
-            "TIMESTAMP_NANOS",
-            "LOCAL_TIMESTAMP_MILLIS",
-            "LOCAL_TIMESTAMP_MICROS",
-            "LOCAL_TIMESTAMP_NANOS",
-        )
-    )
-}
+_ORDINALS = {name: i for i, name in enumerate(VALUE_TYPES)}
 _BY_ORDINAL = {i: name for name, i in _ORDINALS.items()}
 
 _EPOCH_DAY = dt.date(1970, 1, 1)
