@@ -37,6 +37,7 @@ from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 
 __all__ = [
     "HFileTrailer",
+    "parse_trailer",
     "read_file_info",
     "read_hfile",
     "read_trailer",
@@ -104,10 +105,26 @@ def read_trailer(data: bytes, path: str) -> HFileTrailer:
             f"HFile {path} is truncated: {len(data)} bytes, shorter than its {TRAILER_SIZE}-byte "
             "trailer"
         )
-    raw_version = _INT.unpack_from(data, len(data) - 4)[0]
+    return parse_trailer(data[-TRAILER_SIZE:], len(data), path)[0]
+
+
+def parse_trailer(
+    tail: bytes, size: int, path: str
+) -> tuple[HFileTrailer, list[tuple[int, int | bytes]]]:
+    """Parse ``tail``, the last ``TRAILER_SIZE`` bytes of HFile ``path`` (``size`` bytes long).
+
+    Returns the trailer and all its protobuf fields (the range reader needs the data index
+    entry count and levels, which ``HFileTrailer`` leaves out).
+
+    Raises:
+        CorruptTableError: no trailer magic, an unreadable trailer or offsets outside the
+            file; the message names ``path``.
+        UnsupportedFeatureError: the file is a valid HFile of another major version.
+    """
+    raw_version = _INT.unpack_from(tail, len(tail) - 4)[0]
     major, minor = raw_version & 0x00FFFFFF, (raw_version >> 24) & 0xFF
-    start = len(data) - TRAILER_SIZE
-    if data[start : start + 8] != TRAILER_MAGIC:
+    start = size - TRAILER_SIZE
+    if tail[:8] != TRAILER_MAGIC:
         raise CorruptTableError(f"HFile {path} has no trailer magic (truncated or not an HFile)")
     if major == 2:
         raise UnsupportedFeatureError(
@@ -116,11 +133,11 @@ def read_trailer(data: bytes, path: str) -> HFileTrailer:
     if major != 3:
         raise CorruptTableError(f"HFile {path} has an unknown version {major}.{minor}")
     try:
-        length, pos = _varint(data, start + 8)
-        fields = _proto_fields(data[pos : pos + length], path)
+        length, pos = _varint(tail, 8)
+        fields = _proto_fields(tail[pos : pos + length], path)
     except IndexError as exc:
         raise CorruptTableError(f"HFile {path} has an unreadable trailer") from exc
-    if pos + length > len(data) - 4:
+    if pos + length > len(tail) - 4:
         raise CorruptTableError(f"HFile {path} has an unreadable trailer")
     codec_id = _int_field(fields, 12)
     codec_id = 2 if codec_id is None else codec_id  # absent: NONE
@@ -139,7 +156,7 @@ def read_trailer(data: bytes, path: str) -> HFileTrailer:
         raise CorruptTableError(f"HFile {path} has block offsets outside the file")
     if not trailer.load_on_open_offset <= trailer.file_info_offset < start:
         raise CorruptTableError(f"HFile {path} has a file-info offset outside the file")
-    return trailer
+    return trailer, fields
 
 
 def read_file_info(data: bytes, path: str) -> dict[bytes, bytes]:

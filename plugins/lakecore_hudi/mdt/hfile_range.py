@@ -27,20 +27,15 @@ from collections.abc import Callable, Sequence
 
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError
 from lakecore_hudi.mdt.hfile import (
-    _CODECS,
     DATA_MAGIC,
     ENCODED_DATA_MAGIC,
-    TRAILER_MAGIC,
     TRAILER_SIZE,
-    HFileTrailer,
     _file_info,
     _info_int,
     _int_field,
-    _proto_fields,
     _read_block,
     _read_cells,
-    _signed,
-    _varint,
+    parse_trailer,
     read_hfile,
 )
 
@@ -74,7 +69,8 @@ def read_prefixed_cells(
         raise CorruptTableError(
             f"HFile {path} is truncated: {size} bytes, shorter than its {TRAILER_SIZE}-byte trailer"
         )
-    trailer, count, levels = _trailer(read(size - TRAILER_SIZE, size), size, path)
+    trailer, fields = parse_trailer(read(size - TRAILER_SIZE, size), size, path)
+    count, levels = _int_field(fields, 5) or 0, _int_field(fields, 8) or 1
     if levels != 1:
         whole = read(0, size)
         return _keep(read_hfile(whole, path), prefixes), _file_info(whole, path, trailer)
@@ -115,42 +111,6 @@ def _keep(
 ) -> list[tuple[bytes, bytes]]:
     wanted = tuple(prefixes)
     return [c for c in cells if c[0].startswith(wanted)]
-
-
-def _trailer(tail: bytes, size: int, path: str) -> tuple[HFileTrailer, int, int]:
-    """(trailer, data index entry count, data index levels) from the last 4096 bytes."""
-    raw_version = struct.unpack_from(">i", tail, len(tail) - 4)[0]
-    major, minor = raw_version & 0x00FFFFFF, (raw_version >> 24) & 0xFF
-    if tail[:8] != TRAILER_MAGIC:
-        raise CorruptTableError(f"HFile {path} has no trailer magic (truncated or not an HFile)")
-    if major != 3:
-        raise UnsupportedFeatureError(
-            f"hfile-v{major}", f"HFile {path} is version {major}.{minor}; lakecore reads version 3"
-        )
-    try:
-        length, pos = _varint(tail, 8)
-        fields = _proto_fields(tail[pos : pos + length], path)
-    except IndexError as exc:
-        raise CorruptTableError(f"HFile {path} has an unreadable trailer") from exc
-    codec_id = _int_field(fields, 12)
-    codec_id = 2 if codec_id is None else codec_id
-    if not 0 <= codec_id < len(_CODECS):
-        raise CorruptTableError(f"HFile {path} names unknown compression codec {codec_id}")
-    trailer = HFileTrailer(
-        major_version=major,
-        minor_version=minor,
-        file_info_offset=_int_field(fields, 1) or 0,
-        load_on_open_offset=_int_field(fields, 2) or 0,
-        entry_count=_int_field(fields, 7),
-        first_data_block_offset=_signed(_int_field(fields, 9) or 0),
-        codec=_CODECS[codec_id],
-    )
-    start = size - TRAILER_SIZE
-    if not -1 <= trailer.first_data_block_offset <= trailer.load_on_open_offset <= start:
-        raise CorruptTableError(f"HFile {path} has block offsets outside the file")
-    if not trailer.load_on_open_offset <= trailer.file_info_offset < start:
-        raise CorruptTableError(f"HFile {path} has a file-info offset outside the file")
-    return trailer, _int_field(fields, 5) or 0, _int_field(fields, 8) or 1
 
 
 def _root_entries(payload: bytes, count: int, path: str) -> list[tuple[int, int, bytes]]:
