@@ -31,6 +31,7 @@ from lakecore_hudi.mdt.record_schema import metadata_record_schema, metadata_rec
 
 __all__ = [
     "PAYLOAD_FIELDS",
+    "blank_record",
     "delete_block",
     "encode_record_cells",
     "is_deletion",
@@ -46,11 +47,27 @@ PAYLOAD_FIELDS = (
     "SecondaryIndexMetadata",
 )
 """The payload fields of ``HoodieMetadataRecord``: one is set per record type."""
+_META_FIELDS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
 
 
 @functools.lru_cache(maxsize=4)
 def _parsed(table_version: int) -> Any:
     return fastavro.parse_schema(metadata_record_schema(table_version))
+
+
+def blank_record(key: str, record_type: int) -> dict[str, Any]:
+    """A record of ``record_type`` for ``key`` with every meta and payload field None: a
+    deletion of ``key`` until the caller sets its payload."""
+    record: dict[str, Any] = dict.fromkeys(_META_FIELDS)
+    record.update(key=key, type=record_type)
+    record.update(dict.fromkeys(PAYLOAD_FIELDS))
+    return record
 
 
 def is_deletion(record: Mapping[str, Any]) -> bool:

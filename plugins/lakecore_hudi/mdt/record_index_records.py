@@ -42,6 +42,7 @@ from lakecore.errors import UnsupportedFeatureError
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.mdt.group_changes import group_changes
 from lakecore_hudi.mdt.index_context import IndexContext
+from lakecore_hudi.mdt.record_codec import blank_record
 from lakecore_hudi.mdt.record_index import (
     MISSING_FILE_INDEX,
     RECORD_INDEX,
@@ -72,14 +73,6 @@ DEFAULT_FILE_GROUPS = 10
 """File groups Hudi gives a new record index (its ``record.index.min.filegroup.count``)."""
 UUID_ENCODING = 0
 RAW_ENCODING = 1
-_META = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
-_PAYLOADS = ("filesystemMetadata", "BloomFilterMetadata", "ColumnStatsMetadata")
 
 
 def ensure_supported(index_defs: Mapping[str, Any]) -> None:
@@ -177,19 +170,12 @@ def location_record(key: str, partition: str, file_id: str, instant_ms: int) -> 
         "fileIdEncoding": encoding,
         "position": None,
     }
-    return {**_empty(key), "recordIndexMetadata": info}
+    return {**blank_record(key, RECORD_TYPE), "recordIndexMetadata": info}
 
 
 def deletion(key: str) -> dict[str, Any]:
     """The record deleting ``key`` from the index (no payload: a DELETE-block entry)."""
-    return {**_empty(key), "recordIndexMetadata": None}
-
-
-def _empty(key: str) -> dict[str, Any]:
-    record: dict[str, Any] = dict.fromkeys(_META)
-    record.update(key=key, type=RECORD_TYPE, SecondaryIndexMetadata=None)
-    record.update(dict.fromkeys(_PAYLOADS))
-    return record
+    return blank_record(key, RECORD_TYPE)
 
 
 def _uuid_parts(file_id: str) -> tuple[int, int, int] | None:

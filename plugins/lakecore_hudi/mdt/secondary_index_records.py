@@ -48,6 +48,7 @@ from lakecore.errors import UnsupportedFeatureError
 from lakecore_hudi.keys import RECORD_KEY
 from lakecore_hudi.mdt.group_changes import group_changes, is_compaction, table_schema
 from lakecore_hudi.mdt.index_context import IndexContext
+from lakecore_hudi.mdt.record_codec import blank_record
 from lakecore_hudi.mdt.record_index import ensure_keys_fit, is_deleted
 
 __all__ = [
@@ -80,14 +81,6 @@ DEFAULT_FILE_GROUPS = 10
 NULL = "\0"
 ESCAPE = "\\"
 SEPARATOR = "$"
-_META = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
-_PAYLOADS = ("filesystemMetadata", "BloomFilterMetadata", "ColumnStatsMetadata")
 
 
 def partition_name(index_name: str) -> str:
@@ -175,19 +168,12 @@ def merge(older: dict[str, Any] | None, newer: dict[str, Any]) -> dict[str, Any]
 
 def entry(key: str) -> dict[str, Any]:
     """The live record of index key ``key``."""
-    return {**_empty(key), "SecondaryIndexMetadata": {"isDeleted": False}}
+    return {**blank_record(key, RECORD_TYPE), "SecondaryIndexMetadata": {"isDeleted": False}}
 
 
 def deletion(key: str) -> dict[str, Any]:
     """The record deleting index key ``key`` (no payload: a DELETE-block entry)."""
-    return _empty(key)
-
-
-def _empty(key: str) -> dict[str, Any]:
-    record: dict[str, Any] = dict.fromkeys(_META)
-    record.update(key=key, type=RECORD_TYPE, recordIndexMetadata=None, SecondaryIndexMetadata=None)
-    record.update(dict.fromkeys(_PAYLOADS))
-    return record
+    return blank_record(key, RECORD_TYPE)
 
 
 def source_field(index_defs: Mapping[str, Any], partition: str) -> str:
