@@ -11,7 +11,6 @@ and ``hudi_records_at`` returns what Hudi wrote into an index partition for that
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +36,7 @@ from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.write.changes import SliceRows
 
 from lakecore.storage import FileInfo, Storage, open_storage
+from tests.hudi.write.mdt_stats_checks import index_defs
 
 _INSTANT = re.compile(r"^(\d{14,17})[._]")
 
@@ -98,14 +98,6 @@ class CutTimelineStorage:
 
     def delete(self, path: str) -> None:
         raise AssertionError(f"replay must not delete ({path})")
-
-
-def index_defs(storage: Storage) -> dict[str, Any]:
-    try:
-        parsed: dict[str, Any] = json.loads(storage.read(".hoodie/.index_defs/index.json"))
-    except FileNotFoundError:
-        return {}
-    return parsed
 
 
 def replayable_instants(root: Path | str) -> list[tuple[str, str]]:

@@ -15,11 +15,15 @@ generator tests and for end-to-end tests of tables lakecore writes.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import io
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import fastavro
+from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.mdt import column_stats_records as csr
 from lakecore_hudi.mdt.column_stats import (
     METADATA_DIR,
@@ -33,6 +37,7 @@ from lakecore_hudi.mdt.column_stats import (
 from lakecore_hudi.mdt.file_ranges import file_ranges
 from lakecore_hudi.mdt.files_partition import is_init_instant
 from lakecore_hudi.mdt.index_context import IndexContext
+from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.mdt.stats_values import NULL_KIND, java_order_key, standardize
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import load_state
@@ -185,6 +190,50 @@ def exact(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(exact(v) for v in value)
     return value
+
+
+def comparable(record: Record) -> Record:
+    """A record without the meta fields and payloads of other partitions (all must be null)."""
+    others = {
+        k: v
+        for k, v in record.items()
+        if k not in ("key", "type", PAYLOAD, "_hoodie_file_name") and v is not None
+    }
+    assert not others, f"{record['key']}: unexpected fields {others}"
+    # exact: floats by repr, so -0.0 and 0.0 differ as they do to Hudi
+    return {"key": record["key"], "type": record["type"], PAYLOAD: exact(record[PAYLOAD])}
+
+
+@functools.lru_cache(maxsize=4)
+def metadata_schema(table_version: int) -> Any:
+    """The parsed ``HoodieMetadataRecord`` Avro schema of ``table_version``."""
+    return fastavro.parse_schema(metadata_record_schema(table_version))
+
+
+def avro_round_trip(record: Record, table_version: int, *, named: bool = False) -> Any:
+    """``record`` written with the metadata record schema of ``table_version`` and read back
+    (``named``: union values come back as ``(type name, value)`` like the generators write)."""
+    schema = metadata_schema(table_version)
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, schema, record)
+    buffer.seek(0)
+    if not named:
+        return fastavro.schemaless_reader(buffer, schema, None)
+    return fastavro.schemaless_reader(
+        buffer, schema, None, return_named_type=True, return_named_type_override=True
+    )
+
+
+def records_by_instant(root: Path, partition: str, log_glob: str) -> dict[str, dict[str, Record]]:
+    """Instant -> key -> record of every HFile data block in metadata partition ``partition``'s
+    log files matching ``log_glob``, as Hudi wrote them."""
+    out: dict[str, dict[str, Record]] = {}
+    for path in sorted((root / ".hoodie/metadata" / partition).glob(log_glob)):
+        for block in read_log_blocks(path.read_bytes(), str(path)):
+            if block.block_type == BlockType.HFILE_DATA and block.instant_time:
+                records = out.setdefault(block.instant_time, {})
+                records.update({r.key: {**r.record, "key": r.key} for r in _block_records(block)})
+    return out
 
 
 def _payload(record: Mapping[str, Any]) -> Any:

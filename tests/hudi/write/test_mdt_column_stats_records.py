@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import io
 import math
 import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -29,7 +27,6 @@ from lakecore_hudi.mdt.column_stats import _metadata_config as mdt_config
 from lakecore_hudi.mdt.file_groups import file_group_index
 from lakecore_hudi.mdt.file_ranges import _read_bounds, base_file_ranges, log_file_ranges
 from lakecore_hudi.mdt.index_context import IndexContext
-from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.mdt.stats_keys import column_stats_key, partition_stats_key, xxh64
 from lakecore_hudi.mdt.stats_values import (
     ColumnRange,
@@ -45,10 +42,12 @@ from tests.corpus import CORPUS
 
 from .mdt_stats_checks import (
     assert_column_stats_match_files,
-    exact,
+    avro_round_trip,
+    comparable,
     index_defs,
     instant_contexts,
     live_records,
+    records_by_instant,
     replayed_records,
 )
 
@@ -82,25 +81,13 @@ def test_corpus_has_the_column_stats_tables() -> None:
     ]
 
 
-def _comparable(record: dict[str, Any]) -> dict[str, Any]:
-    """A record without the meta fields and payloads of other partitions (all must be null)."""
-    others = {
-        k: v
-        for k, v in record.items()
-        if k not in ("key", "type", PAYLOAD, "_hoodie_file_name") and v is not None
-    }
-    assert not others, f"{record['key']}: unexpected fields {others}"
-    # exact: floats by repr, so -0.0 and 0.0 differ as they do to Hudi
-    return {"key": record["key"], "type": record["type"], PAYLOAD: exact(record[PAYLOAD])}
-
-
 @pytest.mark.parametrize("root", TABLES, ids=lambda p: p.name)
 def test_records_equal_hudis_live_records(root: Path) -> None:
     live = live_records(root, csr.PARTITION, csr.merge)
     mine = replayed_records(root, csr.commit_records, csr.merge)
     assert sorted(mine) == sorted(live)
     for key, record in live.items():
-        assert _comparable(mine[key]) == _comparable(record), key
+        assert comparable(mine[key]) == comparable(record), key
     assert len(live) >= 9
 
 
@@ -114,25 +101,15 @@ def test_every_instant_record_equals_hudis_log_block() -> None:
     records of that instant's metadata log blocks."""
     instants = 0
     for root in TABLES:
-        written = _records_by_instant(root)
+        written = records_by_instant(root, csr.PARTITION, ".col-stats-*")
         for ctx in instant_contexts(root):
             mine = {r["key"]: r for r in csr.commit_records(ctx)}
             hudi = written.get(ctx.instant, {})
             assert sorted(mine) == sorted(hudi), (root.name, ctx.instant)
             for key, record in hudi.items():
-                assert _comparable(mine[key]) == _comparable(record)
+                assert comparable(mine[key]) == comparable(record)
             instants += 1
     assert instants == 34
-
-
-def _records_by_instant(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for path in sorted((root / ".hoodie/metadata/column_stats").glob(".col-stats-*")):
-        for block in read_log_blocks(path.read_bytes(), str(path)):
-            if block.block_type == BlockType.HFILE_DATA and block.instant_time:
-                records = out.setdefault(block.instant_time, {})
-                records.update({r.key: {**r.record, "key": r.key} for r in _block_records(block)})
-    return out
 
 
 def _file_group_records(root: Path, partition: str) -> dict[int, list[str]]:
@@ -168,17 +145,11 @@ def test_routing_puts_each_record_in_its_file_group() -> None:
 @pytest.mark.parametrize("root", TABLES, ids=lambda p: p.name)
 def test_records_round_trip_through_the_avro_schema(root: Path) -> None:
     version = read_table_config(open_storage(str(root))).table_version
-    schema = fastavro.parse_schema(metadata_record_schema(version))
     records = [r for ctx in instant_contexts(root) for r in csr.commit_records(ctx)]
     assert records
     for record in records:
-        buffer = io.BytesIO()
-        fastavro.schemaless_writer(buffer, schema, record)
-        buffer.seek(0)
-        back = fastavro.schemaless_reader(
-            buffer, schema, None, return_named_type=True, return_named_type_override=True
-        )
-        assert _comparable(back) == _comparable(record)
+        back = avro_round_trip(record, version, named=True)
+        assert comparable(back) == comparable(record)
 
 
 def _mdt_compactions(root: Path) -> list[str]:
@@ -219,7 +190,7 @@ def test_merge_reproduces_hudis_metadata_compaction() -> None:
                 }
                 assert sorted(written) == sorted(expected)
                 for key, record in written.items():
-                    assert _comparable(record) == _comparable(expected[key])  # type: ignore[arg-type]
+                    assert comparable(record) == comparable(expected[key])  # type: ignore[arg-type]
                 compacted += 1
     assert compacted == 4
 

@@ -6,19 +6,16 @@ to their file group, round-trip through the Avro schema and fold as Hudi folds t
 from __future__ import annotations
 
 import dataclasses
-import io
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pytest
 from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.mdt import partition_stats_records as psr
 from lakecore_hudi.mdt.column_stats import _block_records, _hfile_records, _load_timeline
 from lakecore_hudi.mdt.column_stats import _metadata_config as mdt_config
 from lakecore_hudi.mdt.file_groups import file_group_index
-from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.mdt.stats_keys import partition_stats_key
 from lakecore_hudi.mdt.stats_values import (
     NULL_KIND,
@@ -36,11 +33,14 @@ from lakecore.storage import open_storage
 from .mdt_stats_checks import (
     assert_partition_stats_bound_files,
     assert_partition_stats_match_files,
+    avro_round_trip,
+    comparable,
     instant_contexts,
     live_records,
+    records_by_instant,
     replayed_records,
 )
-from .test_mdt_column_stats_records import HUDI, PAYLOAD, _comparable, tables_with
+from .test_mdt_column_stats_records import HUDI, PAYLOAD, tables_with
 
 TABLES = tables_with(psr.PARTITION)
 
@@ -60,18 +60,8 @@ def test_records_equal_hudis_live_records(root: Path) -> None:
     mine = replayed_records(root, psr.commit_records, psr.merge)
     assert sorted(mine) == sorted(live)
     for key, record in live.items():
-        assert _comparable(mine[key]) == _comparable(record), key
+        assert comparable(mine[key]) == comparable(record), key
     assert len(live) >= 9
-
-
-def _records_by_instant(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for path in sorted((root / ".hoodie/metadata/partition_stats").glob(".partition-stats-*")):
-        for block in read_log_blocks(path.read_bytes(), str(path)):
-            if block.block_type == BlockType.HFILE_DATA and block.instant_time:
-                records = out.setdefault(block.instant_time, {})
-                records.update({r.key: {**r.record, "key": r.key} for r in _block_records(block)})
-    return out
 
 
 def test_every_instant_record_equals_hudis_log_block() -> None:
@@ -80,13 +70,13 @@ def test_every_instant_record_equals_hudis_log_block() -> None:
     groups it replaces, Lance base files count for nothing."""
     instants = records = 0
     for root in TABLES:
-        written = _records_by_instant(root)
+        written = records_by_instant(root, psr.PARTITION, ".partition-stats-*")
         for ctx in instant_contexts(root):
             mine = {r["key"]: r for r in psr.commit_records(ctx)}
             hudi = written.get(ctx.instant, {})
             assert sorted(mine) == sorted(hudi), (root.name, ctx.instant)
             for key, record in hudi.items():
-                assert _comparable(mine[key]) == _comparable(record)
+                assert comparable(mine[key]) == comparable(record)
             instants += 1
             records += len(mine)
     assert (instants, records) == (20, 332)
@@ -124,17 +114,11 @@ def test_routing_puts_each_record_in_its_file_group() -> None:
 @pytest.mark.parametrize("root", TABLES, ids=lambda p: p.name)
 def test_records_round_trip_through_the_avro_schema(root: Path) -> None:
     version = read_table_config(open_storage(str(root))).table_version
-    schema = fastavro.parse_schema(metadata_record_schema(version))
     records = [r for ctx in instant_contexts(root) for r in psr.commit_records(ctx)]
     assert records
     for record in records:
-        buffer = io.BytesIO()
-        fastavro.schemaless_writer(buffer, schema, record)
-        buffer.seek(0)
-        back = fastavro.schemaless_reader(
-            buffer, schema, None, return_named_type=True, return_named_type_override=True
-        )
-        assert _comparable(back) == _comparable(record)
+        back = avro_round_trip(record, version, named=True)
+        assert comparable(back) == comparable(record)
 
 
 def test_merge_reproduces_hudis_metadata_compaction() -> None:
@@ -162,7 +146,7 @@ def test_merge_reproduces_hudis_metadata_compaction() -> None:
     for key, record in written.items():
         expected = folded[key]
         assert expected is not None
-        assert _comparable(record) == _comparable(expected)
+        assert comparable(record) == comparable(expected)
     assert len(written) == 27
 
 

@@ -14,12 +14,10 @@ a JVM at UTC-06:00. The test pins that difference exactly.
 from __future__ import annotations
 
 import dataclasses
-import io
 import re
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pytest
 from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
 from lakecore_hudi.mdt import record_index_records as ri
@@ -32,7 +30,6 @@ from lakecore_hudi.mdt.record_index import (
     record_location,
     record_locations,
 )
-from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.metadata import CommitMetadata
 
@@ -49,6 +46,7 @@ from tests.hudi.write.mdt_index_checks import (
     replayable_instants,
     table_records,
 )
+from tests.hudi.write.mdt_stats_checks import avro_round_trip
 
 HUDI = CORPUS / "hudi"
 TABLES = sorted(
@@ -157,13 +155,9 @@ def test_records_round_trip_through_the_metadata_schema() -> None:
     count = 0
     for name in TABLES:
         version = read_table_config(open_storage(str(HUDI / name))).table_version
-        schema = fastavro.parse_schema(metadata_record_schema(version))
         for _, records in _replayed(name):
             for record in records:
-                out = io.BytesIO()
-                fastavro.schemaless_writer(out, schema, record)
-                out.seek(0)
-                assert fastavro.schemaless_reader(out, schema, None) == record
+                assert avro_round_trip(record, version) == record
                 count += 1
     assert count == 85
 

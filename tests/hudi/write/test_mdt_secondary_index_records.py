@@ -13,16 +13,13 @@ index must be the tables' rows; the records fastavro round-trips.
 from __future__ import annotations
 
 import dataclasses
-import io
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pytest
 from lakecore_hudi.mdt import secondary_index_records as si
 from lakecore_hudi.mdt.column_stats import METADATA_DIR, _hfile_records
 from lakecore_hudi.mdt.record_index import read_index_partition
-from lakecore_hudi.mdt.record_schema import metadata_record_schema
 from lakecore_hudi.table_config import read_table_config
 
 from lakecore.errors import UnsupportedFeatureError
@@ -31,11 +28,11 @@ from tests.corpus import CORPUS
 from tests.hudi.write.mdt_index_checks import (
     assert_secondary_index_matches_table,
     hudi_records_at,
-    index_defs,
     replay_context,
     replayable_instants,
     secondary_partitions,
 )
+from tests.hudi.write.mdt_stats_checks import avro_round_trip, index_defs
 
 HUDI = CORPUS / "hudi"
 TABLES = sorted(
@@ -131,12 +128,8 @@ def test_routing_by_table_version() -> None:
 def test_records_round_trip_through_the_metadata_schema() -> None:
     count = 0
     for version in (8, 9):
-        schema = fastavro.parse_schema(metadata_record_schema(version))
         for record in (si.entry("v$k"), si.deletion("v$k"), si.entry("\0$k")):
-            out = io.BytesIO()
-            fastavro.schemaless_writer(out, schema, record)
-            out.seek(0)
-            assert fastavro.schemaless_reader(out, schema, None) == record
+            assert avro_round_trip(record, version) == record
             count += 1
     assert count == 6
 
