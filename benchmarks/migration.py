@@ -449,12 +449,17 @@ def tables(result: dict[str, Any]) -> str:
 
 
 def write_docs(result: dict[str, Any]) -> None:
+    replace_docs_section(START, END, tables(result))
+
+
+def replace_docs_section(start: str, end: str, body: str) -> None:
+    """Put ``body`` between the markers ``start`` and ``end`` of docs/performance.md."""
     text = DOCS.read_text()
-    if START not in text or END not in text:
-        raise SystemExit(f"{DOCS} has no {START} ... {END} section")
-    before, rest = text.split(START, 1)
-    after = rest.split(END, 1)[1]
-    DOCS.write_text(before + START + "\n" + tables(result) + "\n" + END + after)
+    if start not in text or end not in text:
+        raise SystemExit(f"{DOCS} has no {start} ... {end} section")
+    before, rest = text.split(start, 1)
+    after = rest.split(end, 1)[1]
+    DOCS.write_text(before + start + "\n" + body + "\n" + end + after)
 
 
 def main() -> None:

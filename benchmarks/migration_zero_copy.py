@@ -49,22 +49,22 @@ import pyarrow.compute as pc
 import lakecore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from migration import DATA, ROWS_PER_BASE_FILE, _cached, _hudi_rows, hudi_table
+from migration import (
+    DATA,
+    ROWS_PER_BASE_FILE,
+    _cached,
+    _hudi_rows,
+    hudi_table,
+    loadavg,
+    log,
+    replace_docs_section,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-DOCS = ROOT / "docs" / "performance.md"
 START, END = "<!-- migration-zero-copy:start -->", "<!-- migration-zero-copy:end -->"
 PARTITIONS_PER_APPEND = 2_500
 METADATA_DIRS = (".hoodie", "_delta_log", "_lakecore_migration")
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def loadavg() -> float:
-    return round(os.getloadavg()[0], 2)
 
 
 def delta_table(files: int) -> Path:
@@ -191,12 +191,7 @@ def table(result: dict[str, Any]) -> str:
 
 
 def write_docs(result: dict[str, Any]) -> None:
-    text = DOCS.read_text()
-    if START not in text or END not in text:
-        raise SystemExit(f"{DOCS} has no {START} ... {END} section")
-    before, rest = text.split(START, 1)
-    after = rest.split(END, 1)[1]
-    DOCS.write_text(before + START + "\n" + table(result) + "\n" + END + after)
+    replace_docs_section(START, END, table(result))
 
 
 def main() -> None:
