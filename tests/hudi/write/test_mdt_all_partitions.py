@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from lakecore_hudi.mdt import maintain
@@ -35,12 +34,11 @@ from lakecore_hudi.table_config import read_table_config
 import lakecore
 from lakecore.errors import LakecoreError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.storage import open_storage
-from lakecore.table import Table
 from lakecore.testing.faults import MUTATING
 from tests.corpus import CORPUS
 from tests.hudi.test_column_stats import MDT_TABLES, _check_row
-from tests.hudi.write.helpers import copy_corpus_table, files_on_disk, hudi_rs_table
-from tests.hudi.write.test_mdt_maintain import mdt_listing
+from tests.hudi.write.helpers import copy_corpus_table, files_on_disk
+from tests.hudi.write.mdt_table_checks import check_every_partition, new_keys, operations
 from tests.reliability.faulty_ops import open_faulty
 
 Row = dict[str, Any]
@@ -51,43 +49,12 @@ def _rows(table: pa.Table) -> list[Row]:
     return sorted(data.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def _new_keys(data: pa.Table, keys: list[str]) -> pa.Table:
-    """``data`` with every record key column changed so that no key exists yet."""
-    for name in keys:
-        i = data.schema.get_field_index(name)
-        column = data.column(i)
-        if pa.types.is_string(column.type):
-            changed = pc.binary_join_element_wise(column, pa.scalar("-lakecore"), "")
-        else:
-            changed = pc.add(column, pa.scalar(10**6, column.type))
-        data = data.set_column(i, data.schema.field(i), changed)
-    return data
-
-
 def _checks(root: Path) -> dict[str, int]:
     """Every check of the module docstring; returns what each checked (for the counts)."""
-    assert _rows(hudi_rs_table(root)) == _rows(lakecore.open(str(root)).to_arrow())
-    assert mdt_listing(root) == files_on_disk(root)
-    storage = open_storage(str(root))
-    partitions = read_table_config(storage).metadata_partitions
-    done = {"files": 1}
-    if "column_stats" in partitions:
-        from tests.hudi.write.mdt_stats_checks import assert_column_stats_match_files
-
+    done = check_every_partition(root)
+    if "column_stats" in done:
+        done["column_stats_records"] = done["column_stats"]
         done["column_stats"] = _column_stats_match_footers(root)
-        done["column_stats_records"] = assert_column_stats_match_files(root)
-    if "partition_stats" in partitions:
-        from tests.hudi.write.mdt_stats_checks import assert_partition_stats_match_files
-
-        done["partition_stats"] = assert_partition_stats_match_files(root)
-    if "record_index" in partitions:
-        from tests.hudi.write.mdt_index_checks import assert_record_index_matches_table
-
-        done["record_index"] = assert_record_index_matches_table(root)
-    if any(p.startswith("secondary_index_") for p in partitions):
-        from tests.hudi.write.mdt_index_checks import assert_secondary_index_matches_table
-
-        done["secondary_index"] = assert_secondary_index_matches_table(root)
     return done
 
 
@@ -114,32 +81,6 @@ def _column_stats_match_footers(root: Path) -> int:
         assert known > 0 and unknown == 0, path
         checked += 1
     return checked
-
-
-def _operations(table: Table) -> list[tuple[str, Any]]:
-    snapshot = table.snapshot()
-    keys = snapshot.properties["hoodie.table.recordkey.fields"].split(",")
-    data = table.to_arrow()
-    data = data.drop_columns([c for c in data.column_names if c.startswith("_hoodie_")])
-    fresh = _new_keys(data.slice(0, 2), keys)
-    changed = data.slice(0, 1)
-    ordering = snapshot.properties.get("hoodie.table.precombine.field") or (
-        snapshot.properties.get("hoodie.table.ordering.fields")
-    )
-    if ordering:  # win under event-time ordering
-        i = changed.schema.get_field_index(ordering)
-        bumped = pc.add(changed.column(i), pa.scalar(1000, changed.schema.field(i).type))
-        changed = changed.set_column(i, changed.schema.field(i), bumped)
-    merge_on_read = snapshot.properties.get("hoodie.table.type") == "MERGE_ON_READ"
-    ops: list[tuple[str, Any]] = [
-        ("insert", lambda: table.append(fresh)),
-        ("upsert", lambda: table.merge(changed, on=keys).when_matched_update_all().execute()),
-        ("delete", lambda: table.merge(data.slice(1, 1), on=keys).when_matched_delete().execute()),
-    ]
-    if merge_on_read:
-        ops.append(("compact", table.compact))
-    ops.append(("clean", lambda: table.clean(retain_commits=1)))
-    return ops
 
 
 def _declared(name: str) -> tuple[str, ...]:
@@ -189,7 +130,7 @@ def _time_travel_agrees(root: Path) -> int:
 def _run_all(root: Path) -> list[str]:
     _checks(root)  # Spark's own metadata table, as found
     done = []
-    for op, run in _operations(lakecore.open(str(root))):
+    for op, run in operations(lakecore.open(str(root))):
         if op == "clean":  # before it deletes the files of older instants
             assert _time_travel_agrees(root) >= 5
         run()
@@ -276,12 +217,12 @@ def test_faults_on_a_multi_partition_metadata_commit(
     table_name, first, name = FAULT_CASES[case]
     template = copy_corpus_table(table_name, tmp_path / "template")
     for op in first:
-        dict(_operations(lakecore.open(str(template))))[op]()
+        dict(operations(lakecore.open(str(template))))[op]()
     before = _state(template)
     counting = tmp_path / "counting"
     shutil.copytree(template, counting)
     table, faulty = open_faulty(counting)
-    dict(_operations(table))[name]()
+    dict(operations(table))[name]()
     calls = list(faulty.calls)
     after = _state(counting)
     chosen = [
@@ -300,7 +241,7 @@ def test_faults_on_a_multi_partition_metadata_commit(
             faulty.arm(index, mode)
             where = f"call {index} {calls[index]} ({mode})"
             try:
-                dict(_operations(table))[name]()
+                dict(operations(table))[name]()
             except LakecoreError:
                 pass
             except BaseException as exc:  # a raw error is a failure
@@ -313,7 +254,7 @@ def test_faults_on_a_multi_partition_metadata_commit(
             data = data.drop_columns([c for c in data.column_names if c.startswith("_hoodie_")])
             table = lakecore.open(str(root))
             keys = table.snapshot().properties["hoodie.table.recordkey.fields"].split(",")
-            table.append(_new_keys(_new_keys(data.slice(2, 1), keys), keys))
+            table.append(new_keys(new_keys(data.slice(2, 1), keys), keys))
             try:
                 _checks(root)
             except AssertionError as exc:
@@ -338,6 +279,6 @@ def test_an_index_lakecore_cannot_keep_is_refused_before_any_file(
     path.write_text(json.dumps(defs))
     before = sorted((str(p), p.stat().st_size) for p in root.rglob("*"))
     with pytest.raises(UnsupportedFeatureError, match="partitioned") as caught:
-        dict(_operations(lakecore.open(str(root))))[operation]()
+        dict(operations(lakecore.open(str(root))))[operation]()
     assert caught.value.feature == "hudi-partitioned-record-index"
     assert sorted((str(p), p.stat().st_size) for p in root.rglob("*")) == before

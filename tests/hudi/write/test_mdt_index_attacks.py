@@ -41,8 +41,8 @@ from tests.hudi.write.mdt_index_checks import (
 )
 from tests.hudi.write.mdt_stats_checks import (
     assert_column_stats_match_files,
-    assert_partition_stats_match_files,
 )
+from tests.hudi.write.mdt_table_checks import check_every_partition
 from tests.hudi.write.test_mdt_maintain import mdt_listing
 
 V8_TRIPS = "mor_avro_v8_trips_8i3u1d"
@@ -75,19 +75,7 @@ def _set(table: pa.Table, column: str, values: list[Any]) -> pa.Table:
 def _checks(root: Path) -> dict[str, int]:
     """Every partition of the table's metadata table against the table (the helpers'
     checks); returns what each checked."""
-    assert _rows(hudi_rs_table(root)) == _rows(lakecore.open(str(root)).to_arrow())
-    assert mdt_listing(root) == files_on_disk(root)
-    partitions = read_table_config(open_storage(str(root))).metadata_partitions
-    done = {"files": 1}
-    if "column_stats" in partitions:
-        done["column_stats"] = assert_column_stats_match_files(root)
-    if "partition_stats" in partitions:
-        done["partition_stats"] = assert_partition_stats_match_files(root)
-    if "record_index" in partitions:
-        done["record_index"] = assert_record_index_matches_table(root)
-    if any(p.startswith("secondary_index_") for p in partitions):
-        done["secondary_index"] = assert_secondary_index_matches_table(root)
-    return done
+    return check_every_partition(root)
 
 
 def _secondary_pairs(root: Path, partition: str, column: str) -> tuple[set[Any], set[Any]]:
@@ -245,13 +233,11 @@ class Crash(BaseException):
     """A writer dying mid-operation (not an error any code path handles)."""
 
 
-@pytest.mark.parametrize("dies_in", ["record_clean", "complete"])
-def test_a_clean_that_died_leaves_no_column_stats_of_deleted_files(
-    dies_in: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _clean_dies_in(step: str, root: Path, monkeypatch: pytest.MonkeyPatch) -> pa.Table:
+    """Upsert one row and compact (so that a clean has files to delete), then run a clean
+    that dies in ``lakecore_hudi.write.clean.<step>``; returns the rows before the upsert."""
     from lakecore_hudi.write import clean
 
-    root = copy_corpus_table(V9_ROLLBACK, tmp_path)
     data = _data(root)
     upsert(lakecore.open(str(root)), _set(data.slice(0, 1), "txn_ts", [2**50]))
     lakecore.open(str(root)).compact()
@@ -260,9 +246,18 @@ def test_a_clean_that_died_leaves_no_column_stats_of_deleted_files(
         raise Crash
 
     with monkeypatch.context() as patched:
-        patched.setattr(clean, dies_in, crash)
+        patched.setattr(clean, step, crash)
         with pytest.raises(Crash):
             lakecore.open(str(root)).clean(retain_commits=1)
+    return data
+
+
+@pytest.mark.parametrize("dies_in", ["record_clean", "complete"])
+def test_a_clean_that_died_leaves_no_column_stats_of_deleted_files(
+    dies_in: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = copy_corpus_table(V9_ROLLBACK, tmp_path)
+    data = _clean_dies_in(dies_in, root, monkeypatch)
     lakecore.open(str(root)).append(_set(data.slice(0, 1), "txn_id", ["NEW"]))
     assert mdt_listing(root) == files_on_disk(root)  # the files partition is repaired
     assert assert_column_stats_match_files(root) > 0
@@ -271,21 +266,9 @@ def test_a_clean_that_died_leaves_no_column_stats_of_deleted_files(
 def test_a_clean_that_died_does_not_stop_metadata_compaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lakecore_hudi.write import clean
-
     monkeypatch.setattr(maintain, "MAX_DELTA_COMMITS", 3)
     root = copy_corpus_table(V9_ROLLBACK, tmp_path)
-    data = _data(root)
-    upsert(lakecore.open(str(root)), _set(data.slice(0, 1), "txn_ts", [2**50]))
-    lakecore.open(str(root)).compact()
-
-    def crash(*args: Any, **kwargs: Any) -> None:
-        raise Crash
-
-    with monkeypatch.context() as patched:
-        patched.setattr(clean, "complete", crash)
-        with pytest.raises(Crash):
-            lakecore.open(str(root)).clean(retain_commits=1)
+    data = _clean_dies_in("complete", root, monkeypatch)
     timeline = root / ".hoodie" / "metadata" / ".hoodie" / "timeline"
     before = {p.name for p in timeline.iterdir() if p.name.endswith(".commit")}
     for i in range(7):  # 7 delta commits: two compactions due

@@ -43,9 +43,9 @@ from lakecore_hudi.view import data_files
 import lakecore
 from lakecore.storage import open_storage
 from tests.hudi.write.helpers import CORPUS, copy_corpus_table, files_on_disk, upsert
+from tests.hudi.write.mdt_table_checks import operations
 
 from .mdt_stats_checks import exact, index_defs, live_records
-from .test_mdt_stats_e2e import _operations
 
 V8_TRIPS = "mor_avro_v8_trips_8i3u1d"
 
@@ -246,7 +246,7 @@ def test_every_commit_computes_what_the_files_give(
     root = copy_corpus_table(name, tmp_path)
     counts = _compare_every_commit(monkeypatch)
     done = []
-    for op, run in _operations(lakecore.open(str(root))):
+    for op, run in operations(lakecore.open(str(root))):
         run()
         done.append(op)
     assert done[:3] == ["insert", "upsert", "delete"]

@@ -13,12 +13,9 @@ lakecore insert, upsert, delete, compaction (MoR) and clean; after each, exactly
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from lakecore_hudi.mdt import column_stats_records as csr
 from lakecore_hudi.mdt import partition_stats_records as psr
@@ -26,8 +23,8 @@ from lakecore_hudi.table_config import read_table_config
 
 import lakecore
 from lakecore.storage import open_storage
-from lakecore.table import Table
 from tests.hudi.write.helpers import copy_corpus_table
+from tests.hudi.write.mdt_table_checks import operations
 
 from .mdt_stats_checks import (
     assert_column_stats_match_files,
@@ -38,35 +35,6 @@ from .mdt_stats_checks import (
 )
 
 PAYLOAD = "ColumnStatsMetadata"
-
-
-def _operations(table: Table) -> list[tuple[str, Callable[[], Any]]]:
-    snapshot = table.snapshot()
-    keys = snapshot.properties["hoodie.table.recordkey.fields"].split(",")
-    data = table.to_arrow()
-    data = data.drop_columns([c for c in data.column_names if c.startswith("_hoodie_")])
-    fresh = data.slice(0, 2)
-    for key in keys:  # new keys: an insert, not an update
-        i = fresh.schema.get_field_index(key)
-        values = pc.binary_join_element_wise(fresh.column(i).cast(pa.string()), "-new", "")
-        fresh = fresh.set_column(i, fresh.schema.field(i), values.cast(fresh.schema.field(i).type))
-    changed = data.slice(0, 1)
-    ordering = snapshot.properties.get("hoodie.table.precombine.field") or (
-        snapshot.properties.get("hoodie.table.ordering.fields")
-    )
-    if ordering:  # win under event-time ordering
-        i = changed.schema.get_field_index(ordering)
-        bumped = pc.add(changed.column(i), pa.scalar(1000, changed.schema.field(i).type))
-        changed = changed.set_column(i, changed.schema.field(i), bumped)
-    ops: list[tuple[str, Callable[[], Any]]] = [
-        ("insert", lambda: table.append(fresh)),
-        ("upsert", lambda: table.merge(changed, on=keys).when_matched_update_all().execute()),
-        ("delete", lambda: table.merge(data.slice(1, 1), on=keys).when_matched_delete().execute()),
-    ]
-    if snapshot.properties.get("hoodie.table.type") == "MERGE_ON_READ":
-        ops.append(("compact", table.compact))
-    ops.append(("clean", lambda: table.clean(retain_commits=1)))
-    return ops
 
 
 def _same(live: dict[str, Any], replay: dict[str, Any]) -> None:
@@ -103,7 +71,7 @@ def test_statistics_partitions_follow_lakecore_writes(name: str, tmp_path: Path)
     root = copy_corpus_table(name, tmp_path)
     checked = [_check(root, cleaned=False)]
     done = []
-    for op, run in _operations(lakecore.open(str(root))):
+    for op, run in operations(lakecore.open(str(root))):
         run()
         checked.append(_check(root, cleaned=op == "clean"))
         done.append(op)
