@@ -236,6 +236,38 @@ def records_by_instant(root: Path, partition: str, log_glob: str) -> dict[str, d
     return out
 
 
+def assert_replay_equals_live(
+    root: Path | str, partition: str, generate: Generator, merge: Merge
+) -> int:
+    """The records ``generate`` replays over the timeline equal the live records of metadata
+    partition ``partition``, key by key (``comparable``); returns how many keys."""
+    live = live_records(root, partition, merge)
+    mine = replayed_records(root, generate, merge)
+    assert sorted(mine) == sorted(live)
+    for key, record in live.items():
+        assert comparable(mine[key]) == comparable(record), key
+    return len(live)
+
+
+def assert_instants_equal_log_blocks(
+    root: Path, partition: str, log_glob: str, generate: Generator
+) -> tuple[int, int]:
+    """Per data instant, the records ``generate`` makes equal those of the instant's HFile
+    log blocks in metadata partition ``partition`` (``records_by_instant``); returns
+    (instants, records) compared."""
+    instants = records = 0
+    written = records_by_instant(root, partition, log_glob)
+    for ctx in instant_contexts(root):
+        mine = {r["key"]: r for r in generate(ctx)}
+        hudi = written.get(ctx.instant, {})
+        assert sorted(mine) == sorted(hudi), (Path(root).name, ctx.instant)
+        for key, record in hudi.items():
+            assert comparable(mine[key]) == comparable(record)
+        instants += 1
+        records += len(mine)
+    return instants, records
+
+
 def _payload(record: Mapping[str, Any]) -> Any:
     return exact(dict(record[PAYLOAD]))
 
