@@ -173,6 +173,8 @@ class TargetSide:
                 "stay ordinary columns"
             )
             partitions = ()
+        # The target format's own defaults for a migration (a format-neutral hook).
+        properties = {**dict(getattr(fmt, "migration_properties", {})), **properties}
         key = snapshot.features.record_key
         keyed = bool(key) and Capability.UPSERT in fmt.capabilities
         keyed = keyed and "record_key" not in properties

@@ -66,6 +66,10 @@ class HudiFormat:
     """Creation properties of a table that adopts another format's files in place (set in
     ``__init__`` from ``write.adopt.ADOPTION_PROPERTIES``; a migration in place creates its
     target with them)."""
+    migration_properties: Mapping[str, str] = MappingProxyType({"url_encode_partitions": "true"})
+    """Creation defaults of a migration's target (``target_properties`` override them):
+    partition values are URL-encoded in paths as Hudi's ``partitionpath.urlencode`` does, so
+    that every source value (one holding ``/`` too) has a path of its own."""
     adoption_rewrites = False
     """Whether such a table also takes rewritten files: no, lakecore's Hudi writer does not
     write tables without meta fields and partition columns (``layout.ensure_writable``)."""

@@ -132,12 +132,6 @@ NTZ_HUDI_RS = (
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("delta/golden__data-reader-timestamp_ntz", "hudi"): NTZ_HUDI_RS,
     ("delta/golden__data-reader-timestamp_ntz-name-mode", "hudi"): NTZ_HUDI_RS,
-    ("delta/gen__partitioned_special_chars", "hudi"): (
-        "a default Hudi target (partitionpath.urlencode off, as Hudi's default) refuses a "
-        "partition value containing '/' (ConstraintViolationError, after the target table "
-        "was created); with target_properties url_encode_partitions=true it migrates "
-        "(tests/migrate/test_schema.py)"
-    ),
 }
 
 
@@ -226,7 +220,7 @@ def test_corpus_table_migrates(table: SourceTable, to: str, tmp_path: Path) -> N
 
 # pair -> (cases, passed, refused, skipped, known failures)
 PAIR_COUNTS = {
-    ("delta", "hudi"): (114, 89, 5, 17, 3),
+    ("delta", "hudi"): (114, 90, 5, 17, 2),
     ("delta", "lance"): (114, 88, 9, 17, 0),
     ("hudi", "delta"): (20, 20, 0, 0, 0),
     ("hudi", "lance"): (20, 11, 9, 0, 0),

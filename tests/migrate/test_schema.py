@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lakecore
-from lakecore.errors import MigrationError
+from lakecore.errors import LakecoreError, MigrationError
 from lakecore.migrate.schema import holds, schema_change
 
 from .engines import read_with_engine, user_columns
@@ -137,22 +137,31 @@ def test_fixed_size_lists_migrate_to_hudi(tmp_path: Path) -> None:
     assert rows.to_pylist() == [{"id": 1, "v": [0.5, 1.5]}]
 
 
-def test_partition_values_with_slashes_migrate_to_hudi_with_url_encoding(tmp_path: Path) -> None:
-    """Delta escapes partition values in its paths; a Hudi target does so only with
-    url_encode_partitions (Hudi's partitionpath.urlencode): then '/' in a value migrates and
-    hudi-rs reads the source's rows."""
+@pytest.mark.parametrize("explicit", [False, True])
+def test_partition_values_with_slashes_migrate_to_hudi_with_url_encoding(
+    tmp_path: Path, explicit: bool
+) -> None:
+    """Delta escapes partition values in its paths; a Hudi migration target does so too by
+    default (url_encode_partitions, Hudi's partitionpath.urlencode): '/' in a value migrates
+    without target_properties, and hudi-rs reads the source's rows. Turned off, a value
+    holding '/' is refused."""
     from tests.corpus import CORPUS
 
     src = CORPUS / "delta" / "gen__partitioned_special_chars"
     if not src.exists():
         pytest.fail(f"corpus table {src} is not available (set LAKECORE_CORPUS)")
-    properties = {"url_encode_partitions": "true"}
+    properties = {"url_encode_partitions": "true"} if explicit else None
     lakecore.migrate(str(src), str(tmp_path / "t"), to="hudi", target_properties=properties)
     got = user_columns(read_with_engine("hudi", tmp_path / "t"))
     want = lakecore.open(str(src)).to_arrow()
     assert got.num_rows == want.num_rows == 72
     columns = sorted(want.column_names)
     assert _as_text(got, columns) == _as_text(want, columns)
+    assert (tmp_path / "t" / "a%2Fb").is_dir()
+
+    off = {"url_encode_partitions": "false"}
+    with pytest.raises(LakecoreError, match="/"):
+        lakecore.migrate(str(src), str(tmp_path / "off"), to="hudi", target_properties=off)
 
 
 def _as_text(table: pa.Table, columns: list[str]) -> list[str]:
