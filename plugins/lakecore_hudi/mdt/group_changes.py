@@ -85,11 +85,47 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
     """
     if ctx.meta is None or is_compaction(ctx):
         return []
-    written = _written(ctx.meta)
+    wanted = [RECORD_KEY, PARTITION_PATH, *columns]
+    cached = ctx.memo.get(_MEMO)
+    if cached is None or not set(columns) <= set(cached[0]):
+        # Read once for every generator of the instant: the record index and each
+        # secondary index look at the same touched groups.
+        extra = [c for c in _secondary_columns(ctx) if c not in columns]
+        cached = ctx.memo[_MEMO] = _read_changes(ctx, ctx.meta, columns, extra)
+    return [
+        GroupChange(c.partition, c.file_id, c.before.select(wanted), c.after.select(wanted))
+        for c in cached[1]
+    ]
+
+
+_MEMO = "group_changes"
+
+
+def _secondary_columns(ctx: IndexContext) -> list[str]:
+    """The one-column identity secondary indexes' columns the table declares (others are
+    refused by their generator)."""
+    definitions = ctx.index_defs.get("indexDefinitions") or {}
+    out: list[str] = []
+    for partition in ctx.config.metadata_partitions:
+        definition = definitions.get(partition)
+        if not partition.startswith("secondary_index_") or not isinstance(definition, dict):
+            continue
+        fields = list(definition.get("sourceFields") or [])
+        if len(fields) == 1 and "." not in str(fields[0]) and str(fields[0]) not in out:
+            out.append(str(fields[0]))
+    return out
+
+
+def _read_changes(
+    ctx: IndexContext, meta: CommitMetadata, columns: Sequence[str], extra: Sequence[str]
+) -> tuple[list[str], list[GroupChange]]:
+    """The touched groups before and after, holding ``columns`` and those of ``extra`` the
+    table has; with the columns read."""
+    written = _written(meta)
     replaced = {(p, fid) for p, fids in ctx.replaced.items() for fid in fids}
     groups = sorted(set(written) | replaced)
     if not groups:
-        return []
+        return list(columns), []
     timeline = load_timeline(ctx.storage, ctx.config)
     before, after = _visibility(ctx, timeline)
     ours = {path for paths in written.values() for path in paths}
@@ -99,14 +135,17 @@ def group_changes(ctx: IndexContext, columns: Sequence[str] = ()) -> list[GroupC
     completion = ctx.config.table_version >= 8
     old = {(s.partition_path, s.file_id): s for s in latest_slices(files, before, completion)}
     new = {(s.partition_path, s.file_id): s for s in latest_slices(files, after, completion)}
-    schema = _merge_columns(ctx, table_schema(ctx, [s for s in old.values()]), columns)
+    full = table_schema(ctx, [s for s in old.values()])
+    # Declared index columns the table lacks are not read (their generator refuses them).
+    columns = [*columns, *(c for c in extra if c in full.names)]
+    schema = _merge_columns(ctx, full, columns)
     wanted = [RECORD_KEY, PARTITION_PATH, *columns]
     old_slices = [old[g] for g in groups if g in old]
     new_slices = [new[g] for g in groups if g in new and g in written]
     old_rows = _reader(ctx, timeline, before, schema, old_slices, wanted)
     new_rows = _reader(ctx, timeline, after, schema, new_slices, wanted)
     empty = pa.schema([_field(schema, c) for c in wanted]).empty_table()
-    return [
+    return columns, [
         GroupChange(
             partition=group[0],
             file_id=group[1],

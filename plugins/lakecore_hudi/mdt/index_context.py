@@ -8,7 +8,7 @@ that calls them: the contract is ``notes/mdt_contract.md`` of session 7.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lakecore.storage import Storage
@@ -39,3 +39,6 @@ class IndexContext:
     replaced: Mapping[str, Sequence[str]]
     table_version: int
     index_defs: Mapping[str, Any]
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What one generator read for this instant that another may reuse (``group_changes``);
+    not copied by ``dataclasses.replace``, so a derived context starts empty."""

@@ -215,3 +215,41 @@ def test_write_gate_refuses_before_any_file(tmp_path: Path) -> None:
     path.write_text(json.dumps(defs))
     with pytest.raises(UnsupportedFeatureError, match="partitioned"):
         ensure_index_partitions_writable(storage, state.config, state.table_schema)
+
+
+def test_an_upsert_reads_its_touched_groups_once_for_every_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record index and the secondary index of one instant share one read of the touched
+    file groups (group_changes memoises it on the instant's IndexContext)."""
+    import pyarrow as pa
+    from lakecore_hudi.mdt import group_changes as gc
+
+    import lakecore
+    from tests.hudi.write.helpers import copy_corpus_table, upsert
+    from tests.hudi.write.mdt_index_checks import (
+        assert_record_index_matches_table,
+        assert_secondary_index_matches_table,
+    )
+
+    root = copy_corpus_table(V8, tmp_path)
+    calls: list[list[str]] = []
+    real = gc._read_changes
+
+    def counting(ctx: Any, meta: Any, columns: Any, extra: Any) -> Any:
+        out = real(ctx, meta, columns, extra)
+        calls.append(out[0])
+        return out
+
+    monkeypatch.setattr(gc, "_read_changes", counting)
+    table = lakecore.open(str(root))
+    data = table.to_arrow()
+    row = data.drop_columns([c for c in data.column_names if c.startswith("_hoodie_")])
+    row = row.slice(0, 1)
+    row = row.set_column(row.schema.get_field_index("rider"), "rider", pa.array(["rider-new"]))
+    ts = row.schema.get_field_index("ts")
+    row = row.set_column(ts, "ts", pa.array([row.column("ts")[0].as_py() + 1000]))
+    upsert(table, row)
+    assert calls == [["rider"]]  # one read, holding the secondary index's column
+    assert_record_index_matches_table(root)
+    assert_secondary_index_matches_table(root)
