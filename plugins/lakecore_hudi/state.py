@@ -17,6 +17,7 @@ from lakecore_hudi.archived_writes import (
     timeline_start,
     with_archived_completions,
 )
+from lakecore_hudi.as_of_instant import non_write_instant
 from lakecore_hudi.avro_schema import avro_to_arrow
 from lakecore_hudi.base_files import read_base_schema
 from lakecore_hudi.keys import META_FIELDS
@@ -92,15 +93,20 @@ def load_state(
     """Load the table at instant ``version``, at ``timestamp_ms``, or the latest.
 
     Raises ``TableNotFoundError``/``CorruptTableError`` from the config and timeline, and
-    ``VersionNotFoundError`` for an instant that is not a completed write of the table or
-    whose files were cleaned (``written_files.check_written_files``). Reads the commit
-    metadata of every visible write instant.
+    ``VersionNotFoundError`` for an instant that is not a completed instant of the table or
+    whose files were cleaned (``written_files.check_written_files``). A completed instant that
+    writes no data (clean, rollback, indexing, ...) reads as the latest write at or before it
+    (``as_of_instant``). Reads the commit metadata of every visible write instant.
     """
     config = read_table_config(storage)
     timeline = load_timeline(storage, config)
     writes = timeline.completed_write_instants()
-    archived = _archived_writes(storage, config, writes, version, timestamp_ms)
-    instant = _pick(archived.writes + writes, version, timestamp_ms, timeline)
+    cutoff = instant_text(timestamp_ms) if timestamp_ms is not None and version is None else None
+    as_of = non_write_instant(storage, config, timeline, writes, version)
+    if as_of:
+        version, cutoff = None, version
+    archived = _archived_writes(storage, config, writes, version, cutoff)
+    instant = _pick(archived.writes + writes, version, cutoff, as_of)
     upto = [
         i
         for i in archived.writes + writes
@@ -195,19 +201,21 @@ def _archived_writes(
     config: TableConfig,
     writes: Sequence[Instant],
     version: str | None,
-    timestamp_ms: int | None,
+    cutoff: str | None,
 ) -> ArchivedWrites:
     """The archived writes before the active ones when time travel asks for an older instant
     (``archived_writes``); none otherwise."""
-    cutoff = instant_text(timestamp_ms) if timestamp_ms is not None and version is None else None
     if not needs_archive(writes, version, cutoff):
         return ArchivedWrites((), {})
     return load_archived_writes(storage, config, writes[0].timestamp if writes else None)
 
 
 def _pick(
-    writes: Sequence[Instant], version: str | None, timestamp_ms: int | None, timeline: Timeline
+    writes: Sequence[Instant], version: str | None, cutoff: str | None, as_of: bool
 ) -> Instant | None:
+    """The write instant ``version`` names, the last write at or before ``cutoff``, or the
+    latest; ``as_of``: ``cutoff`` is a non-write instant, which reads as the empty table when
+    no write precedes it."""
     if version is not None:
         wanted = str(version)
         if not wanted and not writes:
@@ -218,9 +226,10 @@ def _pick(
         raise VersionNotFoundError(
             f"{wanted!r} is not a completed commit of this Hudi table (completed: {_range(writes)})"
         )
-    if timestamp_ms is not None:
-        cutoff = instant_text(timestamp_ms)
+    if cutoff is not None:
         older = [i for i in writes if i.timestamp <= cutoff]
+        if not older and as_of:
+            return None
         if not older:
             raise VersionNotFoundError(
                 f"the table has no completed commit at or before {cutoff} ({_range(writes)})"
