@@ -35,15 +35,15 @@ def missing_file(exc: BaseException) -> bool:
 
 def versions_beyond_one(target: Table, entries: list[HistoryEntry]) -> bool:
     """Whether history ``entries`` name more than one version of ``target`` (history may list
-    instants that are no version: Hudi rollbacks of commits a failed run left pending)."""
-    found = 0
+    instants that are no version: Hudi rollbacks of commits a failed run left pending, which
+    read as the write before them)."""
+    found: set[str] = set()
     for entry in entries:
         try:
-            target.snapshot(version=entry.version)
+            found.add(str(target.snapshot(version=entry.version).version))
         except VersionNotFoundError:
             continue
-        found += 1
-        if found > 1:
+        if len(found) > 1:
             return True
     return False
 

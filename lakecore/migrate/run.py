@@ -148,7 +148,7 @@ class _Run(TargetSide):
 
     def _snapshot(self, version: int | str) -> Snapshot | None:
         try:
-            return self.source.snapshot(version=version)
+            snapshot = self.source.snapshot(version=version)
         except VersionNotFoundError as exc:
             # History also lists entries that are no version (a Hudi rollback or clean
             # instant), and the oldest commits of a cleaned-up log are gone.
@@ -162,6 +162,15 @@ class _Run(TargetSide):
                 self._skipped(version, exc)  # early versions whose log files were cleaned up
                 return None
             raise
+        if str(snapshot.version) != str(version):
+            # A Hudi clean, rollback or indexing instant reads as the write before it: it has
+            # no rows of its own to translate.
+            self.notes.append(
+                f"source version {version} was skipped: it writes no data (it reads as "
+                f"version {snapshot.version})"
+            )
+            return None
+        return snapshot
 
     def _nothing_translated(self) -> bool:
         return not self.versions and self.state is None

@@ -135,7 +135,10 @@ class TargetSide:
     def _created(self, snapshot: Snapshot, properties: dict[str, str]) -> None:
         """Create the target for ``snapshot`` and remember what it is at."""
         self.target = self._create_target(snapshot, properties)
-        self.count("commits", 1)
+        # Creating a Hudi table writes hoodie.properties but no instant: only a creation that
+        # committed a version (Delta's 0, Lance's 1) counts as a commit.
+        if self.target.history(limit=1):
+            self.count("commits", 1)
         self.expected = self.target.snapshot().version
         self.mirrored = data_schema(snapshot)
 

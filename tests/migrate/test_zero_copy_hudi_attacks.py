@@ -812,7 +812,7 @@ def test_two_concurrent_migrations_leave_one_right_table(tmp_path: Path) -> None
         assert hudi_rows(root) == delta_rows(root)
         readable = []
         for entry in reversed(hudi.history()):
-            with contextlib.suppress(lakecore.errors.VersionNotFoundError):  # a rollback
+            if entry.operation != "rollback":  # a rollback reads as the write before it
                 readable.append(hudi_rows(root, str(entry.version)))
         assert readable == [delta_rows(root, v) for v in range(3)]
         again = lakecore.migrate(str(root), str(root), to="hudi", mode="metadata", history=True)
