@@ -140,13 +140,15 @@ def _continue(storage: Storage, previous: DeltaState, segment: LogSegment) -> De
     configuration = dict(metadata.get("configuration") or {})
     ensure_readable(protocol, configuration)
     physical = list(previous.adds.schema.field("partitionValues").type.names)
+    timestamp = _timestamp(storage, segment, commits, chunks, configuration)
     actions = parse_file_actions(chunks, commits, physical)
+    del chunks
     adds = reconcile(previous.adds, actions, storage.root, base_decoded=True)
     txns = dict(previous.txns)
     txns.update(_txns(actions))
     return DeltaState(
         version=segment.version,
-        timestamp=_timestamp(storage, segment, commits, chunks, configuration),
+        timestamp=timestamp,
         protocol=protocol,
         metadata=metadata,
         schema=previous.schema,
@@ -191,7 +193,9 @@ def _load_segment(storage: Storage, segment: LogSegment) -> DeltaState:
     physical = [
         physical_name(schema.field(c)) if c not in unknown else c for c in partition_columns
     ]
+    timestamp = _timestamp(storage, segment, to_read, chunks, configuration)
     actions = parse_file_actions(chunks, to_read, physical)
+    del chunks  # the raw commits (as large as the parsed actions) are not needed past here
     cp_adds = (
         read_checkpoint_adds(storage, cp_actions, physical)
         if cp_actions is not None
@@ -202,7 +206,7 @@ def _load_segment(storage: Storage, segment: LogSegment) -> DeltaState:
     txns.update(_txns(actions))
     return DeltaState(
         version=segment.version,
-        timestamp=_timestamp(storage, segment, to_read, chunks, configuration),
+        timestamp=timestamp,
         protocol=protocol,
         metadata=metadata,
         schema=schema,

@@ -164,7 +164,7 @@ def _read_stats_direct(stats: pa.ChunkedArray, schema: pa.Schema) -> pa.Table | 
         present_chunks.append(pieces[1])
     if not jobs:
         return None
-    parsed = _parse_pieces(jobs, schema)
+    parsed = _parse_pieces(_merged(jobs), schema)
     if parsed is None:
         return None
     present_all = np.concatenate(present_chunks)
@@ -173,6 +173,29 @@ def _read_stats_direct(stats: pa.ChunkedArray, schema: pa.Schema) -> pa.Table | 
     # Rows for the values with stats, null rows for the others: one take.
     rows = np.cumsum(present_all, dtype=np.int64) - 1
     return parsed.take(pa.array(rows, pa.int64(), mask=~present_all))
+
+
+def _merged(jobs: list[tuple[pa.Buffer, int]]) -> list[tuple[pa.Buffer, int]]:
+    """``jobs`` with neighbours that lie back to back in one buffer joined (up to about
+    ``_PIECE_BYTES``): the chunks of a column sliced from one parsed piece of log (the add
+    rows between commitInfo rows) would otherwise each cost one call of the JSON reader."""
+    out: list[tuple[pa.Buffer, int]] = []
+    for buffer, values in jobs:
+        if out:
+            last, count = out[-1]
+            parent, other = last.parent, buffer.parent
+            if (
+                parent is not None
+                and other is not None
+                and (parent.address, parent.size) == (other.address, other.size)
+                and last.address + last.size == buffer.address
+                and last.size + buffer.size <= _PIECE_BYTES
+            ):
+                start = last.address - parent.address
+                out[-1] = (parent.slice(start, last.size + buffer.size), count + values)
+                continue
+        out.append((buffer, values))
+    return out
 
 
 def _pieces(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from lakecore_delta.log.checkpoint import _add_runs, _adds_of, _partition_strings
+from lakecore_delta.log.checkpoint import _adds_of, _partition_strings, add_runs
 
 MAP = pa.map_(pa.string(), pa.string())
 
@@ -27,9 +27,9 @@ def _add_struct(paths: list[str | None], pvs: list[list[tuple[str, str | None]]]
         ["a"] + [None] * 100 + ["b"],  # many non-add rows: filtered instead of sliced
     ],
 )
-def test_add_runs_keep_exactly_the_adds_in_order(paths: list[str | None]) -> None:
+def testadd_runs_keep_exactly_the_adds_in_order(paths: list[str | None]) -> None:
     chunk = _add_struct(paths, [[] for _ in paths])
-    runs = _add_runs(chunk)
+    runs = add_runs(chunk)
     got = [p for run in runs for p in run.field("path").to_pylist()]
     assert got == [p for p in paths if p is not None]
 

@@ -43,3 +43,23 @@ def test_a_bad_line_in_a_later_piece_names_its_commit(
     monkeypatch.setattr(commits, "_BLOCK_SIZE", 500)
     with pytest.raises(CorruptTableError, match=path.name):
         lakecore.open(builder.uri).snapshot()
+
+
+def test_commit_adds_share_the_parsed_text(builder: DeltaTableBuilder) -> None:
+    """The add rows between other actions are handed on as slices: the stats text of a
+    large log is not copied while the parsed commits are alive (peak memory)."""
+    from lakecore_delta.log.files import commit_path, parse_log_file
+    from lakecore_delta.log.replay import commit_adds
+
+    from lakecore.storage.base import FileInfo
+
+    _log(builder)
+    chunks = [builder.commit_path(v).read_bytes() for v in range(1, 6)]
+    infos = [FileInfo(commit_path(v), len(c), 0) for v, c in zip(range(1, 6), chunks, strict=True)]
+    files = [f for f in map(parse_log_file, infos) if f is not None]
+    actions = commits.parse_file_actions(chunks, files, [])
+    adds, is_add = commit_adds(actions)
+    assert adds.num_rows == 5 * 30 == int(is_add.sum())
+    parsed = {c.field("stats").buffers()[2].address for c in actions.column("add").chunks}
+    handed = {c.buffers()[2].address for c in adds.column("stats").chunks}
+    assert handed <= parsed

@@ -57,6 +57,11 @@ def check_independent(values: list[str | None], data: st.DataObject) -> None:
     chunked = pa.chunked_array(chunks, pa.string())
     whole = parse_stats(pa.array(values, pa.string()), ARROW_FIELDS)
     assert_same_tables(parse_stats(chunked, ARROW_FIELDS), whole)
+    # Zero-copy slices of one array (as replay hands over the add rows between other
+    # actions) share its data buffer: their pieces are parsed joined.
+    one = pa.array(values, pa.string())
+    slices = pa.chunked_array([one.slice(a, b - a) for a, b in itertools.pairwise(bounds)])
+    assert_same_tables(parse_stats(slices, ARROW_FIELDS), whole)
     assert whole.num_rows == len(values)
     # A value's stats depend on its own text only (fallbacks for bad neighbours included).
     alone = [parse_stats(pa.array([v], pa.string()), ARROW_FIELDS) for v in values]
@@ -76,3 +81,24 @@ def test_stats_depend_on_their_own_text_only_many(
     values: list[str | None], data: st.DataObject
 ) -> None:
     check_independent(values, data)
+
+
+def test_slices_of_one_buffer_are_parsed_as_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lakecore_delta.stats as stats_module
+
+    texts = [f'{{"numRecords":{i},"minValues":{{"id":{i}}}}}' for i in range(6)]
+    one = pa.array([texts[0], None, texts[1], texts[2], None, texts[3], texts[4], texts[5]])
+    slices = pa.chunked_array([one.slice(0, 1), one.slice(2, 2), one.slice(5, 3)])
+    calls: list[int] = []
+    original = stats_module._parse_pieces
+
+    def counting(jobs: list[tuple[pa.Buffer, int]], schema: pa.Schema) -> pa.Table | None:
+        calls.append(len(jobs))
+        return original(jobs, schema)
+
+    monkeypatch.setattr(stats_module, "_parse_pieces", counting)
+    field = pa.field("id", pa.int64())
+    got = parse_stats(slices, [field])
+    assert calls == [1]
+    assert got.column("numRecords").to_pylist() == list(range(6))
+    assert [m["id"] for m in got.column("min").to_pylist()] == list(range(6))

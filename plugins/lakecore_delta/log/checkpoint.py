@@ -139,7 +139,7 @@ def _adds_of(table: pa.Table, path: str, physical_partition_columns: Sequence[st
     pieces = [
         _adds_of_chunk(run, path, physical_partition_columns)
         for chunk in table.column("add").chunks
-        for run in _add_runs(chunk)
+        for run in add_runs(chunk)
     ]
     if not pieces:
         return _empty_adds(physical_partition_columns)
@@ -149,8 +149,9 @@ def _adds_of(table: pa.Table, path: str, physical_partition_columns: Sequence[st
 _MAX_SLICES = 64
 
 
-def _add_runs(chunk: pa.StructArray) -> list[pa.StructArray]:
-    """The rows of ``chunk`` that are add actions, as zero-copy slices where that is cheap."""
+def add_runs(chunk: pa.StructArray) -> list[pa.StructArray]:
+    """The rows of ``chunk`` (an ``add`` column's chunk) that are add actions (a path is set),
+    as zero-copy slices where that is cheap (few runs), else one filtered copy."""
     valid = pc.is_valid(pc.struct_field(chunk, "path"))
     invalid = len(chunk) - pc.sum(valid).as_py() if len(chunk) else 0
     if invalid == 0:

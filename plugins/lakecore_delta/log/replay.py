@@ -21,7 +21,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore_delta.log.checkpoint import _ADD_CHILDREN
+from lakecore_delta.log.checkpoint import _ADD_CHILDREN, add_runs
 from lakecore_delta.paths import decode_paths
 
 _SEP = "\x1f"
@@ -54,10 +54,15 @@ def commit_adds(actions: pa.Table) -> tuple[pa.Table, np.ndarray]:
     is_add = pc.is_valid(pc.struct_field(add, "path"))
     is_remove = pc.is_valid(pc.struct_field(remove, "path"))
     file_rows = pc.or_(is_add, is_remove)
-    # Chunk by chunk: no combined copy of the (large) stats text, one filtered copy.
-    kept = add.filter(is_add)
+    # Chunk by chunk, as slices around the few other actions (commitInfo, protocol ...): no
+    # copy of the (large) stats text while the parsed commits are still alive.
+    runs = [run for chunk in add.chunks for run in add_runs(chunk)]
     adds = pa.Table.from_arrays(
-        [pc.struct_field(kept, c) for c in _ADD_CHILDREN], names=list(_ADD_CHILDREN)
+        [
+            pa.chunked_array([pc.struct_field(run, c) for run in runs], add.type.field(c).type)
+            for c in _ADD_CHILDREN
+        ],
+        names=list(_ADD_CHILDREN),
     )
     return adds, is_add.filter(file_rows).to_numpy(zero_copy_only=False)
 
@@ -94,7 +99,8 @@ def reconcile(
     )
     commit_paths = decode_paths(paths.filter(file_rows), root)
     commit_keys = file_keys(commit_paths, dvs.filter(file_rows))
-    new_adds = new_adds.set_column(0, "path", decode_paths(new_adds.column("path"), root))
+    # The adds' paths are among the file actions' paths, already decoded.
+    new_adds = new_adds.set_column(0, "path", commit_paths.filter(pa.array(is_add)))
     cp_paths = _one_array(cp.column("path"))
     cp_keys = file_keys(cp_paths, cp.column("deletionVector"))
     live = _live_rows(
