@@ -24,7 +24,9 @@ Columns the source format fills itself (Hudi's ``_hoodie_*``) stay in the file; 
 schema does not have them, so its readers skip them. ``mode="metadata"`` refuses a unit that
 cannot be adopted (``MigrationError`` naming its file) before the target is created or
 changed; ``mode="auto"`` rewrites it as the target's own files. Only format-neutral facts of
-the file index and the Parquet footer are used here.
+the file index and the Parquet footer are used here. Footers are read through the source
+snapshot's ``Footers`` memo when it keeps one (``snapshot_footers``): a file index that took its
+statistics from the footers has read them already, and each is read once per run either way.
 """
 
 from __future__ import annotations
@@ -37,11 +39,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakecore.errors import AmbiguousFormatError, MigrationError
+from lakecore.errors import AmbiguousFormatError, CorruptTableError, MigrationError
 from lakecore.format import Capability, TableFormat
 from lakecore.migrate import state as st
 from lakecore.migrate.units import UnitDiff
 from lakecore.model import files as fi
+from lakecore.model.footers import Footers
+from lakecore.model.parquet_footer import summarize_leaf
 from lakecore.model.schema import physical_name
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -73,6 +77,13 @@ def open_source(
                 f"{uri} holds tables of {', '.join(exc.candidates)}: pass source_format"
             ) from exc
         return lakecore.open(uri, format=others[0], storage_options=storage_options)
+
+
+def snapshot_footers(snapshot: Snapshot) -> Footers | None:
+    """The memo of Parquet footers ``snapshot``'s source has read, when it keeps one (its
+    ``footers`` attribute, e.g. a Hudi snapshot whose file index read its base files')."""
+    memo = getattr(snapshot.source, "footers", None)
+    return memo if isinstance(memo, Footers) else None
 
 
 def plan(mode: str, source: Table, target: TableFormat, in_place: bool) -> Adoption | None:
@@ -168,18 +179,20 @@ class Adoption:
         schema: pa.Schema,
         partitions: Sequence[str],
         target: Snapshot | None = None,
+        footers: Footers | None = None,
     ) -> None:
         """In ``mode="metadata"`` (or ``"auto"`` into a target that takes no rewritten
         files), raise ``MigrationError`` naming the files of ``units`` (file-index rows)
         that cannot be adopted under the target ``schema`` (into the ``target`` table as it
-        is, when it exists)."""
+        is, when it exists). Footers are read through ``footers`` (the source snapshot's,
+        ``snapshot_footers``) when given."""
         if self.mode != "metadata" and self.rewrites:
             return
         refused = [
             (path, reason)
             for path, reason in zip(
                 units.column(fi.PATH).to_pylist(),
-                self._examine(units, schema, partitions, target),
+                self._examine(units, schema, partitions, target, footers),
                 strict=True,
             )
             if reason is not None
@@ -222,11 +235,12 @@ class Adoption:
         schema: pa.Schema,
         partitions: Sequence[str],
         target: Snapshot | None = None,
+        footers: Footers | None = None,
     ) -> tuple[UnitDiff, pa.Table, pa.Array]:
         """``units`` as (the units to rewrite, the index rows to adopt, their fingerprints);
         ``MigrationError`` in ``mode="metadata"`` when some unit cannot be adopted."""
-        self.check(units.added, schema, partitions, target)
-        reasons = self._examine(units.added, schema, partitions, target)
+        self.check(units.added, schema, partitions, target, footers)
+        reasons = self._examine(units.added, schema, partitions, target, footers)
         take = pa.array([r is None for r in reasons], pa.bool_())
         keep = pc.invert(take)
         rest = UnitDiff(units.added.filter(keep), units.added_keys.filter(keep), units.gone)
@@ -238,7 +252,9 @@ class Adoption:
         schema: pa.Schema,
         partitions: Sequence[str],
         target: Snapshot | None = None,
+        footers: Footers | None = None,
     ) -> list[str | None]:
+        memo = footers if footers is not None else Footers(self.storage)
         columns = units.column_names
         paths = units.column(fi.PATH).to_pylist()
         lists = units.column(fi.DATA_FILES).to_pylist() if fi.DATA_FILES in columns else None
@@ -253,6 +269,7 @@ class Adoption:
                 (values[i] or {}) if values is not None else {},
                 schema,
                 partitions,
+                memo,
             )
             if reason is None and target is not None and self.held_refusal is not None:
                 reason = self.held_refusal(path, target)
@@ -267,6 +284,7 @@ class Adoption:
         partition: Mapping[str, Any],
         schema: pa.Schema,
         partitions: Sequence[str],
+        footers: Footers,
     ) -> str | None:
         parts = path.split("/")
         if "://" in path or path.startswith("/") or ".." in parts:
@@ -289,7 +307,7 @@ class Adoption:
                 return reason
         key = (path, repr(sorted(partition.items())), hash(schema))
         if key not in self._footers:
-            self._footers[key] = self._footer_reason(path, partition, schema, partitions)
+            self._footers[key] = self._footer_reason(path, partition, schema, partitions, footers)
         return self._footers[key]
 
     def _footer_reason(
@@ -298,16 +316,13 @@ class Adoption:
         partition: Mapping[str, Any],
         schema: pa.Schema,
         partitions: Sequence[str],
+        footers: Footers,
     ) -> str | None:
         try:
-            with self.storage.open_input(path) as handle:
-                parquet = pq.ParquetFile(handle)
-                stored = parquet.schema_arrow
-                if any(c in stored.names for c in partitions):
-                    held = _partition_values(parquet, partitions)
-                else:
-                    held = {}
-        except (OSError, pa.ArrowInvalid) as exc:
+            footer = footers.get(path)
+            stored = footer.schema.to_arrow_schema()
+            held = _partition_values(self.storage, path, footer, stored, partitions, partition)
+        except (OSError, pa.ArrowInvalid, CorruptTableError) as exc:
             return f"its Parquet footer cannot be read ({exc})"
         for f in schema:
             stored_as = physical_name(f)
@@ -376,11 +391,44 @@ _SAME_IN_PARQUET = (
 gives back depends only on the writer's ``ARROW:schema`` hint (delta-rs writes views)."""
 
 
-def _partition_values(parquet: pq.ParquetFile, partitions: Sequence[str]) -> dict[str, set[Any]]:
-    """The distinct values the file stores in each partition column it holds."""
-    names = [c for c in partitions if c in parquet.schema_arrow.names]
-    table = parquet.read(columns=names)
-    return {n: set(pc.unique(table.column(n)).to_pylist()) for n in names}
+def _partition_values(
+    storage: Storage,
+    path: str,
+    footer: pq.FileMetaData,
+    stored: pa.Schema,
+    partitions: Sequence[str],
+    partition: Mapping[str, Any],
+) -> dict[str, set[Any]]:
+    """The distinct values the file at ``path`` (``footer``, Arrow schema ``stored``) stores
+    in each partition column it holds: ``{value}`` when the footer's statistics show every
+    row holds the unit's partition value, else read from the file's data pages."""
+    names = [c for c in partitions if c in stored.names]
+    known = {n: {partition[n]} for n in names if _only_value(footer, n, partition.get(n))}
+    unread = [n for n in names if n not in known]
+    if unread:
+        with storage.open_input(path) as handle:
+            table = pq.ParquetFile(handle, metadata=footer).read(columns=unread)
+        known.update({n: set(pc.unique(table.column(n)).to_pylist()) for n in unread})
+    return {n: known[n] for n in names}
+
+
+def _only_value(footer: pq.FileMetaData, name: str, want: Any) -> bool:
+    """Whether the footer's sound statistics show that top-level column ``name`` holds
+    ``want`` in every row (a value of the same Python type, no nulls, at least one row).
+    Never for floats: writers such as pyarrow leave NaN out of min/max."""
+    if want is None or isinstance(want, float) or footer.num_rows == 0:
+        return False
+    leaves = [i for i in range(footer.num_columns) if footer.schema.column(i).path == name]
+    if len(leaves) != 1:
+        return False
+    s = summarize_leaf(footer, leaves[0])
+    return bool(
+        s.null_count == 0
+        and type(s.min) is type(want)
+        and type(s.max) is type(want)
+        and s.min == want
+        and s.max == want
+    )
 
 
 def add_rows(units: pa.Table) -> pa.Table:

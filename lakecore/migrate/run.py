@@ -210,7 +210,13 @@ class _Run(TargetSide):
             # mode="metadata" refuses what it cannot adopt before the target changes at all.
             pending = diff(snapshot.files(), self.held.column("fingerprint")).added
             held = None if self.target is None else self.target.snapshot()
-            self.adoption.check(pending, data_schema(snapshot), snapshot.partition_columns, held)
+            self.adoption.check(
+                pending,
+                data_schema(snapshot),
+                snapshot.partition_columns,
+                held,
+                adopt.snapshot_footers(snapshot),
+            )
         if self.target is None:
             self._created(snapshot, properties)
         target = self.target
@@ -348,7 +354,11 @@ class _Run(TargetSide):
         adopted, adopted_keys = snapshot.files().slice(0, 0), pa.array([], pa.binary())
         if self.adoption is not None:
             units, adopted, adopted_keys = self.adoption.split(
-                units, data_schema(snapshot), snapshot.partition_columns, target.snapshot()
+                units,
+                data_schema(snapshot),
+                snapshot.partition_columns,
+                target.snapshot(),
+                adopt.snapshot_footers(snapshot),
             )
         context = snapshot.source.scan_context()
         columns = data_schema(snapshot).names

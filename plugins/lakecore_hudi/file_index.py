@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.model import files as fi
+from lakecore.model.footers import Footers
 from lakecore.storage import Storage
 from lakecore_hudi.mdt.column_stats import LeafStats, load_column_stats, stats_structs
 from lakecore_hudi.mdt.footer_stats import footer_stats
@@ -26,8 +27,14 @@ from lakecore_hudi.state import HudiState
 from lakecore_hudi.view import FileSlice
 
 
-def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
-    """Return the file index of ``state``'s latest file slices."""
+def build_file_index(
+    storage: Storage, state: HudiState, footers: Footers | None = None
+) -> pa.Table:
+    """Return the file index of ``state``'s latest file slices.
+
+    Base file footers read for statistics are read through ``footers`` (and stay there for
+    later readers of the same snapshot, e.g. a migration's adoption check), when given.
+    """
     slices = state.slices
     read_optimized = state.options.read_optimized
     if read_optimized:
@@ -41,7 +48,7 @@ def build_file_index(storage: Storage, state: HudiState) -> pa.Table:
         + ([] if read_optimized else [f.path for f in s.log_files])
         for s in slices
     ]
-    counts, stats = _statistics(storage, state, slices, read_optimized)
+    counts, stats = _statistics(storage, state, slices, read_optimized, footers)
     columns: dict[str, pa.Array] = {
         fi.PATH: pa.array(paths, pa.string()),
         fi.SIZE: pa.array(sizes, pa.int64()),
@@ -93,7 +100,11 @@ def _empty_possible(t: pa.DataType) -> bool:
 
 
 def _statistics(
-    storage: Storage, state: HudiState, slices: Sequence[FileSlice], read_optimized: bool
+    storage: Storage,
+    state: HudiState,
+    slices: Sequence[FileSlice],
+    read_optimized: bool,
+    footers: Footers | None,
 ) -> tuple[pa.Array, dict[str, pa.Array]]:
     """Per-slice record counts and min/max/null_count structs (null = unknown).
 
@@ -125,15 +136,15 @@ def _statistics(
         for i, s in enumerate(slices)
         if s.base_file is not None and (read_optimized or not s.log_files)
     ]
-    footers = footer_stats(storage, [slices[i].path for i in base_only], schema)
+    from_footers = footer_stats(storage, [slices[i].path for i in base_only], schema, footers)
     count_column = pa.nulls(len(slices), pa.int64()).to_pylist()
     for j, i in enumerate(base_only):
-        count_column[i] = footers.column(fi.RECORD_COUNT)[j].as_py()
+        count_column[i] = from_footers.column(fi.RECORD_COUNT)[j].as_py()
     struct_columns: dict[str, pa.Array] = {}
     positions = {i: j for j, i in enumerate(base_only)}
     take = pa.array([positions.get(i) for i in range(len(slices))], pa.int64())
     for name in (fi.MIN, fi.MAX, fi.NULL_COUNT):
-        struct_columns[name] = footers.column(name).combine_chunks().take(take)
+        struct_columns[name] = from_footers.column(name).combine_chunks().take(take)
     return pa.array(count_column, pa.int64()), struct_columns
 
 

@@ -6,6 +6,7 @@ import threading
 
 import pyarrow as pa
 
+from lakecore.model.footers import Footers
 from lakecore.planning.tasks import ScanContext
 from lakecore.storage import Storage
 from lakecore_hudi.file_index import build_file_index
@@ -21,6 +22,8 @@ class HudiSnapshotSource:
         self.state = state
         self._storage = storage
         self._files: pa.Table | None = None
+        self.footers = Footers(storage)
+        """The base file footers this snapshot has read (its files never change)."""
         self._lock = threading.Lock()
 
     @property
@@ -31,7 +34,7 @@ class HudiSnapshotSource:
     def files(self) -> pa.Table:
         with self._lock:
             if self._files is None:
-                self._files = build_file_index(self._storage, self.state)
+                self._files = build_file_index(self._storage, self.state, self.footers)
             return self._files
 
     def scan_context(self) -> ScanContext:

@@ -13,33 +13,30 @@ timestamps). Files that are not Parquet (Lance or ORC base files) get a row of u
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakecore.errors import CorruptTableError, StorageError
-from lakecore.faults import open_input
 from lakecore.model import files as fi
+from lakecore.model.footers import FOOTER_READERS, Footers
 from lakecore.model.stats import footers_stats_columns
 from lakecore.storage import Storage
 
 __all__ = ["FOOTER_READERS", "footer_stats"]
 
-FOOTER_READERS = 8
-"""Footers read at once (each is a few KB near the end of its file)."""
 
-
-def footer_stats(storage: Storage, paths: Sequence[str], schema: pa.Schema) -> pa.Table:
+def footer_stats(
+    storage: Storage, paths: Sequence[str], schema: pa.Schema, footers: Footers | None = None
+) -> pa.Table:
     """Statistics of the data files ``paths`` from their Parquet footers, read in threads.
 
     Args:
         storage: Storage the paths are relative to (absolute URIs work too).
         paths: Data files; rows come back in this order.
         schema: The table schema: struct children follow it (lists and maps left out).
+        footers: The memo to read the footers through (and leave them in), e.g. a
+            snapshot's; a new one of ``storage`` when None.
 
     Returns:
         Columns ``path`` (string), ``record_count`` (int64, the footer's row count) and
@@ -50,45 +47,28 @@ def footer_stats(storage: Storage, paths: Sequence[str], schema: pa.Schema) -> p
         CorruptTableError: a ``.parquet`` file has no readable footer (names the file).
         FileNotFoundError: a file does not exist.
     """
-    with ThreadPoolExecutor(FOOTER_READERS) as pool:
-        footers = list(pool.map(lambda p: _read_footer(storage, p), paths))
+    memo = footers if footers is not None else Footers(storage)
+    parquet = [p for p in paths if _is_parquet(p)]
+    read = iter(memo.read_many(parquet))
+    metas = [next(read) if _is_parquet(p) else None for p in paths]
     table: dict[str, pa.Array] = {
         fi.PATH: pa.array(list(paths), pa.string()),
         fi.RECORD_COUNT: pa.array(
-            [m.num_rows if m is not None else None for m in footers], pa.int64()
+            [m.num_rows if m is not None else None for m in metas], pa.int64()
         ),
     }
     # Column-wise over all files (one Arrow array per leaf), not one struct row per file.
-    table.update(footers_stats_columns(footers, list(schema)))
+    table.update(footers_stats_columns(metas, list(schema)))
     return pa.table(table)
 
 
+def _is_parquet(path: str) -> bool:
+    return path.lower().endswith(".parquet")
+
+
 def _read_footer(storage: Storage, path: str) -> pq.FileMetaData | None:
-    if not path.lower().endswith(".parquet"):
+    """The footer of data file ``path`` (None when it is not Parquet); raises as
+    ``footer_stats``."""
+    if not _is_parquet(path):
         return None
-    try:
-        with open_input(storage, path, "base file") as f:
-            return pq.read_metadata(pa.BufferReader(_footer_bytes(f)))
-    except (FileNotFoundError, StorageError):
-        raise
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptTableError(f"{path}: not a readable Parquet file ({exc})") from exc
-
-
-def _footer_bytes(f: BinaryIO) -> bytes:
-    """A minimal Parquet file holding only ``f``'s footer: ``PAR1`` + footer + length + ``PAR1``.
-
-    Reads exactly the footer (pyarrow's own reader takes the last 64 KiB of every file, most
-    of a small file: a planner reading hundreds of footers read half the table). Raises
-    ``pa.ArrowInvalid`` when ``f`` does not end like a plain Parquet file.
-    """
-    size = f.seek(0, os.SEEK_END)
-    if size < 12:
-        raise pa.ArrowInvalid(f"{size} bytes is too small for a Parquet file")
-    f.seek(size - 8)
-    trailer = f.read(8)
-    length = int.from_bytes(trailer[:4], "little")
-    if trailer[4:] != b"PAR1" or length > size - 12:
-        raise pa.ArrowInvalid("no plain Parquet footer at the end of the file")
-    f.seek(size - 8 - length)
-    return b"PAR1" + f.read(length + 8)
+    return Footers(storage).get(path)

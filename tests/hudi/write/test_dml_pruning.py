@@ -4,10 +4,10 @@ Two kinds of test: the same operations give the same rows as a Python model (CoW
 table versions 8 and 6, partitioned or not, with NULLs and slices with log files) read by both
 lakecore and hudi-rs; and counting tests that measure which slices a one-row DML reads. The
 file index of a table without a metadata table takes its stats from Parquet footers (read
-exactly), and an upsert or merge reads each remaining footer once more for its key range and
-bloom filter (``lakecore_hudi.bloom_index``); so a slice counts as *read* when more than those
-footer reads (and a 4 KiB margin) came out of its base file, or anything out of its log files.
-Base-file footers hold Hudi's ~430 KB bloom filter, so a footer is not "a few KB".
+exactly, without their ~430 KB bloom filter value), and an upsert or merge reads each remaining
+footer once more for its key range and bloom filter (``lakecore_hudi.bloom_index``); so a slice
+counts as *read* when bytes before its base file's footer (its data pages) were read, or
+anything out of its log files.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ import lakecore
 from lakecore.storage import open_storage
 from lakecore.testing.faults import CountingStorage
 from tests.hudi.write.helpers import SCHEMA, Row, assert_reads, create, model_of, rows, upsert
+from tests.hudi.write.test_upsert_pruning import RangeStorage
 
-FOOTER_READS = 2  # the file index's footer read and the key lookup's (upsert, merge)
-MARGIN = 4096
 GROUPS = 40
 PER_GROUP = 2000  # rows per slice: base files of ~140 KB, more than a footer read
 
@@ -40,12 +39,13 @@ def footer_size(storage: CountingStorage, path: str) -> int:
     return int.from_bytes(storage.read(path, size - 8, size - 4), "little") + 16
 
 
-def slices_read(storage: CountingStorage) -> set[str]:
-    """File ids of the slices whose data (beyond their footer reads) was read."""
+def slices_read(storage: RangeStorage) -> set[str]:
+    """File ids of the slices whose data pages (bytes before the footer) were read."""
     out = set()
-    for path, n in dict(storage.bytes).items():
+    for path, spans in dict(storage.ranges).items():
         if path.endswith(".parquet"):
-            if n > FOOTER_READS * footer_size(storage, path) + MARGIN:
+            data_end = storage.head(path).size - footer_size(storage, path) + 8
+            if any(start < data_end and start + n > 4 for start, n in spans):
                 out.add(_file_id(path))
         elif ".log." in os.path.basename(path):
             out.add(_file_id(path))
@@ -83,12 +83,12 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def counted(template: Path, tmp_path: Path) -> tuple[Path, CountingStorage, lakecore.Table]:
+def counted(template: Path, tmp_path: Path) -> tuple[Path, RangeStorage, lakecore.Table]:
     import shutil
 
     root = tmp_path / "t"
     shutil.copytree(template, root)
-    storage = CountingStorage(open_storage(str(root)))
+    storage = RangeStorage(open_storage(str(root)))
     return root, storage, lakecore.open(str(root), storage=storage)
 
 
@@ -185,7 +185,7 @@ def test_slices_with_log_files_are_read(tmp_path: Path) -> None:
     big_table(root, "MERGE_ON_READ")
     lakecore.open(str(root)).update({"name": "'u'"}, f"id = {3 * PER_GROUP}")  # c03 gets a log
     logged = file_id_of(root, 3 * PER_GROUP)
-    storage = CountingStorage(open_storage(str(root)))
+    storage = RangeStorage(open_storage(str(root)))
     table = lakecore.open(str(root), storage=storage)
     want = file_id_of(root, KEY)
     storage.reset()
