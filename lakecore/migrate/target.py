@@ -5,11 +5,12 @@ the source's versions on top of this)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakecore.errors import (
     CommitConflictError,
@@ -17,6 +18,7 @@ from lakecore.errors import (
     MigrationError,
     SchemaError,
     StorageError,
+    TableExistsError,
     TableNotFoundError,
     UnknownFormatError,
     UnsupportedFeatureError,
@@ -194,6 +196,13 @@ class TargetSide:
         if self.adoption is not None:
             properties = {**self.adoption.properties, **properties}
             self.adoption.check_table(properties, schema, partitions)
+        check_values = getattr(fmt, "check_partition_values", None)
+        if check_values is not None and partitions:
+            # Refused before the target exists (not at its first write, leaving an empty
+            # target behind): the first version's values and the latest's, which a run of
+            # the whole history reaches.
+            for values in {id(s): s for s in (snapshot, self.source.snapshot())}.values():
+                check_values(properties, partition_values(values, partitions))
 
         def create(props: dict[str, str]) -> Table:
             return lakecore._create(
@@ -225,3 +234,16 @@ class TargetSide:
             raise MigrationError(
                 f"a {self.to} table cannot hold the source's schema: {exc}"
             ) from exc
+        except TableExistsError as exc:
+            # The target was absent when this run looked: a concurrent run created it since.
+            raise CommitConflictError(
+                f"another run created the {self.to} table at {self.target_uri} while this one "
+                f"was creating it ({exc}); this run wrote nothing. Run the migration again: it "
+                "continues from what the other run committed"
+            ) from exc
+
+
+def partition_values(snapshot: Snapshot, partitions: Sequence[str]) -> pa.Table:
+    """The partition values of ``snapshot``'s files, a column per partition column."""
+    struct = snapshot.files().column("partition")
+    return pa.table({name: pc.struct_field(struct, name) for name in partitions})

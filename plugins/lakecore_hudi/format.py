@@ -176,6 +176,14 @@ class HudiFormat:
 
     # ------------------------------------------------------------------ writing
 
+    def check_partition_values(self, properties: Mapping[str, str], values: pa.Table) -> None:
+        """Raise ``ConstraintViolationError`` for partition ``values`` (a column per partition
+        column) that a new table with ``properties`` could not write (``/`` in a value
+        without URL-encoded paths): a migration asks before it creates its target."""
+        from lakecore_hudi.write.create import check_partition_values
+
+        check_partition_values(properties, values)
+
     def create(
         self,
         storage: Storage,

@@ -25,10 +25,13 @@ from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.mdt.table import FILES_PARTITION, initialise_metadata_table
 from lakecore_hudi.table_config import (
     PROPERTIES_PATH,
+    TableConfig,
     TableType,
     new_table_properties,
     render_table_config,
 )
+from lakecore_hudi.write.lock import table_lock
+from lakecore_hudi.write.rows_in import path_segments
 
 #: lakecore's option names (``lakecore.create(..., properties={...})``).
 OPTIONS = (
@@ -198,6 +201,8 @@ def create_table(
 
     Raises:
         TableExistsError: ``hoodie.properties`` already exists (decided atomically).
+        CommitConflictError: with ``metadata_enable``, another creator held the table lock
+            for longer than the lock's expiry (a dead creator's lock is broken after it).
         SchemaError: see ``table_schema_for``.
         ValueError: see ``CreateOptions.parse``.
     """
@@ -222,14 +227,44 @@ def create_table(
         props["hoodie.datasource.write.partitionpath.urlencode"] = "true"
     if options.drop_partition_columns:
         props["hoodie.datasource.write.drop.partition.columns"] = "true"
-    if options.metadata_enable:
+    if not options.metadata_enable:
+        _put_properties(storage, props)
+        return
+    props["hoodie.table.metadata.partitions"] = FILES_PARTITION
+    props["hoodie.table.metadata.partitions.inflight"] = ""
+    # Building the metadata table deletes a dead create's leftover first; under the table lock,
+    # so that a concurrent creator's metadata table (being built, or just finished with its
+    # hoodie.properties) is never taken for one.
+    with table_lock(storage, TableConfig.from_properties(props)):
         if storage.exists(PROPERTIES_PATH):
             raise TableExistsError(f"{storage.root} already holds a Hudi table")
-        props["hoodie.table.metadata.partitions"] = FILES_PARTITION
-        props["hoodie.table.metadata.partitions.inflight"] = ""
         initialise_metadata_table(storage, props)
+        _put_properties(storage, props)
+
+
+def _put_properties(storage: Storage, props: Mapping[str, str]) -> None:
+    """Write ``hoodie.properties``, which decides (atomically) that the table exists."""
     data = render_table_config(props, comment="Created by lakecore")
     try:
         storage.put_if_absent(PROPERTIES_PATH, data)
     except FileExistsError:
         raise TableExistsError(f"{storage.root} already holds a Hudi table") from None
+
+
+def check_partition_values(properties: Mapping[str, str], values: pa.Table) -> None:
+    """Refuse partition ``values`` (one column per partition column, by name) that a table
+    created with ``properties`` could not write, as its first write would
+    (``rows_in.path_segments``), but before the table exists: a migration calls it before it
+    creates its target. Properties ``create_table`` refuses are left for it to refuse.
+
+    Raises:
+        ConstraintViolationError: a value its partition paths cannot hold (``/`` without
+            ``url_encode_partitions``; ``.`` or ``..`` without hive-style paths).
+        SchemaError: a column type that cannot be a partition column.
+    """
+    try:
+        options = CreateOptions.parse(properties, "table")
+    except ValueError:
+        return
+    for name in values.column_names:
+        path_segments(name, values.column(name), options.url_encode_partitions, options.hive_style)

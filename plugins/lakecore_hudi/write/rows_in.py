@@ -135,28 +135,43 @@ def partition_paths(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
             path = timestamp_keys.partition_paths(rows.column(name), name, layout.config)
             pieces += ["/", path] if i else [path]
             continue
-        text = _text(rows.column(name))
-        if layout.config.url_encode_partitions:
-            text = escape_path_names(text)
-        text = pc.fill_null(
-            pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION, text), DEFAULT_PARTITION
-        )
-        if pc.any(pc.match_substring(text, "/")).as_py():
-            raise ConstraintViolationError(
-                f"partition column {name!r} has a value containing '/', which would add a "
-                "directory level to the partition path"
-            )
         hive = layout.config.hive_style_partitioning
-        if not hive and pc.any(pc.is_in(text, value_set=pa.array([".", ".."]))).as_py():
-            # As a path segment, '..' leads out of the table (Hudi refuses it too) and '.'
-            # names the partition above.
-            raise ConstraintViolationError(
-                f"partition column {name!r} has the value '.' or '..', which as a partition "
-                "path segment names a directory outside its partition"
-            )
+        text = path_segments(name, rows.column(name), layout.config.url_encode_partitions, hive)
         prefix = ("/" if i else "") + (f"{name}=" if hive else "")
         pieces += [prefix, text] if prefix else [text]
     return _join(pieces, rows.num_rows)
+
+
+def path_segments(
+    name: str, column: pa.ChunkedArray, url_encode: bool, hive: bool
+) -> pa.ChunkedArray:
+    """The partition path segment of each value of partition column ``name`` (without the
+    hive-style ``name=`` prefix): rendered as Hudi renders it, escaped when ``url_encode``,
+    the default partition for null and "".
+
+    Raises:
+        SchemaError: a column type that cannot be a partition column.
+        ConstraintViolationError: a value holds ``/`` (it would add a directory level), or is
+            ``.`` or ``..`` without hive-style partitioning (it would leave its partition).
+    """
+    text = _text(column)
+    if url_encode:
+        text = escape_path_names(text)
+    text = pc.fill_null(pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION, text), DEFAULT_PARTITION)
+    if pc.any(pc.match_substring(text, "/")).as_py():
+        raise ConstraintViolationError(
+            f"partition column {name!r} has a value containing '/', which would add a "
+            "directory level to the partition path; URL-encoded partition paths hold it "
+            "(url_encode_partitions=true, Hudi's hoodie.datasource.write.partitionpath.urlencode)"
+        )
+    if not hive and pc.any(pc.is_in(text, value_set=pa.array([".", ".."]))).as_py():
+        # As a path segment, '..' leads out of the table (Hudi refuses it too) and '.'
+        # names the partition above.
+        raise ConstraintViolationError(
+            f"partition column {name!r} has the value '.' or '..', which as a partition "
+            "path segment names a directory outside its partition"
+        )
+    return text
 
 
 #: What Hudi's ``PartitionPathEncodeUtils.escapePathName`` (Hive's) writes as ``%XX``.
