@@ -65,7 +65,10 @@ def read_footer(f: BinaryIO) -> pq.FileMetaData:
 def parse_footer(data: bytes) -> pq.FileMetaData:
     """The footer of ``data``, a Parquet file made of a footer only (``footer_bytes``);
     raises ``pa.ArrowInvalid`` when it does not decode."""
-    return pq.read_metadata(pa.BufferReader(data))
+    try:
+        return pq.read_metadata(pa.BufferReader(data))
+    except OSError as exc:  # pyarrow's Thrift errors (the bytes are in memory: no IO)
+        raise pa.ArrowInvalid(f"the Parquet footer does not decode ({exc})") from exc
 
 
 def footer_bytes(f: BinaryIO) -> bytes:
@@ -98,19 +101,25 @@ def trimmed_footer(bytes_at: Callable[[int, int], bytes], length: int) -> bytes:
 
     Raises ``ValueError`` or ``IndexError`` when the bytes are no Thrift struct.
     """
-    r = _Reader(bytes_at)
-    field_id = 0
+    if length <= KEEP_VALUE_BYTES:
+        return bytes_at(0, length)  # no value in it can be too long
+    # The fields before the key-value list (schema, row groups) are walked in one buffer
+    # from the footer's start, grown until they fit (a window is enough but for footers of
+    # very many row groups).
+    size = min(length, _WINDOW)
     while True:
-        header = r.byte()
-        kind = header & 0x0F
-        if kind == 0:
-            return bytes_at(0, length)  # no key-value metadata
-        delta = header >> 4
-        field_id = field_id + delta if delta else _zigzag(r.varint())
-        if field_id == _KEY_VALUE_FIELD and kind == _LIST:
+        head = bytes_at(0, size)
+        try:
+            list_start = _key_values_at(head)
             break
-        r.skip(kind)
-    list_start = r.pos
+        except IndexError:
+            if size >= length:
+                raise
+            size = min(length, size * 4)
+    if list_start is None:
+        return bytes_at(0, length)  # no key-value metadata
+    r = _Reader(bytes_at)
+    r.pos = list_start
     count, element = r.list_header()
     if element != _STRUCT:
         raise ValueError("key_value_metadata is not a list of structs")
@@ -123,6 +132,111 @@ def trimmed_footer(bytes_at: Callable[[int, int], bytes], length: int) -> bytes:
         return bytes_at(0, length)
     head = bytes([len(kept) << 4 | _STRUCT]) if len(kept) < 15 else _long_list(len(kept))
     return b"".join([bytes_at(0, list_start), head, *kept, bytes_at(r.pos, length)])
+
+
+def _key_values_at(buf: bytes) -> int | None:
+    """Where the ``key_value_metadata`` list header of the FileMetaData struct in ``buf``
+    starts (None when the struct has none); ``IndexError`` when ``buf`` ends before it."""
+    i = 0
+    field_id = 0
+    while True:
+        header = buf[i]
+        i += 1
+        kind = header & 0x0F
+        if kind == 0:
+            return None
+        if header >> 4:
+            field_id += header >> 4
+        else:
+            value, i = _varint(buf, i)
+            field_id = _zigzag(value)
+        if field_id == _KEY_VALUE_FIELD and kind == _LIST:
+            if i >= len(buf):
+                raise IndexError("the buffer ends before the key-value list")
+            return i
+        i = _skip_in(buf, i, kind)
+        if i > len(buf):
+            raise IndexError("the buffer ends inside a value")
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    out = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        out |= (b & 0x7F) << shift
+        if b < 0x80:
+            return out, i
+        shift += 7
+        if shift > 70:
+            raise ValueError("varint too long")
+
+
+def _skip_in(buf: bytes, i: int, kind: int) -> int:
+    """The position after the value of Thrift ``kind`` at ``i`` of ``buf`` (past its end when
+    ``buf`` is too short for a binary or fixed-size value); ``IndexError`` when ``buf`` ends
+    inside a header or varint. Written for speed: a footer has hundreds of values."""
+    if kind == _STRUCT:
+        while True:
+            header = buf[i]
+            i += 1
+            if header == 0:
+                return i
+            if not header & 0xF0:
+                while buf[i] & 0x80:
+                    i += 1
+                i += 1
+            kind_in = header & 0x0F
+            if kind_in in (_I32, _I64, _I16):
+                while buf[i] & 0x80:
+                    i += 1
+                i += 1
+            elif kind_in == _BINARY:
+                n, i = _varint(buf, i)
+                i += n
+            elif kind_in > _BOOL_FALSE:
+                i = _skip_in(buf, i, kind_in)
+    if kind in (_I32, _I64, _I16):
+        while buf[i] & 0x80:
+            i += 1
+        return i + 1
+    if kind == _BINARY:
+        n, i = _varint(buf, i)
+        return i + n
+    if kind in (_LIST, _SET):
+        header = buf[i]
+        i += 1
+        count, element = header >> 4, header & 0x0F
+        if count == 15:
+            count, i = _varint(buf, i)
+        if element in (_BOOL_TRUE, _BOOL_FALSE, _BYTE):
+            return i + count  # one byte each in a container
+        if element == _DOUBLE:
+            return i + 8 * count
+        for _ in range(count):
+            i = _skip_in(buf, i, element)
+            if i > len(buf):
+                raise IndexError("the buffer ends inside a list")
+        return i
+    if kind == _MAP:
+        count, i = _varint(buf, i)
+        if count:
+            types = buf[i]
+            i += 1
+            for _ in range(count):
+                for element in (types >> 4, types & 0x0F):
+                    if element in (_BOOL_TRUE, _BOOL_FALSE, _BYTE):
+                        i += 1
+                    else:
+                        i = _skip_in(buf, i, element)
+        return i
+    if kind in (_BOOL_TRUE, _BOOL_FALSE):
+        return i
+    if kind == _BYTE:
+        return i + 1
+    if kind == _DOUBLE:
+        return i + 8
+    raise ValueError(f"unknown Thrift type {kind}")
 
 
 def _keep_key_value(r: _Reader) -> bool:
@@ -260,9 +374,7 @@ class _Window:
             if at <= a and b <= at + len(data):
                 return data[a - at : b - at]
         self._f.seek(self._start + a)
-        if b - a >= _WINDOW:  # a large kept span: read it alone
-            return self._f.read(b - a)
-        data = self._f.read(min(_WINDOW, self._length - a))
+        data = self._f.read(min(max(b - a, _WINDOW), self._length - a))
         self._windows.append((a, data))
         return data[: b - a]
 
