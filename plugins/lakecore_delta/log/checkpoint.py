@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptTableError
 from lakecore.storage import Storage
+from lakecore_delta.log.checkpoint_parquet import (
+    map_row_groups,
+    read_first_rows,
+    read_parquet,
+    read_whole,
+)
 from lakecore_delta.log.commits import find_last_action, parse_actions, parse_file_actions
 from lakecore_delta.log.files import SIDECAR_DIR, LogFileKind
 from lakecore_delta.log.schemas import DV_TYPE, partition_values_type
@@ -54,10 +59,10 @@ def read_checkpoint_actions(storage: Storage, checkpoint: Checkpoint) -> Checkpo
     txns: dict[str, int] = {}
     sidecars: list[str] = []
     for f in checkpoint.files:
-        table = _read_parquet(storage, f.path, ("protocol", "txn", "sidecar"))
+        table = read_parquet(storage, f.path, ("protocol", "txn", "sidecar"))
         protocol = protocol or _first_struct(table, "protocol")
         if metadata is None:
-            metadata = _first_struct(_read_first_rows(storage, f.path, "metaData"), "metaData")
+            metadata = _first_struct(read_first_rows(storage, f.path, "metaData"), "metaData")
         txns.update(_txns(table))
         if "sidecar" in table.column_names:
             sidecars += _sidecar_paths(table.column("sidecar").to_pylist())
@@ -67,7 +72,7 @@ def read_checkpoint_actions(storage: Storage, checkpoint: Checkpoint) -> Checkpo
 
 def _read_v2_json(storage: Storage, checkpoint: Checkpoint) -> CheckpointActions:
     top = checkpoint.files[0]
-    raw = _read(storage, top.path)
+    raw = read_whole(storage, top.path)
     actions = parse_actions(raw, top)
     sidecars = _sidecar_paths([a["sidecar"] for a in actions if "sidecar" in a])
     txns = {
@@ -104,10 +109,14 @@ def read_checkpoint_adds(
 
     Partition values come back as a struct of strings by physical column name.
     """
-    pieces = [
-        _adds_of(_read_parquet(storage, p, _ADD_READ), p, physical_partition_columns)
-        for p in actions.add_sources
-    ]
+    pieces: list[pa.Table] = []
+    for p in actions.add_sources:
+        pieces += map_row_groups(
+            storage,
+            p,
+            _ADD_READ,
+            partial(_adds_of, path=p, physical_partition_columns=physical_partition_columns),
+        )
     if actions.json_adds is not None:
         pieces.append(actions.json_adds)
     pieces = [p for p in pieces if p.num_rows]
@@ -253,77 +262,6 @@ def _adds_layout(
         # Writers may keep stats only as a struct (delta.checkpoint.writeStatsAsJson=false).
         table = table.append_column("stats_parsed", pc.struct_field(add, "stats_parsed"))
     return table
-
-
-def _read(storage: Storage, path: str) -> bytes:
-    try:
-        return storage.read(path)
-    except FileNotFoundError as exc:
-        raise CorruptTableError(f"{path}: checkpoint file is missing") from exc
-
-
-def _source(storage: Storage, path: str) -> Any:
-    if getattr(storage, "is_local", False):
-        if not storage.exists(path):
-            raise CorruptTableError(f"{path}: checkpoint file is missing")
-        return storage.resolve(path)
-    return io.BytesIO(_read(storage, path))
-
-
-_FIRST_BATCH_ROWS = 65_536
-
-
-def _read_first_rows(storage: Storage, path: str, column: str) -> pa.Table:
-    """The first batch of rows of ``column`` holding a non-null value (all rows if none).
-
-    A checkpoint holds one ``metaData`` action among millions of file actions: decoding its
-    dozen fields for every row costs more than the rest of the non-file actions together,
-    and writers put it near the start.
-    """
-    source = _source(storage, path)
-    try:
-        pf = pq.ParquetFile(source, memory_map=isinstance(source, str))
-        if pf.schema_arrow.get_field_index(column) < 0:
-            return pa.table({})
-        for batch in pf.iter_batches(batch_size=_FIRST_BATCH_ROWS, columns=[column]):
-            batch.validate(full=True)  # see _read_parquet
-            if batch.column(0).null_count < batch.num_rows:
-                return pa.Table.from_batches([batch])
-        return pa.table({})
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptTableError(f"{path}: unreadable checkpoint parquet: {exc}") from exc
-
-
-def _read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Table:
-    source = _source(storage, path)
-    try:
-        pf = pq.ParquetFile(source, memory_map=isinstance(source, str))
-        present = [c for c in columns if _has_column(pf.schema_arrow, c)]
-        if any("." in c for c in present):
-            # Nested projection: ParquetFile.read keeps the parent struct and its validity
-            # (read_table would flatten the selected children into top-level columns).
-            table = pf.read(columns=present)
-        else:
-            if isinstance(source, io.BytesIO):
-                source.seek(0)
-            # read_table decodes row groups in parallel; ParquetFile.read one at a time.
-            table = pq.read_table(source, columns=present, memory_map=isinstance(source, str))
-        # Parquet readers do not check that strings are UTF-8: a damaged page would surface as
-        # a UnicodeDecodeError far from here. Full validation is fast and copies nothing.
-        table.validate(full=True)
-        return table
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptTableError(f"{path}: unreadable checkpoint parquet: {exc}") from exc
-
-
-def _has_column(schema: pa.Schema, name: str) -> bool:
-    """Whether ``schema`` holds ``name``: a top-level column, or ``parent.child`` of a struct."""
-    parent, _, child = name.partition(".")
-    index: int = schema.get_field_index(parent)
-    if index < 0 or not child:
-        return index >= 0
-    t = schema.field(index).type
-    return bool(pa.types.is_struct(t)) and int(t.get_field_index(child)) >= 0
 
 
 def _first_struct(table: pa.Table, name: str) -> dict[str, Any] | None:
