@@ -67,7 +67,10 @@ def read_first_rows(storage: Storage, path: str, column: str) -> pa.Table:
 def read_parquet(storage: Storage, path: str, columns: Sequence[str]) -> pa.Table:
     """The ``columns`` of a checkpoint that it holds (``parent.child`` selects a struct's
     child, keeping the parent struct); raises ``CorruptTableError`` for an unreadable file."""
-    source = _source(storage, path)
+    return _read_table(_source(storage, path), path, columns)
+
+
+def _read_table(source: str | pa.Buffer, path: str, columns: Sequence[str]) -> pa.Table:
     try:
         pf = _open(source)
         present = [c for c in columns if has_column(pf.schema_arrow, c)]
@@ -110,7 +113,7 @@ def map_row_groups(
         raise CorruptTableError(f"{path}: unreadable checkpoint parquet: {exc}") from exc
     threads = max(1, min(_ROW_GROUP_THREADS, os.cpu_count() or 1, groups))
     if threads == 1:
-        return [convert(read_parquet(storage, path, columns))]
+        return [convert(_read_table(source, path, columns))]
 
     def one(index: int) -> T:
         try:
