@@ -14,6 +14,7 @@ last add of its path and no remove of its exact key comes after it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -98,14 +99,21 @@ def reconcile(
         pc.struct_field(remove, "deletionVector"),
     )
     commit_paths = decode_paths(paths.filter(file_rows), root)
-    commit_keys = file_keys(commit_paths, dvs.filter(file_rows))
     # The adds' paths are among the file actions' paths, already decoded.
     new_adds = new_adds.set_column(0, "path", commit_paths.filter(pa.array(is_add)))
     cp_paths = _one_array(cp.column("path"))
-    cp_keys = file_keys(cp_paths, cp.column("deletionVector"))
+
+    def keys() -> pa.Array:
+        return pa.concat_arrays(
+            [
+                file_keys(cp_paths, cp.column("deletionVector")),
+                file_keys(commit_paths, dvs.filter(file_rows)),
+            ]
+        )
+
     live = _live_rows(
         pa.concat_arrays([cp_paths.cast(pa.string()), commit_paths]),
-        pa.concat_arrays([cp_keys, commit_keys]),
+        keys,
         np.concatenate([np.ones(cp.num_rows, dtype=bool), is_add]),
     )
     n_cp = cp.num_rows
@@ -118,19 +126,19 @@ def reconcile(
     return combined.take(pa.array(rows, pa.int64()))
 
 
-def _live_rows(paths: pa.Array, keys: pa.Array, is_add: npt.NDArray[np.bool_]) -> Any:
+def _live_rows(paths: pa.Array, keys: Callable[[], pa.Array], is_add: npt.NDArray[np.bool_]) -> Any:
     """Indexes (ascending) of the live adds among actions in log order.
 
     An add is live when it is the last add of its path and no remove of its exact key
-    (path + DV id) comes after it.
+    (path + DV id, from ``keys``: built only when there are removes) comes after it.
     """
-    rows = np.arange(len(keys), dtype=np.int64)
+    rows = np.arange(len(paths), dtype=np.int64)
     add_rows, remove_rows = rows[is_add], rows[~is_add]
     path_codes = _codes(paths)
     last_adds = np.sort(_last_of_each(path_codes[add_rows], add_rows))
     if not len(remove_rows):
         return last_adds
-    key_codes = _codes(keys)
+    key_codes = _codes(keys())
     last_remove = np.full(int(key_codes.max()) + 1, -1, dtype=np.int64)
     removed_codes = key_codes[remove_rows]
     last_remove[np.unique(removed_codes)] = _last_of_each(removed_codes, remove_rows)
