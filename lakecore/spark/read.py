@@ -105,13 +105,9 @@ def read(
     parallelism = default_parallelism(spark)
     wanted = partitions or parallelism
     chunks = balanced_chunks(files.column(fi.SIZE), min(wanted, files.num_rows))
-    rows = [(i, to_ipc(files.take(pa.array(chunk, pa.int64())))) for i, chunk in enumerate(chunks)]
-    # Local rows are sliced evenly into ``parallelism`` partitions: one chunk each by default.
-    task_frame = spark.createDataFrame(rows, TASKS_SCHEMA)
+    task_frame = spark.createDataFrame(task_table(files, chunks), TASKS_SCHEMA)
     if len(chunks) > parallelism:
         task_frame = task_frame.repartitionByRange(len(chunks), "chunk")
-    elif len(chunks) < parallelism:
-        task_frame = task_frame.coalesce(len(chunks))
     names = None if scan.columns is None else list(scan.columns)
     reader = functools.partial(read_chunks, context, names, scan.predicate)
     return task_frame.mapInArrow(reader, spark_schema)
@@ -148,6 +144,29 @@ def balanced_chunks(
     by_chunk = np.argsort(chunk_of, kind="stable")  # rows ascending within each chunk
     ends = np.cumsum(np.bincount(chunk_of, minlength=n))
     return [part.tolist() for part in np.split(by_chunk, ends[:-1])]
+
+
+def task_table(files: pa.Table, chunks: Sequence[Sequence[int]]) -> pa.Table:
+    """The task DataFrame's rows as Arrow: row ``i`` = chunk ``i``'s file-index rows as IPC.
+
+    One record batch per chunk. Built from Arrow, the DataFrame is a local relation (or, past
+    ``spark.sql.execution.arrow.localRelationThreshold``, an RDD of these batches, one per
+    partition): no Python worker runs to produce the task rows, as it does for a DataFrame
+    made from Python tuples. A local relation of ``n`` rows is sliced into
+    ``min(n, default parallelism)`` partitions, so up to the default parallelism every chunk
+    has a Spark partition (and task) of its own.
+    """
+    schema = pa.schema(
+        [pa.field("chunk", pa.int32(), nullable=False), pa.field("files", pa.binary(), False)]
+    )
+    batches = [
+        pa.record_batch(
+            [pa.array([i], pa.int32()), pa.array([to_ipc(files.take(pa.array(c, pa.int64())))])],
+            schema=schema,
+        )
+        for i, c in enumerate(chunks)
+    ]
+    return pa.Table.from_batches(batches, schema)
 
 
 def to_ipc(files: pa.Table) -> bytes:
