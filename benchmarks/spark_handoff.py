@@ -9,6 +9,13 @@ For tables of 1k, 10k and 100k Parquet files of 100 rows each, and of 4 files of
   lakecore inside ``mapInArrow`` (the default path).
 - ``directory`` (reference only, not a correct Delta read: it would also return removed
   files): ``spark.read.parquet(table_root)``, Spark listing the directory itself.
+- ``handover`` (a floor, not a read): ``mapInArrow`` tasks that yield the same rows from a
+  per-worker in-memory copy of the files (filled by untimed runs first), so the run costs
+  only what handing Arrow batches from Python to the JVM costs; ``tasks`` can be no faster.
+
+Each run also records the CPU seconds the JVM and the Python workers used (Linux: the
+benchmark's child processes in ``/proc``) and the load average: on a shared machine wall
+times vary with the load, CPU seconds much less.
 
 Plan = from nothing to the DataFrame (for ``paths`` and ``tasks`` this includes lakecore
 opening the table and planning; that share is reported on its own as ``lakecore_plan``).
@@ -32,6 +39,7 @@ import argparse
 import datetime as dt
 import io
 import json
+import os
 import platform
 import statistics
 import time
@@ -170,6 +178,66 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
+def child_cpu() -> dict[str, float]:
+    """CPU seconds used so far by this process's descendants: the JVM and the Python workers.
+
+    Linux only (``/proc``); empty elsewhere. Exited workers are not counted (Spark reuses its
+    Python workers, so they stay alive across runs).
+    """
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    procs: dict[int, tuple[int, str, float]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = entry.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        procs[int(entry.parent.name)] = (
+            int(fields[1]),
+            name,
+            (int(fields[11]) + int(fields[12])) / tick,
+        )
+    out = {"jvm": 0.0, "python": 0.0}
+    todo = [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for pid, (ppid, name, cpu) in procs.items():
+            if ppid == parent:
+                out["jvm" if name == "java" else "python"] += cpu
+                todo.append(pid)
+    return out
+
+
+def _handover(spark: Any, root: Path) -> Any:
+    """A ``mapInArrow`` DataFrame yielding the table's rows from each worker's memory."""
+    import lakecore
+    import lakecore.spark
+    from lakecore.spark.read import default_parallelism
+
+    paths = sorted(
+        str(root / p) for p in lakecore.open(str(root)).scan().reading_files()["path"].to_pylist()
+    )
+    n = min(default_parallelism(spark), len(paths))
+    chunks = [paths[i::n] for i in range(n)]
+    frame = spark.createDataFrame(pa.table({"chunk": pa.array(range(n), pa.int32())}))
+
+    def yield_cached(batches: Any) -> Any:
+        import sys
+        import types
+
+        # Kept in the worker process across tasks (Spark reuses Python workers).
+        cache = sys.modules.setdefault("_spark_handoff_cache", types.ModuleType("cache")).__dict__
+        for batch in batches:
+            for chunk in batch.column("chunk").to_pylist():
+                for path in chunks[chunk]:
+                    if path not in cache:
+                        cache[path] = pq.read_table(path).to_batches(131_072)
+                    yield from cache[path]
+
+    return frame.mapInArrow(yield_cached, lakecore.spark.to_spark_schema(SCHEMA))
+
+
 def measure(spark: Any, root: Path, approach: str) -> dict[str, Any]:
     """One plan + run of ``approach`` on the table at ``root``."""
     import lakecore
@@ -179,6 +247,10 @@ def measure(spark: Any, root: Path, approach: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if approach == "tasks":
         out["plan_s"], df = _timed(lambda: lakecore.spark.read(spark, uri))
+    elif approach == "handover":
+        out["plan_s"], df = _timed(lambda: _handover(spark, root))
+        for _ in range(2):  # fill both workers' copies (untimed)
+            _query(df)
     elif approach == "paths":
         lakecore_s, paths = _timed(lambda: [t.path for t in lakecore.open(uri).scan().tasks()])
         schema = lakecore.spark.to_spark_schema(SCHEMA)
@@ -187,7 +259,11 @@ def measure(spark: Any, root: Path, approach: str) -> dict[str, Any]:
     else:
         schema = lakecore.spark.to_spark_schema(SCHEMA)
         out["plan_s"], df = _timed(lambda: spark.read.schema(schema).parquet(uri))
+    out["load"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    before = child_cpu()
     out["run_s"], (out["rows"], out["checksum"]) = _timed(lambda: _query(df))
+    after = child_cpu()
+    out["cpu_s"] = {k: round(after[k] - before[k], 3) for k in after}
     return out
 
 
@@ -304,6 +380,20 @@ def _min_median(values: list[float]) -> str:
     return f"{_seconds(min(values))} / {_seconds(statistics.median(values))}"
 
 
+def _cpu_total(run: dict[str, Any]) -> float | None:
+    cpu = run.get("cpu_s")
+    return None if not cpu else float(sum(cpu.values()))
+
+
+def _cpu_cell(runs: list[dict[str, Any]]) -> str:
+    """Median CPU seconds of the runs, JVM + Python workers."""
+    if any(not r.get("cpu_s") for r in runs):
+        return "-"
+    jvm = statistics.median(r["cpu_s"]["jvm"] for r in runs)
+    py = statistics.median(r["cpu_s"]["python"] for r in runs)
+    return f"{jvm:.2f} + {py:.2f} s"
+
+
 def _per_run_lines(result: dict[str, Any]) -> list[str]:
     """Task list against Spark's directory read, run by run (runs are interleaved)."""
     cases = [c for c in result["cases"] if "runs" in c.get("tasks", {}) and "directory" in c]
@@ -313,17 +403,24 @@ def _per_run_lines(result: dict[str, Any]) -> list[str]:
         "",
         "Task list (`lakecore.spark.read`) against Spark's own directory read, run by run "
         "(the approaches' runs are interleaved, so run i of each saw the same load); "
-        "min / median:",
+        "min / median; CPU = median CPU seconds of the JVM + the Python workers during the run:",
         "",
         "| files | plan: task list | plan: directory | run: task list | run: directory "
-        "| run ratio per run (task list / directory) |",
-        "|---:|---:|---:|---:|---:|---|",
+        "| run ratio per run (task list / directory) | CPU: task list | CPU: directory "
+        "| CPU ratio per run | load (1 min) |",
+        "|---:|---:|---:|---:|---:|---|---:|---:|---|---|",
     ]
     for case in cases:
         tasks, directory = case["tasks"]["runs"], case["directory"]["runs"]
-        ratios = ", ".join(
-            f"{t['run_s'] / d['run_s']:.2f}x" for t, d in zip(tasks, directory, strict=False)
+        pairs = list(zip(tasks, directory, strict=False))
+        ratios = ", ".join(f"{t['run_s'] / d['run_s']:.2f}x" for t, d in pairs)
+        cpu_ratios = ", ".join(
+            f"{ct / cd:.2f}x"
+            for t, d in pairs
+            if (ct := _cpu_total(t)) is not None and (cd := _cpu_total(d))
         )
+        loads = [r["load"] for r in tasks + directory if r.get("load") is not None]
+        load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
         size = f"{case['files']:,}"
         if case["rows_per_file"] != ROWS_PER_FILE:
             size += f" x {case['rows_per_file']:,} rows"
@@ -331,8 +428,36 @@ def _per_run_lines(result: dict[str, Any]) -> list[str]:
             f"| {size} | {_min_median([r['plan_s'] for r in tasks])} "
             f"| {_min_median([r['plan_s'] for r in directory])} "
             f"| {_min_median([r['run_s'] for r in tasks])} "
-            f"| {_min_median([r['run_s'] for r in directory])} | {ratios} |"
+            f"| {_min_median([r['run_s'] for r in directory])} | {ratios} "
+            f"| {_cpu_cell(tasks)} | {_cpu_cell(directory)} | {cpu_ratios or '-'} | {load} |"
         )
+    floors = [c for c in cases if "handover" in c]
+    if floors:
+        lines += [
+            "",
+            "Hand-over floor (`handover`: mapInArrow yielding the same rows from memory, no "
+            "file read), against the same directory runs:",
+            "",
+            "| files | run: hand-over | run ratio per run (hand-over / directory) "
+            "| CPU: hand-over | CPU ratio per run |",
+            "|---:|---:|---|---:|---|",
+        ]
+        for case in floors:
+            floor, directory = case["handover"]["runs"], case["directory"]["runs"]
+            pairs = list(zip(floor, directory, strict=False))
+            size = f"{case['files']:,}"
+            if case["rows_per_file"] != ROWS_PER_FILE:
+                size += f" x {case['rows_per_file']:,} rows"
+            ratios = ", ".join(f"{f['run_s'] / d['run_s']:.2f}x" for f, d in pairs)
+            cpu_ratios = ", ".join(
+                f"{cf / cd:.2f}x"
+                for f, d in pairs
+                if (cf := _cpu_total(f)) is not None and (cd := _cpu_total(d))
+            )
+            lines.append(
+                f"| {size} | {_min_median([r['run_s'] for r in floor])} | {ratios} "
+                f"| {_cpu_cell(floor)} | {cpu_ratios or '-'} |"
+            )
     return lines
 
 
