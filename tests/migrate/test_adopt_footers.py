@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakecore
-from lakecore.migrate import adopt
+from lakecore.migrate import adopt, footer_check
 from lakecore.model.footers import Footers
 from lakecore.storage import open_storage
 from lakecore.testing.faults import CountingStorage
@@ -131,7 +131,7 @@ def _held(root: Path, name: str, want: Any) -> tuple[dict[str, set[Any]], bool]:
     storage = CountingStorage(open_storage(str(root)))
     footer = Footers(storage).get(name)
     before = len(storage.calls)
-    held = adopt._partition_values(
+    held = footer_check._partition_values(
         storage, name, footer, footer.schema.to_arrow_schema(), ["p"], {"p": want}
     )
     return held, len(storage.calls) > before
