@@ -15,13 +15,19 @@ Reads of Lance files go through pylance, not lakecore's ``Storage``: those are n
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import shutil
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pyarrow as pa
 import pytest
+from lakecore_hudi.write import lock as lock_module
 
 import lakecore
 from lakecore.errors import LakecoreError
@@ -29,6 +35,7 @@ from lakecore.testing.faults import MUTATING
 from tests.hudi.write.helpers import copy_corpus_table, files_on_disk, hudi_rs_table
 from tests.hudi.write.test_mdt_maintain import mdt_listing
 from tests.reliability.faulty_ops import open_faulty
+from tests.reliability.test_kill_at_any_step import _age_dead_writer
 
 NAME = "mor_avro_v9_lance_nonhivestyle"
 KEY = "event_id"
@@ -133,3 +140,77 @@ def test_faults_at_sampled_calls_of_a_lance_base_file_write(name: str, tmp_path:
 @pytest.mark.parametrize("name", ["insert", "compact"])
 def test_faults_at_every_call_of_a_lance_base_file_write(name: str, tmp_path: Path) -> None:
     assert _fault_matrix(tmp_path, name, 1) > 100
+
+
+# ------------------------------------------------------------------------------- kills
+
+KILL_STRIDE = 4
+"""One step in this many is killed at (each step is a process of its own)."""
+
+
+def _killed_child(root: str, name: str, index: int, mode: str) -> None:
+    """The writer: run the operation and die by SIGKILL at storage call ``index``."""
+
+    def kill(_index: int, _call: Any) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    table, faulty = open_faulty(Path(root))
+    faulty.arm(index, mode, on_fault=kill)  # type: ignore[arg-type]
+    _operation(name)(table)
+    os._exit(3)  # never reached the step: the parent reports it
+
+
+def _after_kill(root: Path, before: Any, after: Any) -> str:
+    """The checks after a killed write; returns what went wrong ("" when nothing)."""
+    now = _state(root)
+    if now not in (before, after):
+        return "partial state"
+    _age_dead_writer(root)
+    # A dead writer's lock is broken once a waiter has watched it for the expiry (a minute)
+    # on its own monotonic clock: run that clock 200 times faster here.
+    with mock.patch.object(lock_module, "observed_clock", lambda: time.monotonic() * 200):
+        nxt = lakecore.open(str(root))
+        added = _new_rows(nxt, "evt-951", "evt-952")
+        nxt.append(added)
+    final = _state(root)
+    if final != sorted([*now, *_rows(added)], key=lambda r: json.dumps(r, sort_keys=True)):
+        return "the next writer's insert did not land as expected"
+    if _rows(hudi_rs_table(root)) != final:
+        return "hudi-rs disagrees with lakecore"
+    if mdt_listing(root) != files_on_disk(root):
+        return "the files partition does not list the data files on storage"
+    return ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["insert", "compact"])
+def test_a_lance_base_file_writer_killed_at_sampled_calls(name: str, tmp_path: Path) -> None:
+    """The writer process SIGKILLed before every ``KILL_STRIDE``-th call (or just after it
+    landed): the table reads as before or after, and the next writer (breaking the dead
+    writer's lock, rolling its instant back) lands its insert with hudi-rs agreeing."""
+    template = copy_corpus_table(NAME, tmp_path / "template")
+    before = _state(template)
+    cases, after = _cases(template, tmp_path, name)
+    chosen = cases[::KILL_STRIDE]
+    # Spawned, not forked: pylance (loaded here by the counting run) is not fork-safe.
+    context = multiprocessing.get_context("spawn")
+    failures = []
+    for n, (index, mode) in enumerate(chosen):
+        root = tmp_path / f"kill{n}"
+        shutil.copytree(template, root)
+        child = context.Process(target=_killed_child, args=(str(root), name, index, mode))
+        child.start()
+        child.join(60)
+        if child.exitcode is None:
+            child.kill()
+            child.join()
+        where = f"call {index} ({mode})"
+        if child.exitcode != -signal.SIGKILL:
+            failures.append(f"{where}: the writer exited with {child.exitcode}, not killed")
+            continue
+        problem = _after_kill(root, before, after)
+        if problem:
+            failures.append(f"{where}: {problem}")
+        shutil.rmtree(root)
+    assert not failures, "\n".join(failures)
+    assert len(chosen) > 25, len(chosen)
