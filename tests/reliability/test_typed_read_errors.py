@@ -356,53 +356,96 @@ def test_null_typed_deletion_vectors_in_a_checkpoint_read_as_none(tmp_path: Path
 
 
 # pyarrow's JSON reader (26.0) crashes the process (SIGSEGV) on a block that starts with a
-# top-level null; each case runs in a subprocess so that a crash fails the test, not the run.
+# top-level null; the cases run in a subprocess so that a crash fails its test, not the run.
+# One subprocess reads every case of the module (starting one per case cost ~1 s each); after
+# a crash the cases not read yet go to a new subprocess.
 _READ_IN_SUBPROCESS = """
-import sys
+import json, sys
 import lakecore
 from lakecore.errors import LakecoreError
-try:
-    table = lakecore.open(sys.argv[1])
-    print(table.to_arrow().num_rows, table.snapshot().files().num_rows)
-except LakecoreError as exc:
-    print(type(exc).__name__, exc)
+for root in sys.argv[1:]:
+    try:
+        table = lakecore.open(root)
+        out = f"{table.to_arrow().num_rows} {table.snapshot().files().num_rows}"
+    except LakecoreError as exc:
+        out = f"{type(exc).__name__} {exc}"
+    print(json.dumps([root, out]), flush=True)
 """
 
 
-def _read_elsewhere(root: Path) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", _READ_IN_SUBPROCESS, str(root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, f"the read crashed ({done.returncode}): {done.stderr[-2000:]}"
-    return done.stdout.strip()
+def _read_elsewhere(roots: list[Path]) -> dict[Path, str]:
+    """What a fresh process reads from each of ``roots`` ("rows files", or the error class
+    and message); a root whose read crashed the process maps to a "crashed" message."""
+    outs: dict[Path, str] = {}
+    pending = list(roots)
+    while pending:
+        done = subprocess.run(
+            [sys.executable, "-c", _READ_IN_SUBPROCESS, *map(str, pending)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        for line in done.stdout.splitlines():
+            root, out = json.loads(line)
+            outs[Path(root)] = out
+        pending = [r for r in pending if r not in outs]
+        if done.returncode == 0:
+            assert not pending, f"no answer for {pending}: {done.stderr[-2000:]}"
+            break
+        assert pending, f"the reader failed ({done.returncode}): {done.stderr[-2000:]}"
+        crashed, *pending = pending
+        outs[crashed] = f"the read crashed ({done.returncode}): {done.stderr[-2000:]}"
+    return outs
 
 
-@pytest.mark.parametrize("version", [0, 1])
-@pytest.mark.parametrize("first", ["null", " null", "\n\nnull", "null,", "null{}"])
-def test_commit_starting_with_null_is_corrupt_not_a_crash(
-    tmp_path: Path, first: str, version: int
-) -> None:
-    root = _delta(tmp_path)
+NULL_FIRSTS = ["null", " null", "\n\nnull", "null,", "null{}"]
+NULL_STATS = ["null", "  null", "\nnull"]
+
+
+def _null_first(root: Path, first: str, version: int) -> None:
     commit = root / "_delta_log" / f"{version:020d}.json"
     commit.write_bytes(first.encode() + b"\n" + commit.read_bytes())
-    out = _read_elsewhere(root)
-    assert out.startswith("CorruptTableError") and commit.name in out
 
 
-@pytest.mark.parametrize("stats", ["null", "  null", "\nnull"])
-def test_stats_that_are_json_null_read_as_no_stats(tmp_path: Path, stats: str) -> None:
-    root = _delta(tmp_path)
+def _null_stats(root: Path, stats: str) -> None:
     commit = root / "_delta_log" / f"{1:020d}.json"
     actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
     for action in actions:
         if "add" in action:
             action["add"]["stats"] = stats
     commit.write_text("\n".join(json.dumps(a) for a in actions) + "\n")
-    assert _read_elsewhere(root).split() == ["3", "2"]
+
+
+@pytest.fixture(scope="module")
+def null_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[Any, ...], str]:
+    """What a fresh process reads from each null case, keyed by the case's parameters."""
+    roots: dict[tuple[Any, ...], Path] = {}
+    for first in NULL_FIRSTS:
+        for version in (0, 1):
+            roots["first", first, version] = root = _delta(tmp_path_factory.mktemp("null"))
+            _null_first(root, first, version)
+    for stats in NULL_STATS:
+        roots["stats", stats] = root = _delta(tmp_path_factory.mktemp("null"))
+        _null_stats(root, stats)
+    outs = _read_elsewhere(list(roots.values()))
+    return {key: outs[root] for key, root in roots.items()}
+
+
+@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("first", NULL_FIRSTS)
+def test_commit_starting_with_null_is_corrupt_not_a_crash(
+    null_reads: dict[tuple[Any, ...], str], first: str, version: int
+) -> None:
+    out = null_reads["first", first, version]
+    assert out.startswith("CorruptTableError") and f"{version:020d}.json" in out, out
+
+
+@pytest.mark.parametrize("stats", NULL_STATS)
+def test_stats_that_are_json_null_read_as_no_stats(
+    null_reads: dict[tuple[Any, ...], str], stats: str
+) -> None:
+    assert null_reads["stats", stats].split() == ["3", "2"]
 
 
 @pytest.mark.parametrize(
