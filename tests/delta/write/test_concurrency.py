@@ -1,4 +1,8 @@
-"""Concurrent writers: K processes appending to one table, and conflicting transactions."""
+"""Concurrent writers: K processes appending to one table, and conflicting transactions.
+
+The default run races 4 processes (local: 10 appends each, moto S3: 5); ``-m slow`` races
+8 processes x 20 appends on both.
+"""
 
 from __future__ import annotations
 
@@ -20,9 +24,12 @@ from .helpers import LOG, canonical, commit_versions, delta_rs_rows, lakecore_ro
 
 SCHEMA = pa.schema([("id", pa.int64()), ("worker", pa.int32())])
 K = 8
-"""Writer processes."""
+"""Writer processes (slow run)."""
 M = 20
-"""Appends per writer."""
+"""Appends per writer (slow run)."""
+LOCAL_SIZES = [(4, 10), pytest.param(K, M, marks=pytest.mark.slow, id=f"{K}x{M}")]
+S3_SIZES = [(4, 5), pytest.param(K, M, marks=pytest.mark.slow, id=f"{K}x{M}")]
+"""(writers, appends per writer): a default size and the full one under ``-m slow``."""
 R = 3
 """Rows per append."""
 
@@ -51,58 +58,64 @@ WORKER = textwrap.dedent(
 )
 
 
-def run_writers(uri: str, options: dict[str, Any], barrier: Path) -> list[list[int]]:
-    """Start K writer processes, release them together, return each one's versions."""
-    argvs = [[uri, json.dumps(options), str(w), str(M), str(R), str(barrier)] for w in range(K)]
+def run_writers(
+    uri: str, options: dict[str, Any], barrier: Path, k: int, m: int
+) -> list[list[int]]:
+    """Start ``k`` writer processes of ``m`` appends, release them together, return each
+    one's versions."""
+    argvs = [[uri, json.dumps(options), str(w), str(m), str(R), str(barrier)] for w in range(k)]
     reports: list[list[int]] = run_barrier_writers(
         WORKER, argvs, barrier, start_timeout=60, run_timeout=240
     )
     return reports
 
 
-def expected_ids() -> list[int]:
-    return sorted(w * 100_000 + i for w in range(K) for i in range(M * R))
+def expected_ids(k: int, m: int) -> list[int]:
+    return sorted(w * 100_000 + i for w in range(k) for i in range(m * R))
 
 
 def check_outcome(
-    uri: str, versions: list[list[int]], options: dict[str, Any] | None = None
+    uri: str, versions: list[list[int]], k: int, m: int, options: dict[str, Any] | None = None
 ) -> None:
-    """1 + K*M commits (create + every append), every row exactly once."""
+    """1 + k*m commits (create + every append), every row exactly once."""
+    assert len(versions) == k
     flat = sorted(v for vs in versions for v in vs)
-    assert flat == list(range(1, 1 + K * M)), "every append got its own version"
+    assert flat == list(range(1, 1 + k * m)), "every append got its own version"
     for vs in versions:
         assert vs == sorted(vs), "a writer's own appends land in order"
     table = lakecore.open(uri, storage_options=options)
     history = table.history()
-    assert [h.version for h in history] == list(range(K * M, -1, -1))
-    assert [h.operation for h in history].count("WRITE") == K * M
+    assert [h.version for h in history] == list(range(k * m, -1, -1))
+    assert [h.operation for h in history].count("WRITE") == k * m
     ids = sorted(table.to_arrow().column("id").to_pylist())
-    assert len(ids) == K * M * R
-    assert ids == expected_ids()
+    assert len(ids) == k * m * R
+    assert ids == expected_ids(k, m)
 
 
-def test_processes_append_to_a_local_table(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("k", "m"), LOCAL_SIZES)
+def test_processes_append_to_a_local_table(tmp_path: Path, k: int, m: int) -> None:
     path = tmp_path / "t"
     lakecore.create(str(path), SCHEMA)
     started = time.monotonic()
-    versions = run_writers(str(path), {}, tmp_path / "barrier")
-    print(f"local: {K} processes x {M} appends in {time.monotonic() - started:.1f}s")
-    check_outcome(str(path), versions)
-    assert commit_versions(path) == list(range(1 + K * M))
+    versions = run_writers(str(path), {}, tmp_path / "barrier", k, m)
+    print(f"local: {k} processes x {m} appends in {time.monotonic() - started:.1f}s")
+    check_outcome(str(path), versions, k, m)
+    assert commit_versions(path) == list(range(1 + k * m))
     assert delta_rs_rows(path) == lakecore_rows(path)
     checkpoints = sorted((path / LOG).glob("*.checkpoint.parquet"))
-    assert [int(c.name[:20]) for c in checkpoints] == list(range(10, K * M + 1, 10))
+    assert [int(c.name[:20]) for c in checkpoints] == list(range(10, k * m + 1, 10))
 
 
 @pytest.mark.s3
+@pytest.mark.parametrize(("k", "m"), S3_SIZES)
 def test_processes_append_to_an_s3_table(
-    s3_uri: str, s3_storage_options: dict[str, Any], tmp_path: Path
+    s3_uri: str, s3_storage_options: dict[str, Any], tmp_path: Path, k: int, m: int
 ) -> None:
     lakecore.create(s3_uri, SCHEMA, storage_options=s3_storage_options)
     started = time.monotonic()
-    versions = run_writers(s3_uri, s3_storage_options, tmp_path / "barrier")
-    print(f"s3 (moto): {K} processes x {M} appends in {time.monotonic() - started:.1f}s")
-    check_outcome(s3_uri, versions, s3_storage_options)
+    versions = run_writers(s3_uri, s3_storage_options, tmp_path / "barrier", k, m)
+    print(f"s3 (moto): {k} processes x {m} appends in {time.monotonic() - started:.1f}s")
+    check_outcome(s3_uri, versions, k, m, s3_storage_options)
 
 
 class _VanishedEntry:
