@@ -55,7 +55,7 @@ OPERATIONS = [
     ("hudi-mor", "upsert"),
     ("hudi-mor", "delete"),
 ]
-STRIDE = 3
+STRIDE = 5
 """In the default run, one in this many steps is killed at."""
 CHILD_TIMEOUT = 60.0
 
