@@ -1,17 +1,17 @@
-"""Zero-copy Hudi -> Delta in place, this working tree against an earlier commit, same run.
+"""Zero-copy Hudi -> Delta in place: lakecore now against an earlier commit, in one run.
 
 Times ``lakecore.migrate(uri, uri, to="delta", mode="metadata")`` on a fresh hard-linked copy
 of benchmarks/migration.py's Hudi table (``--files`` base files, one 10-row file per partition,
 each footer holding Hudi's ~430 KB bloom filter, no metadata-table column_stats: the file
 index reads every footer) and records its peak RSS. Each migration runs in its own Python
-process importing lakecore from one of two trees: the working tree ("after") and ``git
-archive`` of ``--before`` ("before"), alternating which goes first each repetition; the load
-average is recorded at the start and end. Every migration must adopt every file and write
-none.
+process importing lakecore from one of two trees: "after" (the working tree, or ``git
+archive`` of ``--after``) and "before" (``git archive`` of ``--before``), alternating which
+goes first each repetition; the load average is recorded at the start and end. Every
+migration must adopt every file and write none.
 
     python benchmarks/migration_before_after.py --before 14e99d6~1            # 1,000 files x 4
-    python benchmarks/migration_before_after.py --before 14e99d6~1 --files 1000 10000 -n 3 \\
-        --write-docs                # then the table in docs/performance.md (Migration)
+    python benchmarks/migration_before_after.py --before 14e99d6~1 --after HEAD \\
+        --files 1000 10000 -n 3 --write-docs   # then the table in docs/performance.md
 
 Results go to benchmarks/results/migration_before_after.json; the table on stdout.
 """
@@ -52,18 +52,24 @@ def child(source: str, copy: str) -> None:
     shutil.rmtree(copy)
 
 
-def run(files: int, reps: int, before: str, work: Path) -> dict[str, Any]:
+def _export(commit: str, into: Path) -> Path:
+    into.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def run(files: int, reps: int, before: str, after: str | None, work: Path) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from migration import hudi_table, loadavg, log
 
     source = hudi_table(files)
-    old = work / "before"
-    old.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", before], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-    trees = {"after": ROOT, "before": old}
+    trees = {
+        "after": ROOT if after is None else _export(after, work / "after"),
+        "before": _export(before, work / "before"),
+    }
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     load = [loadavg()]
     for r in range(reps):
@@ -90,6 +96,7 @@ def run(files: int, reps: int, before: str, work: Path) -> dict[str, Any]:
         "machine": f"{platform.machine()} {os.cpu_count()} cpus",
         "files": files,
         "before": before,
+        "after": after or "the working tree",
         "load": load,
         "runs": runs,
     }
@@ -99,8 +106,8 @@ def table(results: list[dict[str, Any]]) -> str:
     """The markdown of the docs section: one row per file count and tree."""
     first = results[0]
     lines = [
-        f"Run {first['date']} ({first['machine']}); before = `{first['before']}`, after = the "
-        "working tree; each migration in its own process, the order alternating.",
+        f"Run {first['date']} ({first['machine']}); before = `{first['before']}`, after = "
+        f"`{first['after']}`; each migration in its own process, the order alternating.",
         "",
         "| files | tree | median (s) | runs (s) | peak RSS (MiB) | load start -> end |",
         "|---:|---|---:|---|---|---|",
@@ -122,6 +129,7 @@ def table(results: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--before", help="the git commit to compare with")
+    parser.add_argument("--after", help="a git commit to time instead of the working tree")
     parser.add_argument("--files", type=int, nargs="+", default=[1000])
     parser.add_argument("-n", type=int, default=4, help="repetitions")
     parser.add_argument("--write-docs", action="store_true", help="then update docs")
@@ -140,7 +148,7 @@ def main() -> None:
     for files in args.files:
         # Under _data/ (not /tmp): the copies are hard links, which need one filesystem.
         with tempfile.TemporaryDirectory(prefix="before-after-work-", dir=DATA) as tmp:
-            results.append(run(files, args.n, args.before, Path(tmp)))
+            results.append(run(files, args.n, args.before, args.after, Path(tmp)))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "migration_before_after.json").write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
