@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CORPUS ?= ../shared/corpus
 
-.PHONY: install demo test lint typecheck unit conformance bench bench-quick clean lance-protos
+.PHONY: install demo test test-slow lint typecheck unit conformance bench bench-quick clean lance-protos
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ conformance: install
 	$(PY) -m conformance --corpus $(CORPUS)
 
 test: lint typecheck unit
+
+# The tests kept out of `make test` (pyproject's addopts deselect them with -m 'not slow'):
+# full matrices, long races, every fault step, Spark doc examples. Long: tens of minutes.
+test-slow: install
+	$(PY) -m pytest -q -m slow
 
 bench: install
 	$(PY) benchmarks/delta_snapshot.py
