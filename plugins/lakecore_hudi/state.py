@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -33,7 +33,7 @@ from lakecore_hudi.timeline.metadata import (
     parse_clustering_plan,
     parse_commit_metadata,
 )
-from lakecore_hudi.view import FileSlice, Visible, latest_slices
+from lakecore_hudi.view import FileSlice, SliceFile, Visible, latest_slices
 from lakecore_hudi.written_files import check_written_files
 
 REPLACE_ACTIONS = ("replacecommit", "clustering")
@@ -42,7 +42,12 @@ EVENT_TIME_PAYLOADS = ("DefaultHoodieRecordPayload", "PartialUpdateAvroPayload")
 
 @dataclass(frozen=True, slots=True)
 class HudiState:
-    """A table at one completed instant (``instant`` None: no completed write yet)."""
+    """A table at one completed instant (``instant`` None: no completed write yet).
+
+    ``metadata`` holds the commit metadata loading parsed, by instant time (every visible
+    write's, when ``load_state`` made the state): later steps take it from here rather than
+    reading those files again.
+    """
 
     config: TableConfig
     timeline: Timeline
@@ -51,6 +56,7 @@ class HudiState:
     slices: tuple[FileSlice, ...]
     table_schema: pa.Schema
     options: ReadOptions
+    metadata: Mapping[str, CommitMetadata] = field(default_factory=dict)
 
     @property
     def schema(self) -> pa.Schema:
@@ -140,7 +146,51 @@ def load_state(
         )
     schema = _schema(storage, upto, metas, slices, config)
     ensure_partition_values(config, schema, storage.root)
-    return HudiState(config, timeline, instant, visible, slices, schema, options)
+    return HudiState(config, timeline, instant, visible, slices, schema, options, metas)
+
+
+def earlier_state(
+    storage: Storage, base: HudiState, instant: Instant, files: Sequence[SliceFile]
+) -> HudiState:
+    """The table at ``instant``, a completed write on ``base``'s active timeline at or before
+    ``base.instant``, built from what loading ``base`` read (timeline, commit metadata, the
+    archived completions) and the listing ``files`` (``list_data_files``), as ``load_state``
+    would load it: a walk over many instants reads the table once, not once per instant.
+
+    Raises:
+        VersionNotFoundError, CorruptTableError: as ``load_state`` (files cleaned since).
+    """
+    config, timeline = base.config, base.timeline
+    writes = timeline.completed_write_instants()
+    upto = [i for i in writes if i.timestamp <= instant.timestamp]
+    metas = {
+        i.timestamp: base.metadata.get(i.timestamp) or commit_metadata(storage, timeline, i)
+        for i in upto
+    }
+    start = timeline_start(timeline)
+    completion = {k: v for k, v in base.visible.completion.items() if k < start}
+    completion.update((i.timestamp, i.completion_time) for i in upto if i.completion_time)
+    visible = Visible(
+        instants=frozenset(i.timestamp for i in upto),
+        completion=completion,
+        replaced=_replaced(upto, metas),
+        archived_before=start,
+    )
+    by_completion = config.table_version >= 8
+    slices = tuple(latest_slices(files, visible, by_completion))
+    check_written_files(
+        metas.items(),
+        files,
+        slices,
+        visible,
+        by_completion,
+        instant == writes[-1],
+        storage.root,
+        listed_by_metadata=uses_metadata_table(config, base.options),
+    )
+    schema = _schema(storage, upto, metas, slices, config)
+    ensure_partition_values(config, schema, storage.root)
+    return HudiState(config, timeline, instant, visible, slices, schema, base.options, metas)
 
 
 def ensure_partition_values(config: TableConfig, schema: pa.Schema, root: str) -> None:

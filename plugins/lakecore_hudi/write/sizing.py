@@ -7,7 +7,9 @@ newest completed commits that wrote more than the small-file limit
 (``hoodie.parquet.small.file.limit``, 100 MiB, times ``hoodie.record.size.estimation.threshold``,
 1.0) — their total bytes written over records written — else from
 ``hoodie.copyonwrite.record.size.estimate`` (1024 bytes). The settings are read from the
-table's ``hoodie.properties`` when present there.
+table's ``hoodie.properties`` when present there. The commits' metadata comes from the state
+(``HudiState.metadata``, parsed when the snapshot was loaded): a file is read only when the
+state does not hold it.
 """
 
 from __future__ import annotations
@@ -61,8 +63,10 @@ def average_record_size(storage: Storage, state: HudiState) -> int:
     enough = threshold * _setting(config, SMALL_FILE_LIMIT, positive=False)
     completed = state.timeline.completed_write_instants()
     for instant in reversed(completed[-_COMMITS_LOOKED_AT:]):
+        meta = state.metadata.get(instant.timestamp)
         try:
-            meta = commit_metadata(storage, state.timeline, instant)
+            if meta is None:
+                meta = commit_metadata(storage, state.timeline, instant)
         except (CorruptTableError, FileNotFoundError) as exc:
             log.debug("no record size from instant %s: %s", instant.timestamp, exc)
             continue
