@@ -15,6 +15,11 @@ and their records compared by key (``_hoodie_partition_path`` + ``_hoodie_record
 Compaction, clustering and log compaction change no rows and contribute nothing. The previous
 file slices must still exist (``VersionNotFoundError`` once they are cleaned).
 
+The table is loaded once, at ``end``; the state at each instant of the range is built from that
+load's timeline and commit metadata and one listing of the data files (``earlier_state``), so
+the storage reads grow with the instants of the range and the file groups they touched, not
+with the history before each instant.
+
 On tables writing CDC logs (``hoodie.table.cdc.enabled``), a file group whose write stat
 lists CDC logs (``cdcStats``) takes its changes from them instead (``_cdc_changes``), with the
 images the supplemental logging mode leaves out read from the file slices by record key.
@@ -40,12 +45,20 @@ from lakecore.errors import CorruptTableError, UnsupportedFeatureError, VersionN
 from lakecore.storage import Storage
 from lakecore_hudi.conform import conform
 from lakecore_hudi.keys import COMMIT_TIME, META_FIELDS, PARTITION_PATH, RECORD_KEY, record_keys
+from lakecore_hudi.listing import list_data_files
 from lakecore_hudi.log.blocks import decode_avro_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.options import ReadOptions
-from lakecore_hudi.state import HudiState, commit_metadata, instant_epoch_ms, load_state
+from lakecore_hudi.state import (
+    HudiState,
+    commit_metadata,
+    earlier_state,
+    instant_epoch_ms,
+    load_state,
+)
 from lakecore_hudi.timeline.instants import Instant
-from lakecore_hudi.view import FileSlice, data_files, split_path
+from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.view import FileSlice, SliceFile, data_files, split_path
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -89,17 +102,18 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
     writes = target.timeline.completed_write_instants()
     earlier = [i for i in writes if i.timestamp < start]
     before: HudiState | None = None
-    before_version = earlier[-1].timestamp if earlier else None
-    if before_version is None:
+    before_instant = earlier[-1] if earlier else None
+    if before_instant is None:
         _refuse_archived_start(storage, target, start)
     mode = cdc_mode(target.config.raw)
     keys = target.config.record_key_fields
     parts: list[pa.Table] = []
+    files: list[SliceFile] | None = None  # listed once, when a state is first needed
     for instant in [i for i in writes if start <= i.timestamp <= upto]:
-        if _changes_no_rows(storage, target, instant):
-            before, before_version = None, instant.timestamp
+        meta = _metadata(storage, target, instant)
+        if _changes_no_rows(instant, meta):
+            before, before_instant = None, instant
             continue
-        meta = commit_metadata(storage, target.timeline, instant)
         touched = {s.file_id for s in meta.write_stats()}
         touched.update(file_id for _, file_id in meta.replaced_file_ids())
         cdc = {s.file_id: tuple(s.cdc_stats) for s in meta.write_stats() if mode and s.cdc_stats}
@@ -111,13 +125,15 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
             for paths in cdc.values():
                 found = _cdc_changes(storage, paths, mode, None, None, keys, out, version)
                 parts.extend(_tag(rows, change, version, stamp, out) for change, rows in found)
-            before, before_version = None, version
+            before, before_instant = None, instant
             continue
-        if before is None and before_version is not None:
-            before = load_state(storage, before_version, None, _FULL)
-        after = load_state(storage, instant.timestamp, None, _FULL)
+        if files is None:
+            files = list_data_files(storage, target.config, target.timeline, _FULL)
+        if before is None and before_instant is not None:
+            before = earlier_state(storage, target, before_instant, files)
+        after = earlier_state(storage, target, instant, files)
         parts.extend(_instant_changes(storage, before, after, touched, cdc, mode, out))
-        before, before_version = after, instant.timestamp
+        before, before_instant = after, instant
     parts = [p for p in parts if p.num_rows]
     return pa.concat_tables(parts) if parts else out.empty_table()
 
@@ -152,10 +168,15 @@ def _output_schema(table_schema: pa.Schema) -> pa.Schema:
     )
 
 
-def _changes_no_rows(storage: Storage, state: HudiState, instant: Instant) -> bool:
+def _metadata(storage: Storage, target: HudiState, instant: Instant) -> CommitMetadata:
+    """The commit metadata of ``instant``: as loading ``target`` parsed it."""
+    meta = target.metadata.get(instant.timestamp)
+    return meta if meta is not None else commit_metadata(storage, target.timeline, instant)
+
+
+def _changes_no_rows(instant: Instant, meta: CommitMetadata) -> bool:
     if instant.action in ("compaction", "logcompaction", "clustering"):
         return True
-    meta = commit_metadata(storage, state.timeline, instant)
     return (meta.operation_type or "").lower() in NO_ROW_CHANGES
 
 
