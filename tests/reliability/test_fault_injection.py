@@ -58,7 +58,7 @@ EXPECTED_OPERATIONS = 9 + 5 + 5
 """Delta: 9 operations; Hudi CoW and MoR: 5 each."""
 READ_ONLY = {("hudi-cow", "compact")}
 """Operations that only read: a copy-on-write table has no log files to compact."""
-READ_STRIDE = 2
+READ_STRIDE = 4
 """In the default run, one in this many calls that only read is faulted."""
 
 TALLY: Counter[str] = Counter()

@@ -42,7 +42,7 @@ from tests.corpus import CORPUS
 CASE_TIMEOUT_S = 20
 CURRENT_CASE = "fuzz-current-case.txt"
 """Written to the test's tmp dir before each case runs (a native crash leaves it behind)."""
-DEFAULT_CASES = 720
+DEFAULT_CASES = 360
 SLOW_CASES = 5000
 BASE_SEED = int(os.environ.get("LAKECORE_FUZZ_SEED", "20261125"))
 """Case ``i`` runs with seed ``BASE_SEED * 1_000_003 + i``; set ``LAKECORE_FUZZ_SEED`` to

@@ -45,7 +45,7 @@ IDS = [f"{s}-to-{t}" for s, t in PAIRS]
 KILL_PAIRS = [("delta", "lance"), ("lance", "delta")]
 """Killed processes: Hudi targets are left out (a dead writer's lock and heartbeat expire only
 after a minute; tests/reliability/test_kill_at_any_step.py covers Hudi writers killed)."""
-STRIDE = {"lance": 12, "delta": 12, "hudi": 36}
+STRIDE = {"lance": 24, "delta": 24, "hudi": 72}
 """Per target format: Hudi commits take about three times the storage calls."""
 KILL_STRIDE = 50
 Step = tuple[int, str]
