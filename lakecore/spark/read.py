@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyspark
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as st
 
@@ -105,9 +106,7 @@ def read(
     parallelism = default_parallelism(spark)
     wanted = partitions or parallelism
     chunks = balanced_chunks(files.column(fi.SIZE), min(wanted, files.num_rows))
-    task_frame = spark.createDataFrame(task_table(files, chunks), TASKS_SCHEMA)
-    if len(chunks) > parallelism:
-        task_frame = task_frame.repartitionByRange(len(chunks), "chunk")
+    task_frame = make_task_frame(spark, files, chunks, parallelism)
     names = None if scan.columns is None else list(scan.columns)
     reader = functools.partial(read_chunks, context, names, scan.predicate)
     return task_frame.mapInArrow(reader, spark_schema)
@@ -144,6 +143,33 @@ def balanced_chunks(
     by_chunk = np.argsort(chunk_of, kind="stable")  # rows ascending within each chunk
     ends = np.cumsum(np.bincount(chunk_of, minlength=n))
     return [part.tolist() for part in np.split(by_chunk, ends[:-1])]
+
+
+ARROW_TASK_FRAME = int(pyspark.__version__.split(".")[0]) >= 4
+"""pyspark 4 builds a DataFrame from a ``pyarrow.Table`` (3.5 takes Python rows only)."""
+
+
+def make_task_frame(
+    spark: SparkSession, files: pa.Table, chunks: list[list[int]], parallelism: int
+) -> DataFrame:
+    """The task DataFrame (``TASKS_SCHEMA``): chunk ``i`` of ``files`` in row ``i``, one
+    chunk per Spark partition (``parallelism`` = the session's default parallelism).
+
+    Built from ``task_table`` where pyspark can (no Python worker produces the rows), from
+    Python tuples on pyspark 3.5. A range repartition only for more chunks than
+    ``parallelism``.
+    """
+    if ARROW_TASK_FRAME:
+        frame = spark.createDataFrame(task_table(files, chunks), TASKS_SCHEMA)
+    else:
+        rows = [(i, to_ipc(files.take(pa.array(c, pa.int64())))) for i, c in enumerate(chunks)]
+        # Python rows are sliced evenly into ``parallelism`` partitions.
+        frame = spark.createDataFrame(rows, TASKS_SCHEMA)
+        if len(chunks) < parallelism:
+            frame = frame.coalesce(len(chunks))
+    if len(chunks) > parallelism:
+        frame = frame.repartitionByRange(len(chunks), "chunk")
+    return frame
 
 
 def task_table(files: pa.Table, chunks: Sequence[Sequence[int]]) -> pa.Table:

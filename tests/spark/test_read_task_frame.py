@@ -1,5 +1,8 @@
 """The task DataFrame of ``lakecore.spark.read``: built from Arrow, one chunk per partition.
 
+(pyspark 3.5 cannot build a DataFrame from Arrow: there the rows are Python tuples, tested
+here by switching ``ARROW_TASK_FRAME`` off.)
+
 Built from Arrow (not Python tuples) the task rows are a local relation (an RDD of Arrow
 batches past ``spark.sql.execution.arrow.localRelationThreshold``): no Python worker runs to
 produce them before ``mapInArrow`` starts (issue 15, large-file reads).
@@ -7,6 +10,7 @@ produce them before ``mapInArrow`` starts (issue 15, large-file reads).
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pyarrow as pa
@@ -50,8 +54,9 @@ def test_task_table_has_one_batch_and_row_per_chunk(table: lakecore.Table) -> No
     )
 
 
-def _plan(df: Any) -> str:
-    return str(df._jdf.queryExecution().executedPlan().toString())
+def _lineage(df: Any) -> str:
+    """The RDD lineage of ``df``'s executed plan (a PythonRDD shows up by name)."""
+    return str(df._jdf.queryExecution().toRdd().toDebugString())
 
 
 @pytest.mark.parametrize("threshold", [None, "0"], ids=["local relation", "arrow rdd"])
@@ -64,12 +69,29 @@ def test_one_chunk_per_partition_without_a_python_input_worker(
     with temporary_conf(spark, settings):
         for partitions, expected in ((None, 2), (FILES + 3, FILES)):
             df = lakecore.spark.read(spark, table.uri, partitions=partitions)
-            plan = _plan(df)
-            # The task rows come from the JVM: no PythonRDD (applySchemaToPythonRDD) below.
-            assert "PythonRDD" not in plan, plan
+            lineage = _lineage(df)
+            # The task rows come from the JVM: no PythonRDD below (as Python tuples need).
+            assert "ParallelCollectionRDD" in lineage and "PythonRDD" not in lineage, lineage
             ids = df.rdd.glom().map(lambda part: [r["id"] for r in part]).collect()
             assert len(ids) == expected
             assert all(ids), ids  # every partition reads a chunk
             assert sorted(i for part in ids for i in part) == list(range(10 * FILES))
             cases += 1
     assert cases == 2
+
+
+def test_python_rows_on_pyspark_3_5(
+    spark: Any, table: lakecore.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_module = importlib.import_module("lakecore.spark.read")
+    monkeypatch.setattr(read_module, "ARROW_TASK_FRAME", False)
+    cases = 0
+    for partitions, expected in ((None, 2), (1, 1), (FILES + 3, FILES)):
+        df = lakecore.spark.read(spark, table.uri, partitions=partitions)
+        assert "PythonRDD" in _lineage(df)  # the tuple path really ran
+        ids = df.rdd.glom().map(lambda part: [r["id"] for r in part]).collect()
+        assert len(ids) == expected
+        assert all(ids), ids
+        assert sorted(i for part in ids for i in part) == list(range(10 * FILES))
+        cases += 1
+    assert cases == 3
