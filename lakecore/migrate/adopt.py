@@ -171,6 +171,8 @@ class Adoption:
     """What the footer of each (path, partition values, schema hash) examined says against
     adopting it (None: nothing); footers are read once per run. Only the footer is cached:
     a later version may give the same path deletes (a deletion vector) or other files."""
+    _own_footers: list[Footers] = field(default_factory=list)
+    """The footers this run read itself (a source snapshot that keeps none): one ``Footers``."""
 
     def check(
         self,
@@ -253,12 +255,24 @@ class Adoption:
         target: Snapshot | None = None,
         footers: Footers | None = None,
     ) -> list[str | None]:
-        memo = footers if footers is not None else Footers(self.storage)
+        if footers is None:
+            if not self._own_footers:
+                self._own_footers.append(Footers(self.storage))
+            footers = self._own_footers[0]
         columns = units.column_names
         paths = units.column(fi.PATH).to_pylist()
         lists = units.column(fi.DATA_FILES).to_pylist() if fi.DATA_FILES in columns else None
         deletes = units.column(fi.DELETION).to_pylist() if fi.DELETION in columns else None
         values = units.column(fi.PARTITION).to_pylist() if fi.PARTITION in columns else None
+        # The footers the checks below will read, read a few at once first (an object store
+        # answers each read after a round trip); the same cheap tests as ``_reason``'s.
+        footers.prefetch(
+            p
+            for i, p in enumerate(paths)
+            if p.lower().endswith(".parquet")
+            and (lists is None or not lists[i] or list(lists[i]) == [p])
+            and (deletes is None or deletes[i] is None)
+        )
         out: list[str | None] = []
         for i, path in enumerate(paths):
             reason = self._reason(
@@ -268,7 +282,7 @@ class Adoption:
                 (values[i] or {}) if values is not None else {},
                 schema,
                 partitions,
-                memo,
+                footers,
             )
             if reason is None and target is not None and self.held_refusal is not None:
                 reason = self.held_refusal(path, target)

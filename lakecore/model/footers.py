@@ -16,16 +16,17 @@ is dropped with it, never global (a path rewritten later must not be served stal
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakecore.errors import CorruptTableError, StorageError
+from lakecore.errors import CorruptTableError, LakecoreError, StorageError
 from lakecore.faults import open_input
 from lakecore.storage import Storage
 
@@ -403,13 +404,34 @@ class Footers:
         ``FileNotFoundError`` when it is gone, ``StorageError`` when the store fails.
         """
         with self._lock:
-            known = self._footers.get(path)
-        if known is not None:
-            return parse_footer(known)
+            data = self._footers.get(path)
+        if data is None:
+            data = self._fetch(path)
+        try:
+            return parse_footer(data)
+        except pa.ArrowInvalid as exc:
+            raise CorruptTableError(f"{path}: not a readable Parquet file ({exc})") from exc
+
+    def read_many(self, paths: Iterable[str]) -> list[pq.FileMetaData]:
+        """``get`` of every path, in order, ``FOOTER_READERS`` at once; raises as ``get``."""
+        return _in_batches(list(paths), self.get)
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Read the footers of ``paths`` not read yet into the memo, ``FOOTER_READERS`` at
+        once, without parsing them (a caller then ``get``s them one by one without waiting on
+        the store); a footer that cannot be read is left for ``get`` to raise about."""
+
+        def one(path: str) -> None:
+            with contextlib.suppress(LakecoreError, OSError):
+                self._fetch(path)
+
+        _in_batches([p for p in dict.fromkeys(paths) if not self.known(p)], one)
+
+    def _fetch(self, path: str) -> bytes:
+        """Read the footer bytes of ``path`` into the memo; raises as ``get``."""
         try:
             with open_input(self.storage, path, "data file") as f:
                 data = footer_bytes(f)
-            footer = parse_footer(data)
         except (FileNotFoundError, StorageError):
             raise
         except (pa.ArrowInvalid, OSError) as exc:
@@ -417,17 +439,24 @@ class Footers:
         with self._lock:
             self.reads += 1
             self._footers[path] = data
-        return footer
-
-    def read_many(self, paths: Iterable[str]) -> list[pq.FileMetaData]:
-        """``get`` of every path, in order, ``FOOTER_READERS`` at once."""
-        paths = list(paths)
-        if len(paths) < 2:
-            return [self.get(p) for p in paths]
-        with ThreadPoolExecutor(min(FOOTER_READERS, len(paths))) as pool:
-            return list(pool.map(self.get, paths))
+        return data
 
     def known(self, path: str) -> bool:
         """Whether the footer of ``path`` has been read."""
         with self._lock:
             return path in self._footers
+
+
+T = TypeVar("T")
+
+
+def _in_batches(paths: list[str], read: Callable[[str], T]) -> list[T]:
+    """``read`` of every path, in order, on ``FOOTER_READERS`` threads, a batch of paths per
+    task (a task per path costs more than a local footer read)."""
+    if len(paths) < 2:
+        return [read(p) for p in paths]
+    size = max(1, -(-len(paths) // (FOOTER_READERS * 4)))
+    batches = [paths[i : i + size] for i in range(0, len(paths), size)]
+    with ThreadPoolExecutor(min(FOOTER_READERS, len(batches))) as pool:
+        done = list(pool.map(lambda batch: [read(p) for p in batch], batches))
+    return [x for batch in done for x in batch]

@@ -77,8 +77,12 @@ def test_each_base_file_footer_is_read_once(
     assert sorted(got.column("id").to_pylist()) == list(range(PARTS * 5))
 
 
-def test_the_check_reads_each_footer_once_without_a_snapshot_memo(tmp_path: Path) -> None:
-    """A source whose snapshot keeps no footers: check then split read each one once."""
+@pytest.mark.parametrize("given", [True, False], ids=["footers-given", "own-footers"])
+def test_the_check_reads_each_footer_once_without_a_snapshot_memo(
+    tmp_path: Path, given: bool
+) -> None:
+    """A source whose snapshot keeps no footers (e.g. Delta): check then split read each
+    one once, through the footers given or the run's own."""
     root = tmp_path / "t"
     _hudi(root)
     storage = CountingStorage(open_storage(str(root)))
@@ -87,15 +91,16 @@ def test_the_check_reads_each_footer_once_without_a_snapshot_memo(tmp_path: Path
     units = snapshot.files()
     storage.reset()
     plan = adopt.Adoption("metadata", storage)
-    footers = Footers(storage)
+    footers = Footers(storage) if given else None
     schema = pa.schema([snapshot.schema.field(n) for n in ("id", "qty", "part")])
     plan.check(units, schema, ["part"], None, footers)
-    assert footers.reads == PARTS
-    assert [r is None for r in plan._examine(units, schema, ["part"], None, footers)] == [
-        True
-    ] * PARTS
-    assert footers.reads == PARTS
-    assert len([c for c in storage.calls if c.method == "open_input"]) == PARTS
+    reasons = plan._examine(units, schema, ["part"], None, footers)
+    plan._footers.clear()  # the reasons again: the footers stay read
+    assert plan._examine(units, schema, ["part"], None, footers) == reasons == [None] * PARTS
+    memo = footers if footers is not None else plan._own_footers[0]
+    assert memo.reads == PARTS
+    opens = sorted(c.path for c in storage.calls if c.method == "open_input")
+    assert opens == sorted(units.column("path").to_pylist())
 
 
 VALUES: list[tuple[pa.DataType, Any, Any]] = [

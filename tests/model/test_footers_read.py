@@ -142,6 +142,17 @@ def test_not_a_footer(tmp_path: Path) -> None:
             Footers(storage).get(name)
     with pytest.raises(FileNotFoundError):
         Footers(storage).get("missing.parquet")
+    # Prefetching leaves the errors for ``get``.
+    _write(tmp_path / "good.parquet", None)
+    footers = Footers(storage)
+    footers.prefetch(["short.parquet", "bad.parquet", "missing.parquet", "good.parquet"])
+    assert footers.known("good.parquet") and footers.get("good.parquet").num_rows == 10
+    with pytest.raises(CorruptTableError, match=r"short\.parquet: not a readable Parquet file"):
+        footers.get("short.parquet")
+    with pytest.raises(CorruptTableError, match=r"bad\.parquet: not a readable Parquet file"):
+        footers.get("bad.parquet")
+    with pytest.raises(FileNotFoundError):
+        footers.get("missing.parquet")
 
 
 def test_footers_are_read_once(tmp_path: Path) -> None:
