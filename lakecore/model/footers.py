@@ -74,9 +74,9 @@ def parse_footer(data: bytes) -> pq.FileMetaData:
 
 def footer_bytes(f: BinaryIO) -> bytes:
     """``PAR1`` + the footer of the Parquet file open as ``f`` without its large key-value
-    values + its length + ``PAR1``: a file pyarrow reads the footer of. Raises as
-    ``read_footer`` (only when ``f`` does not end like a Parquet file or its footer is no
-    Thrift struct; ``parse_footer`` finds the rest)."""
+    values + its length + ``PAR1``: a file pyarrow reads the footer of. Raises
+    ``pa.ArrowInvalid`` only when ``f`` does not end like a Parquet file (``parse_footer``
+    judges the footer itself; one this walk does not understand is kept whole)."""
     size = f.seek(0, os.SEEK_END)
     if size < 12:
         raise pa.ArrowInvalid(f"{size} bytes is too small for a Parquet file")
@@ -90,8 +90,10 @@ def footer_bytes(f: BinaryIO) -> bytes:
     footer = _Window(f, size - 8 - length, length)
     try:
         body = trimmed_footer(footer.bytes_at, length)
-    except (IndexError, ValueError) as exc:
-        raise pa.ArrowInvalid(f"the Parquet footer does not decode ({exc})") from exc
+    except (IndexError, ValueError):
+        # Not the Thrift this walk knows: the whole footer, for pyarrow to judge (so the walk
+        # can never refuse a footer pyarrow reads).
+        body = footer.bytes_at(0, length)
     return b"PAR1" + body + len(body).to_bytes(4, "little") + b"PAR1"
 
 

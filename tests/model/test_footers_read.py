@@ -167,3 +167,19 @@ def test_footers_are_read_once(tmp_path: Path) -> None:
     assert footers.reads == 5 and all(footers.known(n) for n in names)
     assert sorted(c.path for c in storage.calls if c.method == "open_input") == sorted(names)
     assert all(storage.bytes[n] < BIG // 2 for n in names)  # not the bloom value
+
+
+def test_a_footer_the_walk_does_not_understand_is_kept_whole(tmp_path: Path) -> None:
+    """A field the walk cannot skip makes it hand the whole footer to pyarrow, which judges
+    it (here: refuses it, so the error stays pyarrow's, as a ``CorruptTableError``)."""
+    _write(tmp_path / "f.parquet", {"bloom": "b" * BIG})
+    raw = (tmp_path / "f.parquet").read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    body = raw[-8 - length : -8]
+    # A field header of an unknown Thrift type (13) first: the walk cannot skip it.
+    odd = raw[: -8 - length] + b"\x1d" + body[1:] + length.to_bytes(4, "little") + b"PAR1"
+    (tmp_path / "odd.parquet").write_bytes(odd)
+    with open(tmp_path / "odd.parquet", "rb") as f, pytest.raises(pa.ArrowInvalid):
+        read_footer(f)  # pyarrow refuses it too
+    with pytest.raises(CorruptTableError, match="odd"):
+        Footers(open_storage(str(tmp_path))).get("odd.parquet")
