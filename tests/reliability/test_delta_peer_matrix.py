@@ -189,14 +189,18 @@ UNREADABLE_BY_DELTA_RS = {"typeWidening"}
 """Reader features deltalake 1.6 refuses to read rows of (its log and metadata it reads)."""
 
 
+SLOW_FEATURE_LAYOUTS = ("classic-checkpoint", "interval-checkpoint")
+
+
 def _cases() -> list[Any]:
     out = []
     for flavor in FLAVORS:
         ops = {**OPS, **(MAPPED_OPS if flavor == "features" else {})}
         for layout in LAYOUTS:
-            # Kept out of the default run (time): the feature flavor on the interval layout;
-            # the plain flavor covers that layout, the other layouts the feature flavor.
-            slow = flavor == "features" and layout == "interval-checkpoint"
+            # Kept out of the default run (time): the feature flavor on the classic and the
+            # interval layouts; the plain flavor covers those layouts, the no-checkpoint and
+            # multi-part layouts the feature flavor.
+            slow = flavor == "features" and layout in SLOW_FEATURE_LAYOUTS
             marks = [pytest.mark.slow] if slow else []
             out += [
                 pytest.param(flavor, layout, op, marks=marks, id=f"{flavor}-{layout}-{op}")
@@ -259,4 +263,4 @@ def test_matrix_size() -> None:
     """Every operation on every layout and flavor is a case (STYLE 9)."""
     per_layout = {"plain": len(OPS), "features": len(OPS) + len(MAPPED_OPS)}
     assert len(CASES) == len(LAYOUTS) * sum(per_layout.values()) == 4 * (24 + 26) == 200
-    assert sum(1 for c in CASES if c.marks) == 26  # the slow part; 174 run by default
+    assert sum(1 for c in CASES if c.marks) == 2 * 26  # the slow part; 148 run by default
