@@ -53,8 +53,10 @@ POOLS: dict[str, list[Any]] = {
 }
 COLUMNS = list(POOLS)
 DELTA = load_registry().get("delta")
-MAX_EXAMPLES = int(os.environ.get("LAKECORE_PROPERTY_EXAMPLES", "25"))
-"""Tables per property test; raise it for a deeper run (CI keeps the default, ~5 s each)."""
+MAX_EXAMPLES = int(os.environ.get("LAKECORE_PROPERTY_EXAMPLES", "12"))
+"""Tables per property test in the default run; raise it for a deeper run."""
+SLOW_EXAMPLES = 100
+"""Tables per property test under ``-m slow``."""
 PREDICATES_PER_TABLE = 12
 
 
@@ -129,40 +131,66 @@ def check(root: Path, written: list[pa.Table], preds: list[ex.Predicate]) -> Non
         assert row_multiset(got) == row_multiset(expected), f"where {bound}"
 
 
-PROPERTY_SETTINGS = settings(
-    max_examples=MAX_EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+def _settings(examples: int) -> settings:
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
-@PROPERTY_SETTINGS
-@given(
-    data=batches(),
-    preds=st.lists(PREDICATES, min_size=PREDICATES_PER_TABLE, max_size=PREDICATES_PER_TABLE),
-)
-def test_scan_matches_filtered_full_read_deltalake(
-    data: list[pa.Table], preds: list[ex.Predicate]
-) -> None:
+PREDICATE_LISTS = st.lists(PREDICATES, min_size=PREDICATES_PER_TABLE, max_size=PREDICATES_PER_TABLE)
+DROPPED_STATS = st.lists(st.sampled_from([*COLUMNS, "*"]), max_size=3)
+
+
+def deltalake_case(data: list[pa.Table], preds: list[ex.Predicate]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "t"
         write_with_deltalake(root, data)
         check(root, data, preds)
 
 
-@PROPERTY_SETTINGS
-@given(
-    data=batches(),
-    dropped=st.lists(st.sampled_from([*COLUMNS, "*"]), max_size=3),
-    preds=st.lists(PREDICATES, min_size=PREDICATES_PER_TABLE, max_size=PREDICATES_PER_TABLE),
-)
-def test_scan_matches_filtered_full_read_worst_case_stats(
+def worst_case_stats_case(
     data: list[pa.Table], dropped: list[str], preds: list[ex.Predicate]
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "t"
         write_worst_case(root, data, [d for d in dropped if d not in PARTITIONS])
         check(root, data, preds)
+
+
+@_settings(MAX_EXAMPLES)
+@given(data=batches(), preds=PREDICATE_LISTS)
+def test_scan_matches_filtered_full_read_deltalake(
+    data: list[pa.Table], preds: list[ex.Predicate]
+) -> None:
+    deltalake_case(data, preds)
+
+
+@_settings(MAX_EXAMPLES)
+@given(data=batches(), dropped=DROPPED_STATS, preds=PREDICATE_LISTS)
+def test_scan_matches_filtered_full_read_worst_case_stats(
+    data: list[pa.Table], dropped: list[str], preds: list[ex.Predicate]
+) -> None:
+    worst_case_stats_case(data, dropped, preds)
+
+
+@pytest.mark.slow
+@_settings(SLOW_EXAMPLES)
+@given(data=batches(), preds=PREDICATE_LISTS)
+def test_scan_matches_filtered_full_read_deltalake_long_run(
+    data: list[pa.Table], preds: list[ex.Predicate]
+) -> None:
+    deltalake_case(data, preds)
+
+
+@pytest.mark.slow
+@_settings(SLOW_EXAMPLES)
+@given(data=batches(), dropped=DROPPED_STATS, preds=PREDICATE_LISTS)
+def test_scan_matches_filtered_full_read_worst_case_stats_long_run(
+    data: list[pa.Table], dropped: list[str], preds: list[ex.Predicate]
+) -> None:
+    worst_case_stats_case(data, dropped, preds)
 
 
 @pytest.mark.parametrize("writer", ["deltalake", "worst_case"])
