@@ -8,6 +8,7 @@ Python value is a literal that must convert to the column's type without changin
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,22 @@ def make(root: Path, fmt: str) -> lakecore.Table:
         )
     )
     return table
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One ``make`` table per format, built once; cases work on copies."""
+    out = {}
+    for fmt in FORMATS:
+        out[fmt] = tmp_path_factory.mktemp(fmt) / "t"
+        make(out[fmt], fmt)
+    return out
+
+
+def fresh(made: dict[str, Path], fmt: str, tmp_path: Path) -> lakecore.Table:
+    """A copy of the format's ``make`` table in ``tmp_path``."""
+    shutil.copytree(made[fmt], tmp_path / "t")
+    return lakecore.open(str(tmp_path / "t"))
 
 
 def row(table: lakecore.Table, id_: int) -> dict[str, Any]:
@@ -108,9 +125,9 @@ RAN: list[str] = []
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize(("column", "value", "stored"), GOOD, ids=[repr(g[:2]) for g in GOOD])
 def test_update_takes_python_values(
-    tmp_path: Path, fmt: str, column: str, value: Any, stored: Any
+    made: dict[str, Path], tmp_path: Path, fmt: str, column: str, value: Any, stored: Any
 ) -> None:
-    table = make(tmp_path / "t", fmt)
+    table = fresh(made, fmt, tmp_path)
     table.update({column: value}, where="id = 1")
     got = row(table, 1)[column]
     assert got == stored and type(got) is type(stored)
@@ -121,9 +138,9 @@ def test_update_takes_python_values(
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize(("column", "value", "error"), BAD, ids=[repr(b[:2]) for b in BAD])
 def test_update_refuses_values_that_would_change(
-    tmp_path: Path, fmt: str, column: str, value: Any, error: type[Exception]
+    made: dict[str, Path], tmp_path: Path, fmt: str, column: str, value: Any, error: type[Exception]
 ) -> None:
-    table = make(tmp_path / "t", fmt)
+    table = fresh(made, fmt, tmp_path)
     before = lakecore.open(table.uri).to_arrow()
     version = lakecore.open(table.uri).snapshot().version
     with pytest.raises(error):

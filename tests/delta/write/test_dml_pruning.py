@@ -114,27 +114,52 @@ def test_case_count() -> None:
     assert len(CASES) == 52
 
 
+@pytest.fixture(scope="module")
+def twelve(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[bool, bool], Path]:
+    """``TABLE_FILES``-file tables: (partitioned, dvs) -> a path to copy from (built once,
+    not once per case)."""
+    out = {}
+    for partitioned in (False, True):
+        for dvs in (False, True):
+            root = tmp_path_factory.mktemp(f"twelve-{partitioned}-{dvs}")
+            build(root, partitioned, dvs, TABLE_FILES)
+            out[partitioned, dvs] = root
+    return out
+
+
+def fresh_twelve(
+    twelve: dict[tuple[bool, bool], Path], partitioned: bool, dvs: bool, tmp_path: Path
+) -> tuple[Path, pa.Table]:
+    """A copy of the ``TABLE_FILES``-file table in ``tmp_path``, and all its rows."""
+    root = copy(twelve[partitioned, dvs], tmp_path)
+    return root, pa.concat_tables(batch(i) for i in range(TABLE_FILES))
+
+
 @pytest.mark.parametrize(("partitioned", "dvs", "where"), CASES)
-def test_delete_same_rows(tmp_path: Path, partitioned: bool, dvs: bool, where: str) -> None:
-    data = build(tmp_path, partitioned, dvs, TABLE_FILES)
-    drop_stats(tmp_path, [3, 6])  # two files without stats: they must be read
-    lakecore.open(str(tmp_path)).delete("id % 5 = 1")  # deletion vectors (or rewrites) first
+def test_delete_same_rows(
+    twelve: dict[tuple[bool, bool], Path], tmp_path: Path, partitioned: bool, dvs: bool, where: str
+) -> None:
+    root, data = fresh_twelve(twelve, partitioned, dvs, tmp_path)
+    drop_stats(root, [3, 6])  # two files without stats: they must be read
+    lakecore.open(str(root)).delete("id % 5 = 1")  # deletion vectors (or rewrites) first
     data = data.filter(pc.invert(matches(data, "id % 5 = 1")))
-    lakecore.open(str(tmp_path)).delete(where)
-    assert current(tmp_path) == rows(data.filter(pc.invert(matches(data, where))))
+    lakecore.open(str(root)).delete(where)
+    assert current(root) == rows(data.filter(pc.invert(matches(data, where))))
 
 
 @pytest.mark.parametrize(("partitioned", "dvs", "where"), CASES)
-def test_update_same_rows(tmp_path: Path, partitioned: bool, dvs: bool, where: str) -> None:
-    data = build(tmp_path, partitioned, dvs, TABLE_FILES)
-    drop_stats(tmp_path, [2, 9])
-    lakecore.open(str(tmp_path)).update({"name": "'changed'", "value": "value + 1"}, where)
+def test_update_same_rows(
+    twelve: dict[tuple[bool, bool], Path], tmp_path: Path, partitioned: bool, dvs: bool, where: str
+) -> None:
+    root, data = fresh_twelve(twelve, partitioned, dvs, tmp_path)
+    drop_stats(root, [2, 9])
+    lakecore.open(str(root)).update({"name": "'changed'", "value": "value + 1"}, where)
     hit = matches(data, where)
     expected = data.set_column(2, "name", pc.if_else(hit, "changed", data.column("name")))
     expected = expected.set_column(
         3, "value", pc.if_else(hit, pc.add(data.column("value"), 1.0), data.column("value"))
     )
-    assert current(tmp_path) == rows(expected)
+    assert current(root) == rows(expected)
 
 
 @pytest.mark.parametrize(("partitioned", "dvs"), [(False, False), (True, True), (True, False)])
