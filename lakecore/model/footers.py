@@ -33,6 +33,7 @@ from lakecore.storage import Storage
 __all__ = [
     "FOOTER_READERS",
     "KEEP_VALUE_BYTES",
+    "MEMO_BYTES",
     "Footers",
     "footer_bytes",
     "parse_footer",
@@ -43,6 +44,8 @@ __all__ = [
 KEEP_VALUE_BYTES = 4096
 """Key-value metadata values longer than this are left out of a footer read for statistics."""
 FOOTER_READERS = 8
+MEMO_BYTES = 64 * 1024 * 1024
+"""Footer bytes a ``Footers`` keeps by default (~30,000 Hudi base files' trimmed footers)."""
 """Footers read at once by ``Footers.read_many`` (pyarrow and file reads release the GIL)."""
 _WINDOW = 64 * 1024
 """Bytes of a footer read at a time (a footer up to this size is read at once)."""
@@ -388,15 +391,19 @@ class Footers:
     Keeps each footer as its trimmed bytes (~2 KB for a Hudi base file whose bloom filter
     takes ~430 KB of its footer; pyarrow's parsed footer takes ~20 KB) and parses them again
     on each ``get`` (~0.1 ms, a tenth of reading them). Thread-safe. ``reads`` counts the
-    footers read from the store (not those served from the memo). Must only be shared by
+    footers read from the store (not those served from the memo). Keeps at most
+    ``keep_bytes`` of footers (a snapshot keeps its memo while it lives); footers read beyond
+    that are returned but not kept (read again when asked again). Must only be shared by
     readers of the same files as they were when first read (e.g. one snapshot's immutable
     data files).
     """
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, keep_bytes: int = MEMO_BYTES) -> None:
         self.storage = storage
         self.reads = 0
         self._footers: dict[str, bytes] = {}
+        self._kept = 0
+        self._keep_bytes = keep_bytes
         self._lock = threading.Lock()
 
     def get(self, path: str) -> pq.FileMetaData:
@@ -421,9 +428,12 @@ class Footers:
     def prefetch(self, paths: Iterable[str]) -> None:
         """Read the footers of ``paths`` not read yet into the memo, ``FOOTER_READERS`` at
         once, without parsing them (a caller then ``get``s them one by one without waiting on
-        the store); a footer that cannot be read is left for ``get`` to raise about."""
+        the store); a footer that cannot be read is left for ``get`` to raise about. Stops
+        once the memo is full (what it cannot keep would be read twice)."""
 
         def one(path: str) -> None:
+            if self._kept >= self._keep_bytes:
+                return
             with contextlib.suppress(LakecoreError, OSError):
                 self._fetch(path)
 
@@ -440,7 +450,9 @@ class Footers:
             raise CorruptTableError(f"{path}: not a readable Parquet file ({exc})") from exc
         with self._lock:
             self.reads += 1
-            self._footers[path] = data
+            if path not in self._footers and self._kept + len(data) <= self._keep_bytes:
+                self._footers[path] = data
+                self._kept += len(data)
         return data
 
     def known(self, path: str) -> bool:

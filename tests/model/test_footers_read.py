@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecore.errors import CorruptTableError
-from lakecore.model.footers import KEEP_VALUE_BYTES, Footers, read_footer
+from lakecore.model.footers import KEEP_VALUE_BYTES, Footers, footer_bytes, read_footer
 from lakecore.storage import open_storage
 from lakecore.testing.faults import CountingStorage
 from tests.corpus import CORPUS
@@ -183,3 +183,19 @@ def test_a_footer_the_walk_does_not_understand_is_kept_whole(tmp_path: Path) -> 
         read_footer(f)  # pyarrow refuses it too
     with pytest.raises(CorruptTableError, match="odd"):
         Footers(open_storage(str(tmp_path))).get("odd.parquet")
+
+
+def test_the_memo_keeps_at_most_its_budget(tmp_path: Path) -> None:
+    for i in range(6):
+        _write(tmp_path / f"f{i}.parquet", {"bloom": "b" * BIG})
+    names = [f"f{i}.parquet" for i in range(6)]
+    with open(tmp_path / "f0.parquet", "rb") as f:
+        one = len(footer_bytes(f))
+    footers = Footers(open_storage(str(tmp_path)), keep_bytes=2 * one)
+    assert [m.num_rows for m in footers.read_many(names)] == [10] * 6
+    assert footers.reads == 6 and sum(footers.known(n) for n in names) == 2
+    footers.read_many(names)
+    assert footers.reads == 6 + 4  # the ones not kept are read again
+    footers = Footers(open_storage(str(tmp_path)), keep_bytes=2 * one)
+    footers.prefetch(names)
+    assert sum(footers.known(n) for n in names) == 2 and footers.reads <= 2 + 8
