@@ -8,10 +8,15 @@ inflight and completed states), with ``commitTime``, ``actionType``, ``actionSta
 state's details in the field of its action (``hoodieCommitMetadata``, ``hoodieCleanMetadata``,
 ``hoodieCleanerPlan``, ...). Records go ``hoodie.commits.archival.batch`` to a block.
 
-Appending: blocks are appended to the archive's latest log file. The Storage has no append, so
-the file is rewritten whole with its old bytes first (``put`` replaces it atomically: a crash
-leaves the old or the new file, never a torn one). Records the file already holds (an earlier
-archiving died before deleting the instants from the active timeline) are not appended again.
+Appending: the Storage has no append (object stores have none), so each archiving rolls over
+to a new log file, ``.commits_.archive.<N+1>_1-0-1`` after the latest ``N``, as Hudi's log
+writer rolls over where the file system cannot append: what an archiving writes and reads
+grows with the instants it archives, never with the archive. The new file is written whole
+with ``put_if_absent`` (a crash leaves it or nothing, never a torn file; an archiver whose lock
+was broken cannot replace another's file). Records the latest file already holds (an earlier
+archiving died before deleting the instants from the active timeline: the next one picks
+the same oldest instants) are not written again. Readers take every
+``.commits_.archive.*`` file, as Hudi's and lakecore's archived timelines do.
 
 The record schema written holds the ``HoodieArchivedMetaEntry`` fields lakecore fills; the
 others (``hoodieCompactionMetadata``, ``hoodieSavePointMetadata``,
@@ -21,6 +26,7 @@ resolve the block's writer schema against their own, where every field defaults 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import io
@@ -32,13 +38,14 @@ from typing import Any
 
 import fastavro
 
-from lakecore.errors import CorruptTableError
+from lakecore.errors import CommitConflictError, CorruptTableError
 from lakecore.storage import Storage
 from lakecore_hudi.log.format import BlockType, HeaderKey, encode_log_block, read_log_blocks
 from lakecore_hudi.timeline import avro_schemas
 from lakecore_hudi.timeline.metadata import decode_payload, parse_commit_metadata
 
 ARCHIVE_FILE = ".commits_.archive.1_1-0-1"
+_WRITE_TOKEN = "1-0-1"
 _ARCHIVE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?$")
 _NS = "org.apache.hudi.avro.model"
 _BLOCK_VERSION = 3
@@ -163,38 +170,50 @@ def _key(record: Mapping[str, Any]) -> tuple[str, str, str]:
     )
 
 
-def archive_path(storage: Storage, archive_dir: str) -> str:
-    """The archive log to append to: the latest ``.commits_.archive.N_*`` there is, else
-    ``.commits_.archive.1_1-0-1``."""
+def latest_archive(storage: Storage, archive_dir: str) -> tuple[int, str] | None:
+    """The latest archive log there is, ``(N, path)`` of the greatest
+    ``.commits_.archive.N_*``; None for no archive yet."""
     found = [
         (int(m.group(1)), name)
         for info in storage.list_dir(archive_dir)
         if (m := _ARCHIVE.match(name := info.path.rsplit("/", 1)[-1]))
     ]
-    return f"{archive_dir}/{max(found)[1] if found else ARCHIVE_FILE}"
+    if not found:
+        return None
+    number, name = max(found)
+    return number, f"{archive_dir}/{name}"
 
 
 def append_entries(
     storage: Storage, archive_dir: str, records: Sequence[Mapping[str, Any]], batch: int
 ) -> int:
-    """Append ``records`` not already in the archive log, ``batch`` per block; returns how
-    many were appended.
+    """Write ``records`` the latest archive log does not hold to a new archive log
+    (``.commits_.archive.1_1-0-1``, else the next number after the latest), ``batch`` per
+    block; returns how many were written.
 
     Raises:
-        CorruptTableError: a record does not fit the schema, or the archive is undecodable.
-        OSError: the storage failed (the archive log is then unchanged or fully appended).
+        CorruptTableError: a record does not fit the schema, or the latest archive log is
+            undecodable.
+        CommitConflictError: the new log's name was taken meanwhile (another archiver).
+        OSError: the storage failed (the new log is then absent or whole).
     """
-    path = archive_path(storage, archive_dir)
-    try:
-        old = storage.read(path)
-    except FileNotFoundError:
-        old = b""
-    present = {_key(r) for r in existing_records(old, path)}
+    latest = latest_archive(storage, archive_dir)
+    present: set[tuple[str, str, str]] = set()
+    if latest is not None:
+        with contextlib.suppress(FileNotFoundError):  # gone since listed: nothing to skip
+            present = {_key(r) for r in existing_records(storage.read(latest[1]), latest[1])}
     new = [r for r in records if _key(r) not in present]
     if not new:
         return 0
+    name = ARCHIVE_FILE if latest is None else f".commits_.archive.{latest[0] + 1}_{_WRITE_TOKEN}"
+    path = f"{archive_dir}/{name}"
     blocks = [_block(new[i : i + batch], path) for i in range(0, len(new), batch)]
-    storage.put(path, old + b"".join(blocks))
+    try:
+        storage.put_if_absent(path, b"".join(blocks))
+    except FileExistsError:
+        raise CommitConflictError(
+            f"{path} appeared while archiving: another archiver is writing the archive"
+        ) from None
     return len(new)
 
 

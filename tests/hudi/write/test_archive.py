@@ -124,8 +124,10 @@ def test_v6_archive_log_layout(archived_run: Run) -> None:
     if _version(archived_run) != "6":
         pytest.skip("the classic archive is table version 6's")
     archived_dir = archived_run.root / ".hoodie/archived"
-    assert sorted(p.name for p in archived_dir.iterdir()) == [".commits_.archive.1_1-0-1"]
-    records = decode_v1_archive(archived_dir / ".commits_.archive.1_1-0-1")
+    # Each archiving (two here: 4 -> 2 commits twice) rolls over to a new log file.
+    names = [".commits_.archive.1_1-0-1", ".commits_.archive.2_1-0-1"]
+    assert sorted(p.name for p in archived_dir.iterdir()) == names
+    records = [r for name in names for r in decode_v1_archive(archived_dir / name)]
     # One record per state file: requested, inflight and completed of each archived commit.
     by_state = {(r["commitTime"], r["actionState"]) for r in records}
     assert len(by_state) == len(records) == 3 * 4

@@ -1,6 +1,7 @@
 """Costs that must not grow with a Hudi table's history (issue 15: "the cost of an operation
 grows with what it touches, not with the table"): an insert reads each commit metadata file at
-most once."""
+most once, the change feed's reads grow linearly with its instants, and a table version 6
+archiving writes and reads what it archives, not the whole archive."""
 
 from __future__ import annotations
 
@@ -9,13 +10,22 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from lakecore_hudi.table_config import read_table_config
+from lakecore_hudi.timeline.archived import load_archived_timeline
 
 import lakecore
-from lakecore.storage import open_storage
+from lakecore.storage import Storage, open_storage
 from lakecore.testing.faults import CountingStorage
-from tests.hudi.write.helpers import SCHEMA, create
+from tests.hudi.write.archive_tables import (
+    active_commits,
+    archived_commit_times,
+    archiving_table,
+    hudi_rs_rows_as_of,
+)
+from tests.hudi.write.helpers import SCHEMA, create, hudi_rs_rows, lakecore_rows, rows
 
 _COMMIT_FILES = (".commit", ".deltacommit", ".replacecommit")
+ARCHIVED = ".hoodie/archived/"
 
 
 def _rows(start: int, n: int = 3) -> pa.Table:
@@ -95,3 +105,62 @@ def test_the_change_feed_reads_grow_linearly_with_the_instants(
     assert reads_4n <= 2 * reads_2n + 8, (reads_2n, reads_4n)
     # One listing of the timeline and one of the data files, whatever the range.
     assert lists_1 == lists_n == lists_2n == lists_4n, (lists_1, lists_n, lists_2n, lists_4n)
+
+
+class _RecordingStorage(CountingStorage):
+    """Also records the bytes each put writes, by path."""
+
+    def __init__(self, inner: Storage) -> None:
+        super().__init__(inner)
+        self.written: collections.Counter[str] = collections.Counter()
+
+    def put(self, path: str, data: bytes) -> None:
+        super().put(path, data)
+        self.written[path] += len(data)
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        super().put_if_absent(path, data)
+        self.written[path] += len(data)
+
+
+def test_v6_archivings_write_what_they_archive_not_the_archive(tmp_path: Path) -> None:
+    """Table version 6's archive log: each archiving writes a new ``.commits_.archive.N``
+    file with the instants it moves (Hudi's roll-over where storage cannot append) instead of
+    rewriting the archive with its old bytes first, and reads at most the latest file (to
+    skip records an interrupted archiving already wrote): bytes written and read per
+    archiving stay flat as the archive grows. lakecore, an independent decoder and hudi-rs
+    read the archived instants across all the files."""
+    root = tmp_path / "t"
+    archiving_table(root, "6")
+    recording = _RecordingStorage(open_storage(str(root)))
+    written: list[int] = []
+    read: list[int] = []
+    versions: list[str] = []
+    for i in range(14):
+        recording.written.clear()
+        recording.bytes.clear()
+        table = lakecore.open(str(root), storage=recording)
+        table.upsert(rows((i % 5, f"n{i}", i, "x")))
+        versions.append(str(lakecore.open(str(root)).version))
+        out = sum(n for p, n in recording.written.items() if p.startswith(ARCHIVED))
+        if out:
+            written.append(out)
+            read.append(sum(n for p, n in recording.bytes.items() if p.startswith(ARCHIVED)))
+    names = sorted(p.name for p in (root / ARCHIVED).iterdir())
+    assert len(written) == len(names) == 6, (written, names)
+    assert names == sorted(f".commits_.archive.{k}_1-0-1" for k in range(1, 7))
+    # The same 2 commits (6 state files) per archiving: the same bytes, give or take digits.
+    assert max(written) <= 1.1 * min(written), written
+    assert read[0] == 0 and max(read) <= 1.1 * min(written), read
+    archived = [v for v in versions if v not in active_commits(root)]
+    assert len(archived) == 12
+    assert archived_commit_times(root, "6") == archived
+    storage = open_storage(str(root))
+    ours = load_archived_timeline(storage, read_table_config(storage))
+    assert [a.timestamp for a in ours if a.action == "commit"] == archived
+    history = [str(e.version) for e in lakecore.open(str(root)).history()]
+    assert sorted(history) == versions
+    oldest = lakecore.open(str(root)).snapshot(version=archived[0]).to_arrow()
+    assert oldest.column("name").to_pylist() == ["n0"]
+    assert hudi_rs_rows_as_of(root, archived[0]) == [{"id": 0, "name": "n0", "ts": 0, "city": "x"}]
+    assert lakecore_rows(root) == hudi_rs_rows(root)
