@@ -126,27 +126,11 @@ def load_state(
         # Archived writes are listed themselves when time travel reached into the archive.
         archived_before="" if archived.writes else timeline_start(timeline),
     )
-    if instant is None:
-        slices: tuple[FileSlice, ...] = ()
-    else:
+    files: list[SliceFile] = []
+    if instant is not None:
         files = list_data_files(storage, config, timeline, options)
         visible = with_archived_completions(storage, config, files, visible)
-        by_completion = config.table_version >= 8
-        slices = tuple(latest_slices(files, visible, by_completion))
-        latest = instant == writes[-1]
-        check_written_files(
-            metas.items(),
-            files,
-            slices,
-            visible,
-            by_completion,
-            latest,
-            storage.root,
-            listed_by_metadata=uses_metadata_table(config, options),
-        )
-    schema = _schema(storage, upto, metas, slices, config)
-    ensure_partition_values(config, schema, storage.root)
-    return HudiState(config, timeline, instant, visible, slices, schema, options, metas)
+    return _state_of(storage, config, timeline, instant, upto, metas, visible, files, options)
 
 
 def earlier_state(
@@ -176,21 +160,39 @@ def earlier_state(
         replaced=_replaced(upto, metas),
         archived_before=start,
     )
-    by_completion = config.table_version >= 8
-    slices = tuple(latest_slices(files, visible, by_completion))
-    check_written_files(
-        metas.items(),
-        files,
-        slices,
-        visible,
-        by_completion,
-        instant == writes[-1],
-        storage.root,
-        listed_by_metadata=uses_metadata_table(config, base.options),
-    )
+    return _state_of(storage, config, timeline, instant, upto, metas, visible, files, base.options)
+
+
+def _state_of(
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    instant: Instant | None,
+    upto: list[Instant],
+    metas: dict[str, CommitMetadata],
+    visible: Visible,
+    files: Sequence[SliceFile],
+    options: ReadOptions,
+) -> HudiState:
+    """The state at ``instant`` of the writes ``upto``: its slices of the listing ``files``
+    (checked against what the writes wrote), and its schema."""
+    slices: tuple[FileSlice, ...] = ()
+    if instant is not None:
+        by_completion = config.table_version >= 8
+        slices = tuple(latest_slices(files, visible, by_completion))
+        check_written_files(
+            metas.items(),
+            files,
+            slices,
+            visible,
+            by_completion,
+            instant == timeline.completed_write_instants()[-1],
+            storage.root,
+            listed_by_metadata=uses_metadata_table(config, options),
+        )
     schema = _schema(storage, upto, metas, slices, config)
     ensure_partition_values(config, schema, storage.root)
-    return HudiState(config, timeline, instant, visible, slices, schema, base.options, metas)
+    return HudiState(config, timeline, instant, visible, slices, schema, options, metas)
 
 
 def ensure_partition_values(config: TableConfig, schema: pa.Schema, root: str) -> None:
