@@ -24,7 +24,7 @@ from lakecore_hudi.mdt.prefixed import PrefixedStorage
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.timeline.lsm_writer import compact_and_clean, write_entries
-from lakecore_hudi.write.archive import _delete_archived, _lsm_entry
+from lakecore_hudi.write.archive import delete_archived, lsm_entry
 from lakecore_hudi.write.archive_plan import ArchiveSettings, TableFacts, select
 
 __all__ = ["SETTINGS", "archive_metadata_timeline"]
@@ -63,7 +63,7 @@ def _archive(
         kept.append(action)
     if not kept:
         return ()
-    write_entries(mdt, mconfig.archive_dir, [_lsm_entry(mdt, timeline, a) for a in kept])
-    _delete_archived(mdt, timeline, kept)
+    write_entries(mdt, mconfig.archive_dir, [lsm_entry(mdt, timeline, a) for a in kept])
+    delete_archived(mdt, timeline, kept)
     compact_and_clean(mdt, mconfig.archive_dir, SETTINGS.timeline_compaction_batch)
     return tuple(a.timestamp for a in kept)

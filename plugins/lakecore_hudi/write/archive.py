@@ -113,7 +113,7 @@ def _archive_locked(
     if not actions:
         return ArchiveResult()
     if config.table_version >= 8:
-        entries = [_lsm_entry(storage, timeline, a) for a in actions]
+        entries = [lsm_entry(storage, timeline, a) for a in actions]
         write_entries(storage, config.archive_dir, entries)
     else:
         records = [
@@ -134,16 +134,18 @@ def _archive_locked(
             f"the table lock of {storage.root} was broken while archiving; the archived "
             "instants stay on the active timeline too (the next archiving removes them)"
         )
-    deleted = _delete_archived(storage, timeline, actions)
+    deleted = delete_archived(storage, timeline, actions)
     if config.table_version >= 8:
         compact_and_clean(storage, config.archive_dir, settings.timeline_compaction_batch)
     return ArchiveResult(tuple((a.timestamp, a.action) for a in actions), deleted)
 
 
-def _delete_archived(
+def delete_archived(
     storage: Storage, timeline: Timeline, actions: Sequence[ArchivedAction]
 ) -> tuple[str, ...]:
-    """Pending state files first, then completed files oldest first."""
+    """Delete the archived ``actions``' files from ``timeline`` (the data table's, or the
+    metadata table's): pending state files first, then completed files oldest first; returns
+    the deleted paths in that order."""
     order = [i for a in actions for i in a.instants if i.state == REQUESTED]
     order += [i for a in actions for i in a.instants if i.state == INFLIGHT]
     order += sorted(i for a in actions for i in a.instants if i.state == COMPLETED)
@@ -152,7 +154,7 @@ def _delete_archived(
     return tuple(timeline.path_of(i) for i in order)
 
 
-def _lsm_entry(storage: Storage, timeline: Timeline, action: ArchivedAction) -> LsmEntry:
+def lsm_entry(storage: Storage, timeline: Timeline, action: ArchivedAction) -> LsmEntry:
     """The ``HoodieLSMTimelineInstant`` of ``action``: the completed file's bytes as
     ``metadata``; as ``plan``, the requested file of a clean / compaction / log compaction, or
     of a replacecommit / clustering (whose non-empty inflight file takes precedence)."""
@@ -266,6 +268,8 @@ __all__ = [
     "archive",
     "archive_after_commit",
     "archive_table",
+    "delete_archived",
+    "lsm_entry",
     "may_need_archiving",
     "table_facts",
 ]
