@@ -15,6 +15,8 @@ A statistic is kept only when it is sound for the whole file:
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,15 +39,87 @@ def is_nan(value: Any) -> bool:
 
 def summarize_leaf(metadata: pq.FileMetaData, index: int) -> LeafSummary:
     """Combine leaf column ``index``'s statistics of every row group of a footer."""
+    chunks = [metadata.row_group(g).column(index) for g in range(metadata.num_row_groups)]
+    return LeafSummary(*summarize_chunks(chunks))
+
+
+LOGICAL, RAW, UTF8 = 0, 1, 2
+"""How ``summarize_chunks`` reads a leaf's bounds: pyarrow's logical ``min``/``max`` (each
+builds both bounds as Arrow scalars, ~0.5 us), or the raw physical values (~0.06 us) for
+leaves whose logical value is the raw one (``RAW``) or its UTF-8 text (``UTF8``)."""
+
+
+def bounds_mode(column: pq.ColumnSchema) -> int:
+    """The cheapest way to read ``column``'s bounds that gives what ``Statistics.min`` /
+    ``max`` give: ``RAW`` for booleans, floats, doubles and signed 32/64-bit integers without
+    another logical type, ``UTF8`` for strings, ``LOGICAL`` for everything else (decimals,
+    dates, timestamps, unsigned and narrow integers: pyarrow converts those)."""
+    physical = column.physical_type
+    logical = column.logical_type
+    kind = logical.type
+    if physical in ("BOOLEAN", "FLOAT", "DOUBLE") and kind == "NONE":
+        return RAW
+    if physical in ("INT32", "INT64"):
+        if kind == "NONE":
+            return RAW
+        if kind == "INT":
+            spec = json.loads(logical.to_json())
+            width = 32 if physical == "INT32" else 64
+            return (
+                RAW if spec.get("bitWidth") == width and spec.get("isSigned") is True else LOGICAL
+            )
+    if physical == "BYTE_ARRAY" and kind == "STRING":
+        return UTF8
+    return LOGICAL
+
+
+def _bounds(stats: pq.Statistics, mode: int) -> tuple[Any, Any]:
+    """``(stats.min, stats.max)`` read as ``mode`` says (``stats`` must have min/max)."""
+    if mode == RAW:
+        return stats.min_raw, stats.max_raw
+    if mode == UTF8:
+        try:
+            return stats.min_raw.decode("utf-8"), stats.max_raw.decode("utf-8")
+        except UnicodeDecodeError:  # what pyarrow makes of that is pyarrow's business
+            pass
+    return stats.min, stats.max
+
+
+def summarize_chunk(
+    chunk: pq.ColumnChunkMetaData, mode: int = LOGICAL
+) -> tuple[int | None, Any, Any]:
+    """``summarize_chunks`` of a file of one row group (most files): the same rules, without
+    the combining."""
+    stats = chunk.statistics
+    if stats is None:
+        return None, None, None
+    count = stats.null_count if stats.has_null_count else None
+    if not stats.has_min_max:  # bounds unknown, or none (all null): null either way
+        return count, None, None
+    lo, hi = _bounds(stats, mode)
+    if is_nan(lo) or is_nan(hi):
+        return count, None, None
+    if getattr(stats, "is_max_value_exact", None) is False:
+        return count, lo, None
+    return count, lo, hi
+
+
+def summarize_chunks(
+    chunks: Sequence[pq.ColumnChunkMetaData], mode: int = LOGICAL
+) -> tuple[int | None, Any, Any]:
+    """``(null_count, min, max)`` of one leaf column from its chunk in every row group (as
+    ``summarize_leaf``, as a plain tuple: a file index calls this once per file and leaf);
+    ``mode`` must be the leaf's ``bounds_mode`` or ``LOGICAL``."""
+    if len(chunks) == 1:
+        return summarize_chunk(chunks[0], mode)
     nulls: int | None = 0
     low: Any = None
     high: Any = None
     low_known = high_known = True
-    for g in range(metadata.num_row_groups):
-        chunk = metadata.row_group(g).column(index)
+    for chunk in chunks:
         stats = chunk.statistics
         if stats is None:
-            return LeafSummary(None, None, None)
+            return None, None, None
         count = stats.null_count if stats.has_null_count else None
         nulls = None if nulls is None or count is None else nulls + count
         if not stats.has_min_max:
@@ -54,7 +128,7 @@ def summarize_leaf(metadata: pq.FileMetaData, index: int) -> LeafSummary:
             low_known = low_known and all_null
             high_known = high_known and all_null
             continue
-        lo, hi = stats.min, stats.max
+        lo, hi = _bounds(stats, mode)
         if is_nan(lo) or is_nan(hi):
             low_known = high_known = False
             continue
@@ -62,7 +136,7 @@ def summarize_leaf(metadata: pq.FileMetaData, index: int) -> LeafSummary:
             high_known = False
         low, low_known = _combine(low, lo, min, low_known)
         high, high_known = _combine(high, hi, max, high_known)
-    return LeafSummary(nulls, low if low_known else None, high if high_known else None)
+    return nulls, low if low_known else None, high if high_known else None
 
 
 def _combine(current: Any, value: Any, pick: Any, known: bool) -> tuple[Any, bool]:

@@ -31,11 +31,24 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecore.model import files as fi
+from lakecore.model.footer_leaves import PARQUET_JAVA, gather_leaves, leaf_columns
 from lakecore.model.parquet_footer import LeafSummary, summarize_leaf
 
-PARQUET_JAVA = "parquet-mr"
-"""How parquet-java (Spark's and Hudi's Parquet writer) names itself in ``created_by``: it
-orders NaN above every value, so a NaN shows in the max and the footer tells a NaN apart."""
+__all__ = [
+    "PARQUET_JAVA",
+    "FileStats",
+    "StatsRules",
+    "data_stats",
+    "exact_value",
+    "exact_values",
+    "footer_leaf",
+    "footer_stats",
+    "footers_stats_columns",
+    "leaf_columns",
+    "stats_columns",
+    "stats_types",
+    "unknown_stats",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,43 +225,6 @@ def _bounds(array: pa.Array | None, t: pa.DataType, rules: StatsRules) -> tuple[
 # ------------------------------------------------------------------------------ from footers
 
 
-def leaf_columns(
-    schema: pa.Schema, name_in_file: Callable[[pa.Field], str] | None = None
-) -> dict[tuple[str, ...], int]:
-    """Parquet leaf column index of every primitive reachable through structs only.
-
-    Leaves are numbered depth-first, as Parquet orders them; lists and maps take their leaves'
-    numbers but are not entered (no bounds are kept for them). Paths are the names in the file.
-    """
-    out: dict[tuple[str, ...], int] = {}
-    counter = 0
-
-    def walk(fields: Sequence[pa.Field], prefix: tuple[str, ...]) -> None:
-        nonlocal counter
-        for f in fields:
-            path = (*prefix, f.name)
-            if pa.types.is_struct(f.type):
-                walk(list(f.type), path)
-            elif pa.types.is_nested(f.type):
-                counter += _count_leaves(f.type)
-            else:
-                out[path] = counter
-                counter += 1
-
-    walk(list(schema), ())
-    return out
-
-
-def _count_leaves(t: pa.DataType) -> int:
-    if pa.types.is_struct(t):
-        return sum(_count_leaves(t.field(i).type) for i in range(t.num_fields))
-    if pa.types.is_map(t):
-        return _count_leaves(t.key_type) + _count_leaves(t.item_type)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _count_leaves(t.value_type)
-    return 1
-
-
 def footer_leaf(metadata: pq.FileMetaData, index: int, rules: StatsRules) -> LeafSummary:
     """Leaf ``index``'s statistics over every row group, as ``rules`` allow.
 
@@ -407,29 +383,22 @@ def footers_stats_columns(
             fi.MAX: pa.array([], hi_t),
             fi.NULL_COUNT: pa.array([], null_t),
         }
-    # Leaves to read, by path in the file: (logical type, whether bounds are wanted).
-    wanted: list[tuple[tuple[str, ...], pa.DataType]] = []
+    # Leaves to read, by path in the file (lists and maps: none, their stats are unknown).
+    wanted: list[tuple[str, ...]] = []
 
     def collect(fs: Sequence[pa.Field], prefix: tuple[str, ...]) -> None:
         for f in fs:
             path = (*prefix, named(f))
             if pa.types.is_struct(f.type):
                 collect(list(f.type), path)
-            else:
-                wanted.append((path, f.type))
+            elif not pa.types.is_nested(f.type):
+                wanted.append(path)
 
     collect(fields, ())
-    unknown = LeafSummary(None, None, None)
-    summaries: dict[tuple[str, ...], list[LeafSummary]] = {path: [] for path, _ in wanted}
-    for metadata in footers:  # per file: read pyarrow's FileMetaData
-        leaves = leaf_columns(metadata.schema.to_arrow_schema()) if metadata is not None else {}
-        for path, t in wanted:
-            index = leaves.get(path)
-            summaries[path].append(
-                footer_leaf(metadata, index, rules)
-                if metadata is not None and index is not None and not pa.types.is_nested(t)
-                else unknown
-            )
+    # The per-file part: one pass over the footers into plain lists, per-schema work cached.
+    gathered = gather_leaves(footers, wanted, rules.nan_free_float_bounds)
+    slot = {path: j for j, path in enumerate(wanted)}
+    unknown: list[Any] = [None] * n
 
     def build(
         fs: Sequence[pa.Field],
@@ -456,11 +425,12 @@ def footers_stats_columns(
                 his.append(hi)
                 nulls.append(nc)
                 continue
-            column = summaries[path]
-            nulls.append(pa.array([s.null_count for s in column], pa.int64()))
+            j = slot.get(path)
+            counts = gathered.null_counts[j] if j is not None else unknown
+            nulls.append(pa.array(counts, pa.int64()))
             if _bounded(t):
-                los.append(exact_values([s.min for s in column], t))
-                his.append(exact_values([s.max for s in column], t))
+                los.append(exact_values(gathered.mins[j] if j is not None else unknown, t))
+                his.append(exact_values(gathered.maxs[j] if j is not None else unknown, t))
         return _structs(los, lo_t, n), _structs(his, hi_t, n), _structs(nulls, null_t, n)
 
     lo, hi, nc = build(fields, (), lo_t, hi_t, null_t)
@@ -480,15 +450,17 @@ def exact_values(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     compare (a value that does not round-trip exactly becomes null); a group whose conversion
     raises (e.g. one value overflows ``t``) falls back to ``exact_value`` per value.
     """
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
+    if not kinds:
+        return pa.nulls(len(values), t)
+    if len(kinds) == 1:  # the usual column: one Python type, maybe with nulls
+        [kind] = kinds
+        return _exact_group(list(values), kind, t)
     groups: dict[type, list[int]] = {}
     for i, v in enumerate(values):
         if v is not None:
             groups.setdefault(type(v), []).append(i)
-    if not groups:
-        return pa.nulls(len(values), t)
-    if len(groups) == 1 and len(next(iter(groups.values()))) == len(values):
-        [kind] = groups
-        return _exact_group(list(values), kind, t)
     positions: list[int] = [i for i, v in enumerate(values) if v is None]
     parts: list[pa.Array] = [pa.nulls(len(positions), t)]
     for kind, where in groups.items():
@@ -500,7 +472,7 @@ def exact_values(values: Sequence[Any], t: pa.DataType) -> pa.Array:
 
 
 def _exact_group(values: list[Any], kind: type, t: pa.DataType) -> pa.Array:
-    """``exact_value`` of every element of ``values`` (all non-null, of Python type ``kind``)."""
+    """``exact_value`` of every element of ``values`` (each None or of Python type ``kind``)."""
     if kind is int and pa.types.is_integer(t):
         bits = t.bit_width
         lo, hi = (
@@ -508,8 +480,8 @@ def _exact_group(values: list[Any], kind: type, t: pa.DataType) -> pa.Array:
             if pa.types.is_signed_integer(t)
             else (0, 1 << bits)
         )
-        if all(-(1 << 63) <= v < (1 << 63) for v in values):
-            return pa.array([v if lo <= v < hi else None for v in values], t)
+        if all(v is None or -(1 << 63) <= v < (1 << 63) for v in values):
+            return pa.array([v if v is not None and lo <= v < hi else None for v in values], t)
     elif kind is str and (pa.types.is_string(t) or pa.types.is_large_string(t)):
         return pa.array(values, t)
     elif kind is float and pa.types.is_float64(t):
