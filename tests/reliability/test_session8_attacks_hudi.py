@@ -388,3 +388,98 @@ def test_racing_creates_leave_one_readable_table(tmp_path: Path, metadata_enable
         hudi_rs().HudiTableBuilder.from_base_uri(str(root)).build().read()
     )
     assert sorted(theirs.column("id").to_pylist()) == [0, 1, 2]
+
+
+# --- migration: partition values from footer statistics -------------------------------------
+
+PARTITION_TYPES: list[tuple[str, pa.DataType, list[Any]]] = [
+    ("int32", pa.int32(), [7, 8]),
+    ("decimal", pa.decimal128(9, 2), [D("1.20"), D("1.30")]),
+    ("date", pa.date32(), [dt.date(2024, 2, 29), dt.date(2024, 3, 1)]),
+    ("beyond-bmp", pa.string(), ["\U0001f600", "\uffff"]),
+]
+SLOW_PARTITION_TYPES: list[tuple[str, pa.DataType, list[Any]]] = [
+    ("bool", pa.bool_(), [True, False]),
+    ("int64", pa.int64(), [-1, 0]),
+    ("string", pa.string(), ["b", "a"]),
+]
+
+
+def _rows_of(table: pa.Table, names: list[str]) -> list[str]:
+    import json
+
+    return sorted(
+        json.dumps(r, default=str, sort_keys=True) for r in table.select(names).to_pylist()
+    )
+
+
+def _migrate_partitioned(root: Path, kind: pa.DataType, values: list[Any], tamper: bool) -> None:
+    """A Hudi table partitioned by a ``kind`` column, migrated in place (zero-copy) to Delta;
+    with ``tamper``, one base file is rewritten holding another partition's value in one row
+    (its footer statistics then span two values): adopting it would change that row's value
+    (Delta takes partition values from the log), so the migration must refuse it."""
+    import deltalake
+
+    from lakecore.errors import MigrationError
+
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("q", pa.int32()), ("part", kind)]
+    )
+    properties = {"record_key": "id", "table_type": "COPY_ON_WRITE"}
+    table = lakecore.create(str(root), schema, "hudi", ["part"], properties)
+    n = 3 * len(values)
+    table.append(
+        pa.table(
+            {
+                "id": range(n),
+                "q": pa.array(range(n), pa.int32()),
+                "part": pa.array([values[i // 3] for i in range(n)], kind),
+            },
+            schema=schema,
+        )
+    )
+    if tamper:
+        base = min(p for p in root.rglob("*.parquet") if ".hoodie" not in p.relative_to(root).parts)
+        data = pq.read_table(base)
+        held = data.column("part").to_pylist()
+        other = next(v for v in values if v != held[0])
+        data = data.set_column(
+            data.column_names.index("part"),
+            data.schema.field("part"),
+            pa.array([held[0], other, *held[2:]], kind),
+        )
+        pq.write_table(data.replace_schema_metadata(pq.read_metadata(base).metadata), base)
+    source = lakecore.open(str(root), format="hudi").to_arrow()
+    names = ["id", "q", "part"]
+    if tamper:
+        with pytest.raises(MigrationError, match="cannot be adopted"):
+            lakecore.migrate(str(root), str(root), to="delta", mode="metadata")
+        assert not lakecore.is_table(str(root), format="delta")  # nothing was written
+        return
+    report = lakecore.migrate(str(root), str(root), to="delta", mode="metadata")
+    assert report.files_adopted == len(values) and report.files_rewritten == 0
+    target = lakecore.open(str(root), format="delta").to_arrow()
+    assert _rows_of(target, names) == _rows_of(source, names)
+    theirs = pa.table(deltalake.DeltaTable(str(root)).to_pyarrow_table())
+    assert _rows_of(theirs, names) == _rows_of(source, names)
+
+
+@pytest.mark.parametrize("tamper", [False, True], ids=["clean", "tampered"])
+@pytest.mark.parametrize(
+    ("name", "kind", "values"), PARTITION_TYPES, ids=[p[0] for p in PARTITION_TYPES]
+)
+def test_zero_copy_migration_adopts_only_files_holding_their_partition_value(
+    tmp_path: Path, name: str, kind: pa.DataType, values: list[Any], tamper: bool
+) -> None:
+    _migrate_partitioned(tmp_path / "t", kind, values, tamper)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tamper", [False, True], ids=["clean", "tampered"])
+@pytest.mark.parametrize(
+    ("name", "kind", "values"), SLOW_PARTITION_TYPES, ids=[p[0] for p in SLOW_PARTITION_TYPES]
+)
+def test_zero_copy_migration_partition_values_slow(
+    tmp_path: Path, name: str, kind: pa.DataType, values: list[Any], tamper: bool
+) -> None:
+    _migrate_partitioned(tmp_path / "t", kind, values, tamper)
