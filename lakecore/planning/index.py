@@ -33,6 +33,18 @@ class PartialStatsSource(Protocol):
         ...
 
 
+@runtime_checkable
+class PredicateScopedSource(Protocol):
+    """A snapshot source that can leave out the stats of files the partition stage drops."""
+
+    def files_for_predicate(self, predicate: ex.Predicate) -> pa.Table:
+        """Return the file index (``files()``'s rows, in its order, every other column the
+        same) whose stats and record counts are those of ``files()`` on every row whose
+        partition values may satisfy ``predicate`` (bound); other rows' may be null (the
+        partition stage drops those rows). Must raise as ``files()`` does."""
+        ...
+
+
 def stats_columns(predicate: ex.Predicate | None, snapshot: Snapshot) -> frozenset[str] | None:
     """The top-level data columns whose stats pruning ``predicate`` can use (None: all of
     them, for a name that is not a top-level column)."""
@@ -53,6 +65,8 @@ def planning_index(snapshot: Snapshot, predicate: ex.Predicate | None) -> tuple[
     ``snapshot.files()`` (True) when the source cannot leave stats out.
     """
     source = snapshot.source
+    if predicate is not None and isinstance(source, PredicateScopedSource):
+        return source.files_for_predicate(predicate), False
     columns = stats_columns(predicate, snapshot)
     if columns is None or not isinstance(source, PartialStatsSource):
         return snapshot.files(), True

@@ -10,7 +10,7 @@ base file's), so the planner keeps it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from lakecore.model import files as fi
 from lakecore.model.footers import Footers
 from lakecore.storage import Storage
 from lakecore_hudi.mdt.column_stats import LeafStats, load_column_stats, stats_structs
+from lakecore_hudi.mdt.column_stats_scoped import load_scoped_column_stats
 from lakecore_hudi.mdt.footer_stats import footer_stats
 from lakecore_hudi.mdt.records import ColumnStats
 from lakecore_hudi.partitions import partition_struct, prunable_partition_columns
@@ -28,17 +29,21 @@ from lakecore_hudi.view import FileSlice
 
 
 def build_file_index(
-    storage: Storage, state: HudiState, footers: Footers | None = None
+    storage: Storage,
+    state: HudiState,
+    footers: Footers | None = None,
+    partitions: Collection[str] | None = None,
 ) -> pa.Table:
     """Return the file index of ``state``'s latest file slices.
 
     Base file footers read for statistics are read through ``footers`` (and stay there for
     later readers of the same snapshot, e.g. a migration's adoption check), when given.
+    ``partitions`` (partition paths): only the slices of these get statistics (the others'
+    are null, "unknown"), and only their ``column_stats`` records or footers are read; the
+    statistics of those slices equal the full index's. None: every slice's.
     """
-    slices = state.slices
+    slices = indexed_slices(state)
     read_optimized = state.options.read_optimized
-    if read_optimized:
-        slices = tuple(s for s in slices if s.base_file is not None)
     paths = [s.path for s in slices]
     # Size and time of the file at ``path`` (a log-only slice's first log file).
     sizes = [s.file.size for s in slices]
@@ -48,7 +53,7 @@ def build_file_index(
         + ([] if read_optimized else [f.path for f in s.log_files])
         for s in slices
     ]
-    counts, stats = _statistics(storage, state, slices, read_optimized, footers)
+    counts, stats = _statistics(storage, state, slices, read_optimized, footers, partitions)
     columns: dict[str, pa.Array] = {
         fi.PATH: pa.array(paths, pa.string()),
         fi.SIZE: pa.array(sizes, pa.int64()),
@@ -66,6 +71,13 @@ def build_file_index(
     columns.update(stats)
     columns[fi.DATA_FILES] = pa.array(data_files, fi.DATA_FILES_TYPE)
     return pa.table(columns)
+
+
+def indexed_slices(state: HudiState) -> Sequence[FileSlice]:
+    """The slices ``build_file_index`` gives rows to, in its row order."""
+    if state.options.read_optimized:
+        return tuple(s for s in state.slices if s.base_file is not None)
+    return state.slices
 
 
 def _without_ambiguous_nulls(parts: pa.StructArray) -> pa.StructArray | None:
@@ -105,6 +117,7 @@ def _statistics(
     slices: Sequence[FileSlice],
     read_optimized: bool,
     footers: Footers | None,
+    partitions: Collection[str] | None,
 ) -> tuple[pa.Array, dict[str, pa.Array]]:
     """Per-slice record counts and min/max/null_count structs (null = unknown).
 
@@ -114,11 +127,18 @@ def _statistics(
     slices get their Parquet footer stats and slices with log files none.
     """
     schema = state.table_schema
-    mdt = load_column_stats(storage, state.config)
+    if partitions is None:
+        mdt = load_column_stats(storage, state.config)
+    else:
+        mdt = load_scoped_column_stats(storage, state.config, partitions, leaf_columns(schema))
     rows: list[Mapping[str, LeafStats] | None] = []
     counts: list[int | None] = []
     if mdt is not None:
         for s in slices:
+            if partitions is not None and s.partition_path not in partitions:
+                rows.append(None)
+                counts.append(None)
+                continue
             names = [s.base_file.path] if s.base_file is not None else []
             if not read_optimized:
                 names += [f.path for f in s.log_files]
@@ -135,6 +155,7 @@ def _statistics(
         i
         for i, s in enumerate(slices)
         if s.base_file is not None and (read_optimized or not s.log_files)
+        if partitions is None or s.partition_path in partitions
     ]
     from_footers = footer_stats(storage, [slices[i].path for i in base_only], schema, footers)
     count_column = pa.nulls(len(slices), pa.int64()).to_pylist()
@@ -146,6 +167,21 @@ def _statistics(
     for name in (fi.MIN, fi.MAX, fi.NULL_COUNT):
         struct_columns[name] = from_footers.column(name).combine_chunks().take(take)
     return pa.array(count_column, pa.int64()), struct_columns
+
+
+def leaf_columns(schema: pa.Schema) -> list[str]:
+    """The column paths (``"a.b"`` for nested fields) the stats structs hold for ``schema``:
+    every leaf but those inside lists and maps."""
+    out: list[str] = []
+    pending = [(f, "") for f in schema]
+    while pending:
+        field, prefix = pending.pop()
+        path = prefix + field.name
+        if pa.types.is_struct(field.type):
+            pending.extend((child, path + ".") for child in field.type)
+        elif not pa.types.is_nested(field.type):
+            out.append(path)
+    return sorted(out)
 
 
 def _code_point_bounds(

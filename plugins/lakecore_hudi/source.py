@@ -6,12 +6,17 @@ import threading
 
 import pyarrow as pa
 
+from lakecore.expr import tree as ex
 from lakecore.model.footers import Footers
 from lakecore.planning.tasks import ScanContext
 from lakecore.storage import Storage
 from lakecore_hudi.file_index import build_file_index
 from lakecore_hudi.scan import scan_context
+from lakecore_hudi.scoped_index import kept_partitions
 from lakecore_hudi.state import HudiState
+
+_SCOPED_KEPT = 4
+"""Indexes with the statistics of some partitions only kept per snapshot, newest first."""
 
 
 class HudiSnapshotSource:
@@ -24,6 +29,7 @@ class HudiSnapshotSource:
         self._files: pa.Table | None = None
         self.footers = Footers(storage)
         """The base file footers this snapshot has read (its files never change)."""
+        self._scoped: dict[frozenset[str], pa.Table] = {}
         self._lock = threading.Lock()
 
     @property
@@ -36,6 +42,24 @@ class HudiSnapshotSource:
             if self._files is None:
                 self._files = build_file_index(self._storage, self.state, self.footers)
             return self._files
+
+    def files_for_predicate(self, predicate: ex.Predicate) -> pa.Table:
+        """The file index with statistics only for the partitions ``predicate`` keeps
+        (``lakecore.planning.index.PredicateScopedSource``); ``files()`` when it keeps all."""
+        with self._lock:
+            if self._files is not None:
+                return self._files
+        kept = kept_partitions(self._storage, self.state, predicate, self.scan_context())
+        if kept is None:
+            return self.files()
+        with self._lock:
+            index = self._scoped.pop(kept, None)
+            if index is None:
+                index = build_file_index(self._storage, self.state, self.footers, kept)
+                while len(self._scoped) >= _SCOPED_KEPT:
+                    del self._scoped[next(iter(self._scoped))]
+            self._scoped[kept] = index
+            return index
 
     def scan_context(self) -> ScanContext:
         return scan_context(self._storage, self.state)
