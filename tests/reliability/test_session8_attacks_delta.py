@@ -480,3 +480,51 @@ def test_a_delta_append_of_a_timestamp_after_year_9999(tmp_path: Path, column: s
     data[column] = [0, 20_000 * 365 * 86_400 * 10**6] if column == "t" else [0, 5_000_000]
     table.append(pa.table(data, schema=schema))
     assert lakecore.open(str(tmp_path / "t")).scan("id = 2").to_arrow().num_rows == 1
+
+
+@pytest.mark.parametrize("others", [0, 1, 63, 64, 65, 150])
+def test_commit_adds_around_other_actions_read_as_delta_rs(tmp_path: Path, others: int) -> None:
+    """One commit of 200 adds with ``others`` non-add rows spread between them (replay keeps
+    add runs as slices up to 64 gaps, a filtered copy past that): the files and their stats
+    are delta-rs's."""
+    root = tmp_path / "t"
+    builder = DeltaTableBuilder(root)
+    builder.init([field("id", "long")])
+    noise = [txn("app", 1), remove("gone.parquet"), commit_info()]
+    every = max(1, 200 // others) if others else 0
+    actions: list[dict[str, Any]] = []
+    spread = 0
+    for i in range(200):
+        stats = {"numRecords": i, "minValues": {"id": i}, "maxValues": {"id": 2 * i}}
+        actions.append(add(f"f{i}.parquet", size=1000 + i, stats={**stats, "nullCount": {"id": 0}}))
+        if others and i % every == 0 and spread < others:
+            actions.append(noise[spread % 3])
+            spread += 1
+    while spread < others:
+        actions.append(noise[spread % 3])
+        spread += 1
+    builder.commit(1, commit_info(), *actions)
+    builder.commit(2, commit_info(), remove("f5.parquet"), remove("gone.parquet"))
+    files = lakecore.open(builder.uri).snapshot().files()
+    ours = sorted(
+        zip(
+            files.column("path").to_pylist(),
+            files.column("size").to_pylist(),
+            files.column("record_count").to_pylist(),
+            [m["id"] for m in files.column("min").to_pylist()],
+            [m["id"] for m in files.column("max").to_pylist()],
+            strict=True,
+        )
+    )
+    theirs = pa.table(deltalake.DeltaTable(builder.uri).get_add_actions(flatten=True))
+    expected = sorted(
+        zip(
+            [unquote(p) for p in theirs.column("path").to_pylist()],
+            theirs.column("size_bytes").to_pylist(),
+            theirs.column("num_records").to_pylist(),
+            theirs.column("min.id").to_pylist(),
+            theirs.column("max.id").to_pylist(),
+            strict=True,
+        )
+    )
+    assert ours == expected and len(ours) == 199
