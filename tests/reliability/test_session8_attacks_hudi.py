@@ -529,3 +529,62 @@ def test_pruning_after_an_added_and_widened_column(tmp_path: Path) -> None:
         assert got == sorted(expected.column("id").to_pylist()), text
         checked += 1
     assert checked == 11
+
+
+# --- base files damaged or gone under the footer reader -------------------------------------
+
+
+def _two_partitions(root: Path) -> Path:
+    """A two-partition CoW table; returns one base file."""
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64()), ("p", pa.string())]
+    )
+    properties = {"record_key": "id", "precombine_field": "ts", "table_type": "COPY_ON_WRITE"}
+    table = lakecore.create(str(root), schema, "hudi", ["p"], properties)
+    table.append(pa.table({"id": [1, 2], "ts": [1, 1], "p": ["x", "y"]}, schema=schema))
+    return min(p for p in root.rglob("*.parquet") if ".hoodie" not in p.relative_to(root).parts)
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "empty", "directory", "text"])
+def test_a_damaged_base_file_is_corrupt_table_error(tmp_path: Path, damage: str) -> None:
+    root = tmp_path / "t"
+    base = _two_partitions(root)
+    if damage == "missing":
+        base.unlink()
+    elif damage == "truncated":
+        base.write_bytes(base.read_bytes()[:-100])
+    elif damage == "empty":
+        base.write_bytes(b"")
+    elif damage == "directory":
+        base.unlink()
+        base.mkdir()
+    else:
+        base.write_bytes(b"PAR1 this is not Parquet " * 100)
+    for read in (
+        lambda: lakecore.open(str(root)).scan("id = 1").to_arrow(),
+        lambda: lakecore.open(str(root)).to_arrow(),
+        lambda: lakecore.open(str(root)).snapshot().files(),
+    ):
+        with pytest.raises(CorruptTableError):
+            read()
+
+
+def test_a_base_file_gone_between_listing_and_footer_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lakecore.model.footers as footers_module
+
+    root = tmp_path / "t"
+    _two_partitions(root)
+    real = footers_module.open_input
+
+    def gone(storage: Any, path: str, what: str = "file") -> Any:
+        if path.endswith(".parquet") and ".hoodie" not in path:
+            raise FileNotFoundError(path)
+        return real(storage, path, what)
+
+    monkeypatch.setattr(footers_module, "open_input", gone)
+    with pytest.raises(CorruptTableError, match="missing"):
+        lakecore.open(str(root)).scan("id = 1").to_arrow()
+    with pytest.raises(CorruptTableError, match="missing"):
+        lakecore.open(str(root)).snapshot().files()
