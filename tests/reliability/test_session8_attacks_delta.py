@@ -528,3 +528,31 @@ def test_commit_adds_around_other_actions_read_as_delta_rs(tmp_path: Path, other
         )
     )
     assert ours == expected and len(ours) == 199
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="replay.reconcile returns a checkpoint's adds as they are when no commit follows "
+    "it (the actions.num_rows == 0 shortcut), so a checkpoint holding one path twice reads "
+    "that file twice; one later unrelated commit makes replay apply its one-live-add-per-path "
+    "rule and the duplicate rows vanish: the same version's rows depend on later commits "
+    "(delta-rs reads the duplicate in both cases)",
+)
+def test_a_path_twice_in_a_checkpoint_reads_alike_with_or_without_later_commits(
+    tmp_path: Path,
+) -> None:
+    builder = DeltaTableBuilder(tmp_path / "t")
+    builder.init([field("id", "long")])
+    first = builder.data_file("a.parquet", {"id": pa.array([1, 2], pa.int64())})
+    second = builder.data_file("b.parquet", {"id": pa.array([3], pa.int64())})
+    builder.commit(1, commit_info(), first, second)
+    builder.checkpoint(1, [protocol(), metadata([field("id", "long")]), first, second, first])
+    builder.last_checkpoint(1)
+    alone = sorted(lakecore.open(builder.uri).to_arrow().column("id").to_pylist())
+    builder.commit(
+        2, commit_info(), builder.data_file("c.parquet", {"id": pa.array([4], pa.int64())})
+    )
+    table = lakecore.open(builder.uri)
+    at_1 = sorted(table.to_arrow(version=1).column("id").to_pylist())
+    at_2 = sorted(table.to_arrow().column("id").to_pylist())
+    assert alone == at_1 == [i for i in at_2 if i != 4]
