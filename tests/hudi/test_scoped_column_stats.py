@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import functools
+import random
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ import pytest
 from lakecore_hudi.file_index import build_file_index
 from lakecore_hudi.mdt import maintain
 from lakecore_hudi.mdt import table as mdt_table
+from lakecore_hudi.mdt.hfile_range import read_prefixed_cells
+from lakecore_hudi.mdt.hfile_writer import write_hfile
+from lakecore_hudi.mdt.stats_keys import column_stats_key
 from lakecore_hudi.source import HudiSnapshotSource
 
 import lakecore
@@ -33,6 +37,44 @@ from tests.hudi.write.helpers import copy_corpus_table
 
 STATS = (fi.MIN, fi.MAX, fi.NULL_COUNT)
 V8_TRIPS = "mor_avro_v8_trips_8i3u1d"
+
+
+def test_many_prefixes_read_the_blocks_and_cells_a_prefix_at_a_time_reads() -> None:
+    keys = sorted(
+        column_stats_key(f"p={p}", f"f{f}.parquet", f"c{c}")
+        for p in range(30)
+        for f in range(3)
+        for c in range(4)
+    )
+    cells = [(k.encode(), k.encode() * 2) for k in keys]
+    data = write_hfile(cells, {"schema": b"{}"}, block_size=1024)
+    rng = random.Random(15)
+    rows = [r for r, _ in cells]
+    runs = 0
+    for _ in range(40):
+        prefixes = [rng.choice(rows)[: rng.choice([3, 12, 24, 40, 60])] for _ in range(25)]
+        prefixes += [b"zzz", b"+", rng.choice(rows)[:24] + b"~"]  # past, before, between
+        spans: set[tuple[int, int]] = set()
+        one_by_one: set[tuple[bytes, bytes]] = set()
+        for prefix in prefixes:
+
+            def single(start: int, end: int, spans: set[tuple[int, int]] = spans) -> bytes:
+                spans.add((start, end))
+                return data[start:end]
+
+            one_by_one.update(read_prefixed_cells(single, len(data), "f", [prefix])[0])
+        together: list[tuple[int, int]] = []
+
+        def many(start: int, end: int, together: list[tuple[int, int]] = together) -> bytes:
+            together.append((start, end))
+            return data[start:end]
+
+        found, _ = read_prefixed_cells(many, len(data), "f", prefixes)
+        assert found == sorted(one_by_one) == [c for c in cells if c[0].startswith(tuple(prefixes))]
+        blocks = {b for s, e in spans for b in range(s, e)}
+        assert {b for s, e in together for b in range(s, e)} == blocks
+        runs += 1
+    assert runs == 40
 
 
 def _source(root: Path) -> HudiSnapshotSource:

@@ -33,7 +33,7 @@ from lakecore_hudi.mdt.column_stats import (
     _slice_files,
     _Timeline,
 )
-from lakecore_hudi.mdt.hfile_range import Reader, read_prefixed_cells
+from lakecore_hudi.mdt.hfile_range import Reader, prefix_matcher, read_prefixed_cells
 from lakecore_hudi.mdt.records import ColumnStats, MetadataRecord, decode_records, parse_schema
 from lakecore_hudi.mdt.stats_keys import column_id, partition_id
 from lakecore_hudi.table_config import TableConfig
@@ -113,8 +113,8 @@ def _block_records_under(block: LogBlock, prefixes: Sequence[bytes]) -> list[Met
             return content[start:end]
 
         return _hfile_records(read, len(content), where, block.schema, prefixes)
-    wanted = tuple(p.decode("ascii") for p in prefixes)
-    return [r for r in _block_records(block) if r.key.startswith(wanted)]
+    matches = prefix_matcher(prefixes)
+    return [r for r in _block_records(block) if matches(r.key.encode("utf-8"))]
 
 
 def _hfile_records(

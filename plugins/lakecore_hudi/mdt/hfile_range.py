@@ -20,6 +20,7 @@ blocks for very large files; Hudi's own writer never does) is read whole with
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import struct
@@ -39,7 +40,7 @@ from lakecore_hudi.mdt.hfile import (
     read_hfile,
 )
 
-__all__ = ["Reader", "read_prefixed_cells"]
+__all__ = ["Reader", "prefix_matcher", "read_prefixed_cells"]
 
 Reader = Callable[[int, int], bytes]
 """``read(start, end)``: the bytes ``[start, end)`` of the file."""
@@ -106,11 +107,25 @@ def read_prefixed_cells(
     return cells, info
 
 
+def prefix_matcher(prefixes: Sequence[bytes]) -> Callable[[bytes], bool]:
+    """Whether a row starts with one of ``prefixes``, in time independent of their number
+    (a scan's prefixes are one per column and partition: thousands on a big table)."""
+    by_length: dict[int, set[bytes]] = {}
+    for prefix in prefixes:
+        by_length.setdefault(len(prefix), set()).add(prefix)
+    groups = sorted(by_length.items())
+
+    def matches(row: bytes) -> bool:
+        return any(row[:length] in wanted for length, wanted in groups)
+
+    return matches
+
+
 def _keep(
     cells: Sequence[tuple[bytes, bytes]], prefixes: Sequence[bytes]
 ) -> list[tuple[bytes, bytes]]:
-    wanted = tuple(prefixes)
-    return [c for c in cells if c[0].startswith(wanted)]
+    matches = prefix_matcher(prefixes)
+    return [c for c in cells if matches(c[0])]
 
 
 def _root_entries(payload: bytes, count: int, path: str) -> list[tuple[int, int, bytes]]:
@@ -149,18 +164,24 @@ def _vint(buf: bytes, pos: int) -> tuple[int, int]:
 def _wanted(
     index: Sequence[tuple[int, int, bytes]], prefixes: Sequence[bytes], limit: int, path: str
 ) -> list[tuple[int, int]]:
-    """(start, end) of the data blocks that may hold a row starting with a prefix."""
+    """(start, end) of the data blocks that may hold a row starting with a prefix.
+
+    Block ``i`` holds the rows in ``[first_i, first_{i+1})``: the rows starting with ``p`` lie
+    in ``[p, p + b"\\xff")``, so the blocks from the one holding ``p`` (the last whose first
+    row is at most ``p``) to the last whose first row is below ``p + b"\\xff"``.
+    """
+    firsts = [first for _, _, first in index]
+    chosen: set[int] = set()
+    for prefix in prefixes:
+        lo = max(bisect.bisect_right(firsts, prefix) - 1, 0)
+        hi = bisect.bisect_left(firsts, prefix + _PAST)
+        chosen.update(range(lo, hi))
     out = []
-    for i, (offset, size, first) in enumerate(index):
-        following = index[i + 1][2] if i + 1 < len(index) else None
-        for prefix in prefixes:
-            if first < prefix + _PAST and (following is None or following > prefix):
-                if not 0 <= offset < offset + size <= limit:
-                    raise CorruptTableError(
-                        f"HFile {path} has a data index entry outside its blocks"
-                    )
-                out.append((offset, offset + size))
-                break
+    for i in sorted(chosen):
+        offset, size, _ = index[i]
+        if not 0 <= offset < offset + size <= limit:
+            raise CorruptTableError(f"HFile {path} has a data index entry outside its blocks")
+        out.append((offset, offset + size))
     return out
 
 
