@@ -556,3 +556,28 @@ def test_a_path_twice_in_a_checkpoint_reads_alike_with_or_without_later_commits(
     at_1 = sorted(table.to_arrow(version=1).column("id").to_pylist())
     at_2 = sorted(table.to_arrow().column("id").to_pylist())
     assert alone == at_1 == [i for i in at_2 if i != 4]
+
+
+def test_threaded_row_groups_of_a_remote_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held: on a store that is not local the checkpoint's bytes are read once and shared by
+    the row-group threads (fsspec's memory filesystem)."""
+    import uuid
+
+    import fsspec
+
+    root = tmp_path / "t"
+    _checkpoint_table(root, 3)
+    local = lakecore.open(str(root)).snapshot().files()
+    memory = fsspec.filesystem("memory")
+    name = f"attack-{uuid.uuid4().hex}"
+    try:
+        for path in root.rglob("*"):
+            if path.is_file():
+                memory.pipe(f"/{name}/{path.relative_to(root)}", path.read_bytes())
+        for threads in (4, 1):
+            monkeypatch.setattr(cpq, "_ROW_GROUP_THREADS", threads)
+            assert lakecore.open(f"memory://{name}").snapshot().files().equals(local)
+    finally:
+        memory.rm(f"/{name}", recursive=True)
