@@ -12,6 +12,8 @@ the planner's own first stage drops again.
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from lakecore.expr import tree as ex
 from lakecore.planning.bounds import FileBounds
 from lakecore.planning.pruning import may_be
@@ -20,16 +22,20 @@ from lakecore.storage import Storage
 from lakecore_hudi.file_index import build_file_index, indexed_slices
 from lakecore_hudi.state import HudiState
 
-__all__ = ["kept_partitions"]
+__all__ = ["kept_partitions", "partition_index"]
+
+
+def partition_index(storage: Storage, state: HudiState) -> pa.Table:
+    """The file index without statistics (null): what the partition stage needs."""
+    return build_file_index(storage, state, partitions=frozenset())
 
 
 def kept_partitions(
-    storage: Storage, state: HudiState, predicate: ex.Predicate, context: ScanContext
+    skeleton: pa.Table, state: HudiState, predicate: ex.Predicate, context: ScanContext
 ) -> frozenset[str] | None:
     """The partition paths of the slices whose partition values may satisfy ``predicate``
-    (bound), as the planner's partition stage decides on the same index; None when that
-    stage keeps every slice (nothing to leave out)."""
-    skeleton = build_file_index(storage, state, partitions=frozenset())
+    (bound), as the planner's partition stage decides on ``skeleton`` (``partition_index``
+    of ``state``); None when that stage keeps every slice (nothing to leave out)."""
     bounds = FileBounds(
         skeleton,
         context.schema,

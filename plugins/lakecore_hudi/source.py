@@ -12,7 +12,7 @@ from lakecore.planning.tasks import ScanContext
 from lakecore.storage import Storage
 from lakecore_hudi.file_index import build_file_index
 from lakecore_hudi.scan import scan_context
-from lakecore_hudi.scoped_index import kept_partitions
+from lakecore_hudi.scoped_index import kept_partitions, partition_index
 from lakecore_hudi.state import HudiState
 
 _SCOPED_KEPT = 4
@@ -29,6 +29,7 @@ class HudiSnapshotSource:
         self._files: pa.Table | None = None
         self.footers = Footers(storage)
         """The base file footers this snapshot has read (its files never change)."""
+        self._skeleton: pa.Table | None = None
         self._scoped: dict[frozenset[str], pa.Table] = {}
         self._lock = threading.Lock()
 
@@ -49,7 +50,10 @@ class HudiSnapshotSource:
         with self._lock:
             if self._files is not None:
                 return self._files
-        kept = kept_partitions(self._storage, self.state, predicate, self.scan_context())
+            if self._skeleton is None:
+                self._skeleton = partition_index(self._storage, self.state)
+            skeleton = self._skeleton
+        kept = kept_partitions(skeleton, self.state, predicate, self.scan_context())
         if kept is None:
             return self.files()
         with self._lock:

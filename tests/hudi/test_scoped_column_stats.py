@@ -133,6 +133,7 @@ def test_the_planner_index_equals_the_full_index_on_kept_partitions(
     source = _source(root)
     assert scan.predicate is not None
     scoped = source.files_for_predicate(scan.predicate)
+    assert source.files_for_predicate(scan.predicate) is scoped  # memoised per snapshot
     full = source.files()
     if kept is None:
         assert source._scoped == {}  # the partition stage keeps all: the full index

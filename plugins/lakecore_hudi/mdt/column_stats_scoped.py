@@ -52,8 +52,9 @@ def load_scoped_column_stats(
     ``""`` for a non-partitioned table's root) for ``columns`` (column paths, nested fields
     as ``"a.b"``): file name -> column -> stats, as ``load_column_stats`` gives them.
 
-    Returns None when there is no metadata table or no complete ``column_stats`` partition,
-    {} when ``partitions`` or ``columns`` is empty (nothing is read then).
+    Returns None when the table lists no complete ``column_stats`` partition or has no
+    metadata table; {} (reading nothing) when ``partitions`` or ``columns`` is empty and the
+    table lists one.
 
     Raises:
         CorruptTableError: a metadata-table file is unreadable; the message names it.
@@ -61,11 +62,11 @@ def load_scoped_column_stats(
     """
     if not _has_column_stats(config):
         return None
+    if not partitions or not columns:
+        return {}
     mdt = _metadata_config(storage)
     if mdt is None:
         return None
-    if not partitions or not columns:
-        return {}
     timeline = _load_timeline(storage, mdt)
     listing = storage.list_dir(f"{METADATA_DIR}/{COLUMN_STATS_PARTITION}")
     slices = latest_slices(_slice_files(listing), timeline.visible, mdt.table_version >= 8)
