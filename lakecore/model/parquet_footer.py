@@ -80,7 +80,7 @@ def _bounds(stats: pq.Statistics, mode: int) -> tuple[Any, Any]:
     if mode == UTF8:
         try:
             return stats.min_raw.decode("utf-8"), stats.max_raw.decode("utf-8")
-        except UnicodeDecodeError:  # what pyarrow makes of that is pyarrow's business
+        except UnicodeDecodeError:  # not UTF-8: pyarrow's own answer (today a UnicodeDecodeError)
             pass
     return stats.min, stats.max
 
