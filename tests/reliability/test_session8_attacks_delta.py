@@ -411,12 +411,6 @@ _COLLISIONS: dict[str, Callable[[], list[list[dict[str, Any]]]]] = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="replay.file_keys joins the decoded path and the DV unique id with a 0x1f "
-    "separator that either may contain: a remove of one file cancels another file whose "
-    "(path, DV id) concatenates to the same key, so a live file silently disappears",
-)
 @pytest.mark.parametrize("case", sorted(_COLLISIONS))
 def test_reconciliation_keys_do_not_collide(tmp_path: Path, case: str) -> None:
     uri = _table(tmp_path / "t", *_COLLISIONS[case]())
@@ -530,14 +524,6 @@ def test_commit_adds_around_other_actions_read_as_delta_rs(tmp_path: Path, other
     assert ours == expected and len(ours) == 199
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="replay.reconcile returns a checkpoint's adds as they are when no commit follows "
-    "it (the actions.num_rows == 0 shortcut), so a checkpoint holding one path twice reads "
-    "that file twice; one later unrelated commit makes replay apply its one-live-add-per-path "
-    "rule and the duplicate rows vanish: the same version's rows depend on later commits "
-    "(delta-rs reads the duplicate in both cases)",
-)
 def test_a_path_twice_in_a_checkpoint_reads_alike_with_or_without_later_commits(
     tmp_path: Path,
 ) -> None:

@@ -43,7 +43,10 @@ def file_keys(paths: pa.Array, dv: pa.Array | pa.ChunkedArray) -> pa.Array:
         dv = dv.combine_chunks() if dv.num_chunks else pa.array([], dv.type)
     if isinstance(paths, pa.ChunkedArray):
         paths = paths.combine_chunks() if paths.num_chunks else pa.array([], pa.string())
-    return pc.binary_join_element_wise(paths, dv_unique_id(dv), _SEP)
+    # The path's length first: a path and a DV id may both hold the separator, and without
+    # it ("a\x1fb", "c") and ("a", "b\x1fc") would be one key.
+    length = pc.cast(pc.binary_length(paths), pa.string())
+    return pc.binary_join_element_wise(length, paths, dv_unique_id(dv), _SEP)
 
 
 def commit_adds(actions: pa.Table) -> tuple[pa.Table, np.ndarray]:
@@ -84,14 +87,14 @@ def reconcile(
         )
     )
     if actions.num_rows == 0:
-        return cp
+        return cp if base_decoded else _last_add_of_each_path(cp)
     new_adds, is_add = commit_adds(actions)
     add, remove = actions.column("add"), actions.column("remove")
     file_rows = pc.or_(
         pc.is_valid(pc.struct_field(add, "path")), pc.is_valid(pc.struct_field(remove, "path"))
     )
     if not pc.any(file_rows).as_py():
-        return cp
+        return cp if base_decoded else _last_add_of_each_path(cp)
     paths = pc.coalesce(pc.struct_field(add, "path"), pc.struct_field(remove, "path"))
     dvs = pc.if_else(
         pc.is_valid(pc.struct_field(add, "path")),
@@ -124,6 +127,18 @@ def reconcile(
     if len(rows) == combined.num_rows:  # nothing superseded: rows is 0..n-1 (sorted, unique)
         return combined
     return combined.take(pa.array(rows, pa.int64()))
+
+
+def _last_add_of_each_path(adds: pa.Table) -> pa.Table:
+    """``adds`` with one add per path, the last (a checkpoint must hold no path twice; one
+    that does reads as it would with commits after it, which replay by the same rule)."""
+    if adds.num_rows < 2:
+        return adds
+    codes = _codes(_one_array(adds.column("path")))
+    if int(codes.max()) + 1 == len(codes):  # every path once: the protocol's case
+        return adds
+    last = np.sort(_last_of_each(codes, np.arange(len(codes), dtype=np.int64)))
+    return adds.take(pa.array(last, pa.int64()))
 
 
 def _live_rows(paths: pa.Array, keys: Callable[[], pa.Array], is_add: npt.NDArray[np.bool_]) -> Any:
