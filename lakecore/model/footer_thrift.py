@@ -23,6 +23,9 @@ _KEPT_KEYS = (b"ARROW:schema",)
 _BOOL_TRUE, _BOOL_FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE = 1, 2, 3, 4, 5, 6, 7
 _BINARY, _LIST, _SET, _MAP, _STRUCT = 8, 9, 10, 11, 12
 _KEY_VALUE_FIELD = 5  # FileMetaData.key_value_metadata: list<KeyValue>
+MAX_DEPTH = 64
+"""Nesting of structs and containers past which a footer is refused (a Parquet footer nests a
+few levels; Thrift's own readers stop at 64 too): the walk recurses once per level."""
 
 
 def trimmed_footer(bytes_at: Callable[[int, int], bytes], length: int) -> bytes:
@@ -30,26 +33,40 @@ def trimmed_footer(bytes_at: Callable[[int, int], bytes], length: int) -> bytes:
     bytes) without the key-value entries whose value is longer than ``KEEP_VALUE_BYTES``
     (``ARROW:schema`` always kept); the footer itself when there are none.
 
-    Raises ``ValueError`` or ``IndexError`` when the bytes are no Thrift struct.
+    Raises ``ValueError`` or ``IndexError`` when the bytes are no Thrift struct (among them
+    containers claiming more entries than bytes left and nesting past ``MAX_DEPTH``); asks
+    ``bytes_at`` for no byte twice but where a kept key-value entry straddles a read.
     """
     if length <= KEEP_VALUE_BYTES:
         return bytes_at(0, length)  # no value in it can be too long
     # The fields before the key-value list (schema, row groups) are walked in one buffer
-    # from the footer's start, grown until they fit (a window is enough but for footers of
-    # very many row groups).
-    size = min(length, WINDOW)
+    # from the footer's start, extended (never read again) until they fit: a window is
+    # enough but for footers of very many row groups.
+    head = bytes_at(0, min(length, WINDOW))
     while True:
-        head = bytes_at(0, size)
         try:
             list_start = _key_values_at(head)
             break
         except IndexError:
-            if size >= length:
+            if len(head) >= length:
                 raise
-            size = min(length, size * 4)
+            more = bytes_at(len(head), min(length, len(head) * 4))
+            if not more:
+                raise
+            head += more
     if list_start is None:
-        return bytes_at(0, length)  # no key-value metadata
-    r = _Reader(bytes_at)
+        return head if len(head) == length else head + bytes_at(len(head), length)
+    walked, read = head, bytes_at
+
+    def at(a: int, b: int) -> bytes:  # the bytes walked already are never asked again
+        if b <= len(walked):
+            return walked[a:b]
+        if a < len(walked):
+            return walked[a:] + read(len(walked), b)
+        return read(a, b)
+
+    bytes_at = at
+    r = _Reader(bytes_at, length)
     r.pos = list_start
     count, element = r.list_header()
     if element != _STRUCT:
@@ -85,7 +102,7 @@ def _key_values_at(buf: bytes) -> int | None:
             if i >= len(buf):
                 raise IndexError("the buffer ends before the key-value list")
             return i
-        i = _skip_in(buf, i, kind)
+        i = _skip_in(buf, i, kind, 0)
         if i > len(buf):
             raise IndexError("the buffer ends inside a value")
 
@@ -103,10 +120,14 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
             raise ValueError("varint too long")
 
 
-def _skip_in(buf: bytes, i: int, kind: int) -> int:
-    """The position after the value of Thrift ``kind`` at ``i`` of ``buf`` (past its end when
-    ``buf`` is too short for a binary or fixed-size value); ``IndexError`` when ``buf`` ends
-    inside a header or varint. Written for speed: a footer has hundreds of values."""
+def _skip_in(buf: bytes, i: int, kind: int, depth: int) -> int:
+    """The position after the value of Thrift ``kind`` at ``i`` of ``buf``, nested ``depth``
+    levels deep (past its end when ``buf`` is too short for a binary or fixed-size value);
+    ``IndexError`` when ``buf`` ends inside a header or varint or has fewer bytes left than a
+    container's entries (each takes one byte at least), ``ValueError`` past ``MAX_DEPTH``.
+    Written for speed: a footer has hundreds of values."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"Thrift values nested more than {MAX_DEPTH} deep")
     if kind == _STRUCT:
         while True:
             header = buf[i]
@@ -126,7 +147,7 @@ def _skip_in(buf: bytes, i: int, kind: int) -> int:
                 n, i = _varint(buf, i)
                 i += n
             elif kind_in > _BOOL_FALSE:
-                i = _skip_in(buf, i, kind_in)
+                i = _skip_in(buf, i, kind_in, depth + 1)
     if kind in (_I32, _I64, _I16):
         while buf[i] & 0x80:
             i += 1
@@ -140,17 +161,21 @@ def _skip_in(buf: bytes, i: int, kind: int) -> int:
         count, element = header >> 4, header & 0x0F
         if count == 15:
             count, i = _varint(buf, i)
+        if count > len(buf) - i:
+            raise IndexError("the buffer ends before a list's entries")
         if element in (_BOOL_TRUE, _BOOL_FALSE, _BYTE):
             return i + count  # one byte each in a container
         if element == _DOUBLE:
             return i + 8 * count
         for _ in range(count):
-            i = _skip_in(buf, i, element)
+            i = _skip_in(buf, i, element, depth + 1)
             if i > len(buf):
                 raise IndexError("the buffer ends inside a list")
         return i
     if kind == _MAP:
         count, i = _varint(buf, i)
+        if 2 * count > len(buf) - i:
+            raise IndexError("the buffer ends before a map's entries")
         if count:
             types = buf[i]
             i += 1
@@ -159,7 +184,9 @@ def _skip_in(buf: bytes, i: int, kind: int) -> int:
                     if element in (_BOOL_TRUE, _BOOL_FALSE, _BYTE):
                         i += 1
                     else:
-                        i = _skip_in(buf, i, element)
+                        i = _skip_in(buf, i, element, depth + 1)
+                if i > len(buf):
+                    raise IndexError("the buffer ends inside a map")
         return i
     if kind in (_BOOL_TRUE, _BOOL_FALSE):
         return i
@@ -208,12 +235,16 @@ def _zigzag(n: int) -> int:
 
 
 class _Reader:
-    """A cursor over Thrift compact bytes that skips binary values without reading them."""
+    """A cursor over ``length`` bytes of Thrift compact that skips binary values without
+    reading them; raises ``IndexError`` when a value would end past ``length`` (a container
+    claiming more entries than bytes left: each takes one byte at least) and ``ValueError``
+    past ``MAX_DEPTH``."""
 
-    __slots__ = ("_at", "pos")
+    __slots__ = ("_at", "_length", "pos")
 
-    def __init__(self, bytes_at: Callable[[int, int], bytes]) -> None:
+    def __init__(self, bytes_at: Callable[[int, int], bytes], length: int) -> None:
         self._at = bytes_at
+        self._length = length
         self.pos = 0
 
     def byte(self) -> int:
@@ -244,9 +275,18 @@ class _Reader:
     def list_header(self) -> tuple[int, int]:
         b = self.byte()
         count = b >> 4
-        return (self.varint() if count == 15 else count), b & 0x0F
+        if count == 15:
+            count = self.varint()
+        self._fits(count)
+        return count, b & 0x0F
 
-    def skip(self, kind: int) -> None:
+    def _fits(self, entries: int) -> None:
+        if entries > self._length - self.pos:
+            raise IndexError("the footer ends before a container's entries")
+
+    def skip(self, kind: int, depth: int = 0) -> None:
+        if depth > MAX_DEPTH:
+            raise ValueError(f"Thrift values nested more than {MAX_DEPTH} deep")
         if kind in (_BOOL_TRUE, _BOOL_FALSE):
             return
         if kind == _BYTE:
@@ -261,14 +301,17 @@ class _Reader:
         elif kind in (_LIST, _SET):
             count, element = self.list_header()
             for _ in range(count):
-                self._skip_element(element)
+                self._skip_element(element, depth + 1)
+                self._fits(0)
         elif kind == _MAP:
             count = self.varint()
+            self._fits(2 * count)
             if count:
                 types = self.byte()
                 for _ in range(count):
-                    self._skip_element(types >> 4)
-                    self._skip_element(types & 0x0F)
+                    self._skip_element(types >> 4, depth + 1)
+                    self._skip_element(types & 0x0F, depth + 1)
+                    self._fits(0)
         elif kind == _STRUCT:
             while True:
                 header = self.byte()
@@ -276,12 +319,12 @@ class _Reader:
                     return
                 if not header >> 4:
                     self.varint()
-                self.skip(header & 0x0F)
+                self.skip(header & 0x0F, depth + 1)
         else:
             raise ValueError(f"unknown Thrift type {kind}")
 
-    def _skip_element(self, kind: int) -> None:
+    def _skip_element(self, kind: int, depth: int) -> None:
         if kind in (_BOOL_TRUE, _BOOL_FALSE):
-            self.pos += 1  # a bool in a container is one byte
+            self.pos += 1  # a bool in a container is one byte (compact protocol)
         else:
-            self.skip(kind)
+            self.skip(kind, depth)

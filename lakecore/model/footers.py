@@ -61,11 +61,19 @@ def read_footer(f: BinaryIO) -> pq.FileMetaData:
 
 def parse_footer(data: bytes) -> pq.FileMetaData:
     """The footer of ``data``, a Parquet file made of a footer only (``footer_bytes``);
-    raises ``pa.ArrowInvalid`` when it does not decode."""
+    raises ``pa.ArrowInvalid`` when it does not decode (whatever pyarrow raises about it)."""
     try:
         return pq.read_metadata(pa.BufferReader(data))
-    except OSError as exc:  # pyarrow's Thrift errors (the bytes are in memory: no IO)
-        raise pa.ArrowInvalid(f"the Parquet footer does not decode ({exc})") from exc
+    except pa.ArrowInvalid:
+        raise
+    # pyarrow's Thrift errors (the bytes are in memory: no IO) and what its conversions to
+    # Python raise on damaged fields (e.g. a column name that is not UTF-8)
+    except _DECODING_ERRORS as exc:
+        raise pa.ArrowInvalid(f"the Parquet footer does not decode ({exc!r})") from exc
+
+
+_DECODING_ERRORS = (OSError, ValueError, IndexError, RecursionError, OverflowError, TypeError)
+"""What decoding damaged footer bytes may raise (``UnicodeDecodeError`` is a ``ValueError``)."""
 
 
 def footer_bytes(f: BinaryIO) -> bytes:
@@ -86,7 +94,7 @@ def footer_bytes(f: BinaryIO) -> bytes:
     footer = _Window(f, size - 8 - length, length)
     try:
         body = trimmed_footer(footer.bytes_at, length)
-    except (IndexError, ValueError):
+    except (IndexError, ValueError, RecursionError, OverflowError):
         # Not the Thrift this walk knows: the whole footer, for pyarrow to judge (so the walk
         # can never refuse a footer pyarrow reads).
         body = footer.bytes_at(0, length)

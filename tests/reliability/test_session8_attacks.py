@@ -247,12 +247,6 @@ HOSTILE = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="footer_thrift's skip loops over a container's declared count without reading "
-    "(map entries of doubles in _skip_in; list/map elements of bools/doubles in _Reader.skip): "
-    "a count of 2**63 spins for ever instead of refusing the footer",
-)
 @pytest.mark.parametrize(
     "case",
     [
@@ -267,13 +261,6 @@ def test_huge_container_counts_are_refused_quickly(tmp_path: Path, case: str) ->
     assert footer_outcome(data, seconds=0.5) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="footer_thrift recurses once per nested struct or list (_skip_in, _Reader.skip) "
-    "and "
-    "footers.footer_bytes catches only IndexError/ValueError: a deeply nested footer raises "
-    "a raw RecursionError out of Footers.get instead of CorruptTableError",
-)
 @pytest.mark.parametrize(
     "case", ["head-nested-structs", "key-value-nested-structs", "head-nested-lists"]
 )
@@ -494,13 +481,6 @@ def test_a_footer_with_a_head_past_one_window_reads_as_pyarrow() -> None:
     assert got.metadata is not None and b"bloom" not in got.metadata
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="footer_thrift.trimmed_footer grows the head buffer (64 KiB, x4, ...) by asking "
-    "bytes_at(0, size) again, and footers._Window caches only windows that contain a request, "
-    "so each growth re-reads the footer from its first byte: a footer whose head is past "
-    "64 KiB costs more bytes than reading it whole (the skipped bloom value saves nothing)",
-)
 def test_a_footer_with_a_head_past_one_window_is_read_at_most_once() -> None:
     data = _many_row_groups(3000)
     _, length = _footer_span(data)
@@ -509,13 +489,6 @@ def test_a_footer_with_a_head_past_one_window_is_read_at_most_once() -> None:
     assert f.read_bytes <= length + 8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="footers.parse_footer turns only pyarrow's OSError into ArrowInvalid: a footer "
-    "whose column name is not UTF-8 makes pyarrow raise UnicodeDecodeError, which leaves "
-    "Footers.get raw (and the public API's boundary calls it InvalidArgumentError), not "
-    "CorruptTableError",
-)
 @pytest.mark.parametrize("big_value", [True, False])
 def test_a_column_name_that_is_not_utf8_is_a_corrupt_table_error(
     tmp_path: Path, big_value: bool
