@@ -37,9 +37,13 @@ def _source(storage: Storage, path: str) -> str | pa.Buffer:
 
 
 def _open(source: str | pa.Buffer) -> pq.ParquetFile:
-    """A reader of its own over ``source`` (a reader must not be shared between threads)."""
+    """A reader of its own over ``source`` (a reader must not be shared between threads).
+
+    Local files are read, not memory-mapped: a file truncated in place by another program
+    while it is mapped kills the process (SIGBUS) instead of raising an error.
+    """
     if isinstance(source, str):
-        return pq.ParquetFile(source, memory_map=True)
+        return pq.ParquetFile(source)
     return pq.ParquetFile(pa.BufferReader(source))
 
 
@@ -83,7 +87,6 @@ def _read_table(source: str | pa.Buffer, path: str, columns: Sequence[str]) -> p
             table = pq.read_table(
                 source if isinstance(source, str) else pa.BufferReader(source),
                 columns=present,
-                memory_map=isinstance(source, str),
             )
         # Parquet readers do not check that strings are UTF-8: a damaged page would surface as
         # a UnicodeDecodeError far from here. Full validation is fast and copies nothing.
