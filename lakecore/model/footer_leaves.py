@@ -81,11 +81,13 @@ class Gathered:
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """For one file schema: per wanted column, its leaf index (None: not in the file), whether
-    that leaf is FLOAT/DOUBLE and how to read its bounds (``bounds_mode``)."""
+    that leaf is FLOAT/DOUBLE, how to read its bounds (``bounds_mode``) and its physical type
+    (each chunk's is checked against it)."""
 
     leaves: list[int | None]
     floating: list[bool]
     modes: list[int]
+    physical: list[str]
 
 
 class _Plans:
@@ -112,7 +114,8 @@ class _Plans:
             i is not None and schema.column(i).physical_type in ("FLOAT", "DOUBLE") for i in indexes
         ]
         modes = [bounds_mode(schema.column(i)) if i is not None else LOGICAL for i in indexes]
-        plan = _Plan(indexes, floating, modes)
+        physical = [schema.column(i).physical_type if i is not None else "" for i in indexes]
+        plan = _Plan(indexes, floating, modes, physical)
         self._plans.insert(0, (schema, arrow, plan))
         return plan
 
@@ -148,9 +151,12 @@ def gather_leaves(
             if index is None:
                 count, lo, hi = None, None, None
             elif only is not None:
-                count, lo, hi = summarize_chunk(only.column(index), plan.modes[j])
+                count, lo, hi = summarize_chunk(
+                    only.column(index), plan.modes[j], physical=plan.physical[j]
+                )
             else:
-                count, lo, hi = summarize_chunks([g.column(index) for g in groups], plan.modes[j])
+                chunks = [g.column(index) for g in groups]
+                count, lo, hi = summarize_chunks(chunks, plan.modes[j], physical=plan.physical[j])
             if refuse_floats and plan.floating[j]:
                 lo = hi = None
             nulls[j].append(count)

@@ -22,6 +22,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from lakecore.errors import CorruptTableError
+
 
 @dataclass(frozen=True, slots=True)
 class LeafSummary:
@@ -38,9 +40,11 @@ def is_nan(value: Any) -> bool:
 
 
 def summarize_leaf(metadata: pq.FileMetaData, index: int) -> LeafSummary:
-    """Combine leaf column ``index``'s statistics of every row group of a footer."""
+    """Combine leaf column ``index``'s statistics of every row group of a footer; raises
+    ``CorruptTableError`` as ``summarize_chunks``."""
     chunks = [metadata.row_group(g).column(index) for g in range(metadata.num_row_groups)]
-    return LeafSummary(*summarize_chunks(chunks))
+    physical = metadata.schema.column(index).physical_type
+    return LeafSummary(*summarize_chunks(chunks, physical=physical))
 
 
 LOGICAL, RAW, UTF8 = 0, 1, 2
@@ -86,10 +90,11 @@ def _bounds(stats: pq.Statistics, mode: int) -> tuple[Any, Any]:
 
 
 def summarize_chunk(
-    chunk: pq.ColumnChunkMetaData, mode: int = LOGICAL
+    chunk: pq.ColumnChunkMetaData, mode: int = LOGICAL, *, physical: str
 ) -> tuple[int | None, Any, Any]:
     """``summarize_chunks`` of a file of one row group (most files): the same rules, without
-    the combining."""
+    the combining; raises as ``summarize_chunks``."""
+    _check_type(chunk, physical)
     stats = chunk.statistics
     if stats is None:
         return None, None, None
@@ -105,18 +110,21 @@ def summarize_chunk(
 
 
 def summarize_chunks(
-    chunks: Sequence[pq.ColumnChunkMetaData], mode: int = LOGICAL
+    chunks: Sequence[pq.ColumnChunkMetaData], mode: int = LOGICAL, *, physical: str
 ) -> tuple[int | None, Any, Any]:
     """``(null_count, min, max)`` of one leaf column from its chunk in every row group (as
     ``summarize_leaf``, as a plain tuple: a file index calls this once per file and leaf);
-    ``mode`` must be the leaf's ``bounds_mode`` or ``LOGICAL``."""
+    ``mode`` must be the leaf's ``bounds_mode`` or ``LOGICAL``, ``physical`` the schema
+    column's physical type. Raises ``CorruptTableError`` when a chunk's physical type is not
+    ``physical`` (pyarrow aborts the process on such a chunk's statistics)."""
     if len(chunks) == 1:
-        return summarize_chunk(chunks[0], mode)
+        return summarize_chunk(chunks[0], mode, physical=physical)
     nulls: int | None = 0
     low: Any = None
     high: Any = None
     low_known = high_known = True
     for chunk in chunks:
+        _check_type(chunk, physical)
         stats = chunk.statistics
         if stats is None:
             return None, None, None
@@ -148,3 +156,13 @@ def _combine(current: Any, value: Any, pick: Any, known: bool) -> tuple[Any, boo
         return pick(current, value), True
     except TypeError:  # row groups disagree on the value's kind: give the bound up
         return None, False
+
+
+def _check_type(chunk: pq.ColumnChunkMetaData, physical: str) -> None:
+    # Must come before ``chunk.statistics``: pyarrow answers that of a chunk whose type is not
+    # its schema column's with a C++ exception it does not catch (the process aborts).
+    if chunk.physical_type != physical:
+        raise CorruptTableError(
+            f"column chunk {chunk.path_in_schema!r} is of physical type "
+            f"{chunk.physical_type} where the file's schema says {physical}"
+        )

@@ -89,8 +89,9 @@ def stats_of(meta: pq.FileMetaData) -> Any:
     """Everything pruning and schema checks use from a footer (not the key-value metadata).
 
     Read through accessors that survive damaged footers: pyarrow aborts the process on
-    ``statistics`` of a chunk whose type differs from its schema column's (see the xfail
-    test at the end) and on ``compression`` of an unknown codec, so neither is asked then.
+    ``statistics`` of a chunk whose type differs from its schema column's (see
+    ``test_a_mistyped_column_chunk_is_a_typed_error_not_an_abort``) and on ``compression``
+    of an unknown codec, so neither is asked then.
     """
     groups = []
     for g in range(meta.num_row_groups):
@@ -416,14 +417,6 @@ def _hudi_table_with_mistyped_chunk(root: Path) -> None:
     pq.read_metadata(base)  # pyarrow parses it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a base file footer whose column chunk type mismatches its schema aborts the whole "
-    "process (SIGABRT): lakecore.model.parquet_footer.summarize_leaf (Hudi file index via "
-    "lakecore_hudi.mdt.footer_stats, migration footer_check._only_value) reads "
-    "chunk.statistics, which pyarrow 26 answers with an uncaught C++ exception; a check of "
-    "chunk.physical_type against the schema's column first would give CorruptTableError",
-)
 def test_a_mistyped_column_chunk_is_a_typed_error_not_an_abort(tmp_path: Path) -> None:
     import subprocess
     import sys
