@@ -10,7 +10,10 @@ A statistic is kept only when it is sound for the whole file:
   bounds unknown unless the row group is all null there;
 - a NaN bound makes both bounds unknown; a max the writer flags as inexact (truncated) makes
   the max unknown (an inexact min is still a lower bound);
-- row groups whose bounds are of different kinds (not comparable) give the bound up.
+- row groups whose bounds are of different kinds (not comparable) give the bound up;
+- a bound Python cannot hold (a date or timestamp after year 9999) is unknown.
+
+String bounds that are not UTF-8 are a damaged file (``CorruptTableError``).
 """
 
 from __future__ import annotations
@@ -78,15 +81,26 @@ def bounds_mode(column: pq.ColumnSchema) -> int:
 
 
 def _bounds(stats: pq.Statistics, mode: int) -> tuple[Any, Any]:
-    """``(stats.min, stats.max)`` read as ``mode`` says (``stats`` must have min/max)."""
+    """``(stats.min, stats.max)`` read as ``mode`` says (``stats`` must have min/max); a bound
+    Python cannot hold (a date or timestamp after year 9999 or before year 1) is None
+    (unknown). Raises ``CorruptTableError`` when string bounds are not UTF-8."""
     if mode == RAW:
         return stats.min_raw, stats.max_raw
-    if mode == UTF8:
-        try:
+    try:
+        if mode == UTF8:
             return stats.min_raw.decode("utf-8"), stats.max_raw.decode("utf-8")
-        except UnicodeDecodeError:  # not UTF-8: pyarrow's own answer (today a UnicodeDecodeError)
-            pass
-    return stats.min, stats.max
+        return _logical(stats, True), _logical(stats, False)
+    except UnicodeDecodeError as exc:
+        raise CorruptTableError(f"string statistics that are not UTF-8 ({exc})") from exc
+
+
+def _logical(stats: pq.Statistics, low: bool) -> Any:
+    try:
+        return stats.min if low else stats.max
+    except UnicodeDecodeError:
+        raise
+    except (OverflowError, ValueError):  # e.g. datetime's years 1..9999: unknown, still sound
+        return None
 
 
 def summarize_chunk(
@@ -140,6 +154,8 @@ def summarize_chunks(
         if is_nan(lo) or is_nan(hi):
             low_known = high_known = False
             continue
+        low_known = low_known and lo is not None
+        high_known = high_known and hi is not None
         if getattr(stats, "is_max_value_exact", None) is False:
             high_known = False
         low, low_known = _combine(low, lo, min, low_known)

@@ -200,13 +200,6 @@ def _one_file_table(root: Path, schema: pa.Schema, data: dict[str, Any]) -> lake
 FAR = 20_000 * 365 * 86_400 * 10**6  # microseconds: a timestamp in the year ~21970
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lakecore.model.parquet_footer.summarize_leaf takes stats.min/max as Python values: "
-    "a timestamp or date after 9999-12-31 (legal in Arrow and Parquet, written by lakecore's "
-    "own Hudi writer) raises a raw OverflowError out of every read of the table (Hudi file "
-    "index from footers)",
-)
 @pytest.mark.parametrize("column", ["t", "d"])
 def test_a_timestamp_after_year_9999_reads(tmp_path: Path, column: str) -> None:
     schema = pa.schema(
@@ -225,21 +218,13 @@ def test_a_timestamp_after_year_9999_reads(tmp_path: Path, column: str) -> None:
 
 
 def test_invalid_utf8_string_statistics_are_a_typed_error(tmp_path: Path) -> None:
-    """Held (typed), though as ``InvalidArgumentError`` (the boundary's translation of the
-    raw ``UnicodeDecodeError`` from ``summarize_leaf``) where a damaged data file is a
-    ``CorruptTableError``: see the next test."""
+    """Held (typed): see the next test for which type."""
     root = tmp_path / "t"
     _invalid_utf8_table(root)
     with pytest.raises(LakecoreError):
         lakecore.open(str(root)).scan("id = 1").to_arrow()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a base file whose string statistics are not UTF-8 reaches the user as "
-    "InvalidArgumentError ('Snapshot.files failed: UnicodeDecodeError'), the error of a bad "
-    "argument, not CorruptTableError naming the file (summarize_leaf decodes stats.min)",
-)
 def test_invalid_utf8_string_statistics_are_corrupt_table_errors(tmp_path: Path) -> None:
     root = tmp_path / "t"
     _invalid_utf8_table(root)
