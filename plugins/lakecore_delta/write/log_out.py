@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakecore import __version__
 from lakecore.model.actions import (
@@ -61,6 +62,49 @@ def _dv_json(deletion: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
+_DAY_S = 86_400
+_PYTHON_TIME_S = (-62_135_596_800 + _DAY_S, 253_402_300_799 - _DAY_S)
+"""Seconds since the epoch Python's datetime holds (years 1..9999), a day in from each end so
+that no time zone takes a value past them."""
+_PER_S = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _rows(files: pa.Table) -> list[dict[str, Any]]:
+    """The index rows of ``files`` as Python values; a ``min``/``max`` date or timestamp Python
+    cannot hold (after year 9999: legal in Arrow, Parquet and Delta) is left unknown (stats
+    are optional in Delta; its null count is kept)."""
+    for name in (MIN, MAX):
+        if name in files.column_names:
+            at = files.column_names.index(name)
+            column = files.column(at)
+            safe = pa.chunked_array([_far_times_nulled(c) for c in column.chunks], column.type)
+            files = files.set_column(at, files.field(at), safe)
+    rows: list[dict[str, Any]] = files.to_pylist()
+    return rows
+
+
+def _far_times_nulled(array: pa.Array) -> pa.Array:
+    t = array.type
+    if pa.types.is_struct(t):
+        flat = array.flatten()  # children sliced as the struct is, its nulls folded in
+        return pa.StructArray.from_arrays(
+            [_far_times_nulled(c) for c in flat], fields=list(t), mask=array.is_null()
+        )
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        if pa.types.is_timestamp(t):
+            per_s, raw = _PER_S[t.unit], array.view(pa.int64())
+        elif pa.types.is_date32(t):
+            per_s, raw = 1, array.view(pa.int32()).cast(pa.int64())
+            raw = pc.multiply(raw, _DAY_S)
+        else:  # date64: milliseconds
+            per_s, raw = 1_000, array.view(pa.int64())
+        lo, hi = (max(b * per_s, -(1 << 63)) for b in _PYTHON_TIME_S)
+        hi = min(hi, (1 << 63) - 1)
+        held = pc.and_(pc.greater_equal(raw, lo), pc.less_equal(raw, hi))
+        return pc.if_else(held, array, pa.nulls(len(array), t))
+    return array
+
+
 def _stats(row: Mapping[str, Any], data_fields: Sequence[pa.Field]) -> str | None:
     # Every file's stats are typed (new files: exact bounds; files re-added from the index by
     # a restore or a new deletion vector: the index's bounds, made safe by
@@ -85,7 +129,7 @@ def add_lines(
     false`` where the row has a ``deletion``; optional ``deletion``). ``record_count`` must be
     the physical row count (deleted rows included), as the protocol requires of
     ``numRecords``."""
-    for row in files.to_pylist():
+    for row in _rows(files):
         add: dict[str, Any] = {
             "path": encode_path(row["path"]),
             "partitionValues": _partition_values(row, physical),
@@ -106,7 +150,7 @@ def remove_lines(
     files: pa.Table, physical: Mapping[str, str], data_change: bool, now: int
 ) -> Iterator[dict[str, Any]]:
     """``remove`` actions for rows of a snapshot's file index."""
-    for row in files.to_pylist():
+    for row in _rows(files):
         remove: dict[str, Any] = {
             "path": encode_path(row["path"]),
             "deletionTimestamp": now,
@@ -123,7 +167,7 @@ def remove_lines(
 
 def cdc_lines(files: pa.Table, physical: Mapping[str, str]) -> Iterator[dict[str, Any]]:
     """``cdc`` actions for change-data files."""
-    for row in files.to_pylist():
+    for row in _rows(files):
         yield {
             "cdc": {
                 "path": encode_path(row["path"]),
