@@ -80,10 +80,11 @@ def bounds_mode(column: pq.ColumnSchema) -> int:
     return LOGICAL
 
 
-def _bounds(stats: pq.Statistics, mode: int) -> tuple[Any, Any]:
-    """``(stats.min, stats.max)`` read as ``mode`` says (``stats`` must have min/max); a bound
-    Python cannot hold (a date or timestamp after year 9999 or before year 1) is None
-    (unknown). Raises ``CorruptTableError`` when string bounds are not UTF-8."""
+def chunk_bounds(stats: pq.Statistics, mode: int) -> tuple[Any, Any]:
+    """``(stats.min, stats.max)`` read as ``mode`` says (``stats`` must have min/max and be
+    of a chunk ``check_chunk_type`` passed); a bound Python cannot hold (a date or timestamp
+    after year 9999 or before year 1) is None (unknown). Raises ``CorruptTableError`` when
+    string bounds are not UTF-8."""
     if mode == RAW:
         return stats.min_raw, stats.max_raw
     try:
@@ -108,14 +109,14 @@ def summarize_chunk(
 ) -> tuple[int | None, Any, Any]:
     """``summarize_chunks`` of a file of one row group (most files): the same rules, without
     the combining; raises as ``summarize_chunks``."""
-    _check_type(chunk, physical)
+    check_chunk_type(chunk, physical)
     stats = chunk.statistics
     if stats is None:
         return None, None, None
     count = stats.null_count if stats.has_null_count else None
     if not stats.has_min_max:  # bounds unknown, or none (all null): null either way
         return count, None, None
-    lo, hi = _bounds(stats, mode)
+    lo, hi = chunk_bounds(stats, mode)
     if is_nan(lo) or is_nan(hi):
         return count, None, None
     if getattr(stats, "is_max_value_exact", None) is False:
@@ -138,7 +139,7 @@ def summarize_chunks(
     high: Any = None
     low_known = high_known = True
     for chunk in chunks:
-        _check_type(chunk, physical)
+        check_chunk_type(chunk, physical)
         stats = chunk.statistics
         if stats is None:
             return None, None, None
@@ -150,7 +151,7 @@ def summarize_chunks(
             low_known = low_known and all_null
             high_known = high_known and all_null
             continue
-        lo, hi = _bounds(stats, mode)
+        lo, hi = chunk_bounds(stats, mode)
         if is_nan(lo) or is_nan(hi):
             low_known = high_known = False
             continue
@@ -174,9 +175,11 @@ def _combine(current: Any, value: Any, pick: Any, known: bool) -> tuple[Any, boo
         return None, False
 
 
-def _check_type(chunk: pq.ColumnChunkMetaData, physical: str) -> None:
-    # Must come before ``chunk.statistics``: pyarrow answers that of a chunk whose type is not
-    # its schema column's with a C++ exception it does not catch (the process aborts).
+def check_chunk_type(chunk: pq.ColumnChunkMetaData, physical: str) -> None:
+    """Raise ``CorruptTableError`` when column chunk ``chunk``'s physical type is not
+    ``physical`` (its schema column's). Must be called before ``chunk.statistics``: pyarrow
+    answers that of a mistyped chunk with a C++ exception it does not catch (the process
+    aborts)."""
     if chunk.physical_type != physical:
         raise CorruptTableError(
             f"column chunk {chunk.path_in_schema!r} is of physical type "

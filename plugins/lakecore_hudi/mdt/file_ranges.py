@@ -5,6 +5,9 @@
   value counts (``num_values``, nulls included) summed, ``totalSize`` the compressed and
   ``totalUncompressedSize`` the uncompressed column chunk sizes summed. Float bounds are read
   as parquet-mr reads them: a zero min is -0.0, a zero max +0.0, bounds with a NaN unknown.
+  A date or timestamp bound Python cannot hold (after year 9999) makes the file's bound
+  unknown; a column chunk whose physical type is not its schema column's, or string bounds
+  that are not UTF-8, are ``CorruptTableError`` (``lakecore.model.parquet_footer``).
 - A Lance base file: none. Hudi 1.1 writes no column stats for Lance base files (the corpus
   table ``mor_avro_v9_lance_nonhivestyle`` has none), so neither does lakecore.
 - A log file: from the records of its data blocks (Hudi's append handle collects them as it
@@ -27,7 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakecore.errors import UnsupportedFeatureError
+from lakecore.errors import CorruptTableError, UnsupportedFeatureError
+from lakecore.model.parquet_footer import LOGICAL, check_chunk_type, chunk_bounds
 from lakecore.storage import Storage
 from lakecore_hudi.log.blocks import decode_data_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
@@ -70,7 +74,8 @@ def base_file_ranges(storage: Storage, path: str, columns: Sequence[str]) -> lis
     base file gets none at all.
 
     Raises:
-        CorruptTableError: the Parquet footer is unreadable (names the file).
+        CorruptTableError: the Parquet footer is unreadable, a column chunk's physical type is
+            not its schema column's, or string bounds are not UTF-8 (names the file).
         FileNotFoundError: the file does not exist.
         UnsupportedFeatureError: a base file format other than Parquet or Lance.
     """
@@ -100,24 +105,34 @@ def base_file_ranges(storage: Storage, path: str, columns: Sequence[str]) -> lis
 def _footer_range(
     footer: pq.FileMetaData, index: int, name: str, column: str, kind: ValueKind
 ) -> ColumnRange:
+    physical = footer.schema.column(index).physical_type
     low: Any = None
     high: Any = None
+    low_known = high_known = True
     nulls = values = size = raw = 0
     for g in range(footer.num_row_groups):
         chunk = footer.row_group(g).column(index)
         values += chunk.num_values
         size += chunk.total_compressed_size
         raw += chunk.total_uncompressed_size
-        stats = chunk.statistics
-        if stats is None:
-            continue
-        if stats.has_null_count:
-            nulls += stats.null_count
-        if stats.has_min_max:
-            bounds = _read_bounds(stats.min, stats.max)
-            if bounds is not None:
-                low = _lower(low, bounds[0], True)
-                high = _lower(high, bounds[1], False)
+        try:
+            check_chunk_type(chunk, physical)  # before ``statistics``: see there
+            stats = chunk.statistics
+            if stats is None:
+                continue
+            if stats.has_null_count:
+                nulls += stats.null_count
+            if not stats.has_min_max:
+                continue
+            bounds = _read_bounds(*chunk_bounds(stats, LOGICAL))
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{name}: {exc}") from exc
+        if bounds is not None:
+            # A bound Python cannot hold (after year 9999) leaves the file's bound unknown.
+            low_known = low_known and bounds[0] is not None
+            high_known = high_known and bounds[1] is not None
+            low = _lower(low, bounds[0], True) if low_known else None
+            high = _lower(high, bounds[1], False) if high_known else None
     return ColumnRange(name, column, low, high, nulls, values, size, raw, kind)
 
 
