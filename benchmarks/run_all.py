@@ -237,9 +237,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("migration", migration, ("deltalake", "hudi", "lance")),
     Benchmark("migration_zero_copy", migration_zero_copy, ("deltalake",)),
 )
-# Modules of benchmarks/ that are libraries, not benchmarks (the test checks every other
-# script is listed above).
-NOT_BENCHMARKS = frozenset({"run_all", "delta_log_synth"})
+# Modules of benchmarks/ that are libraries, or tools that time lakecore against an earlier
+# lakecore rather than a reference engine (their results have no ratio to report), not
+# benchmarks: the test checks every other script is listed above.
+NOT_BENCHMARKS = frozenset({"run_all", "delta_log_synth", "migration_before_after"})
 
 
 @dataclass(frozen=True, slots=True)
