@@ -1,10 +1,11 @@
 """Refusing malformed log actions instead of reading around them.
 
 An ``add`` without a path or partition values, a ``remove`` without a path, an action that is
-JSON ``null`` or a ``metaData`` without an id are not Delta: skipping them silently reads
-wrong rows (a lost add is lost data), so they raise ``CorruptTableError`` naming the log file
-and what is wrong. Required fields follow the protocol's action schemas (and what delta-rs
-refuses); fields lakecore does not read (``dataChange``, ``modificationTime``) are not checked.
+JSON ``null``, an ``add`` or ``cdc`` of negative size or a ``metaData`` without an id are not
+Delta: skipping them silently reads wrong rows (a lost add is lost data), so they raise
+``CorruptTableError`` naming the log file and what is wrong. Required fields follow the
+protocol's action schemas (and what delta-rs refuses); fields lakecore does not read
+(``dataChange``, ``modificationTime``) are not checked.
 
 File actions are checked with Arrow compute over all parsed actions at once; the per-file loop
 runs only to name the file once something is wrong.
@@ -134,7 +135,29 @@ def file_action_problem(actions: pa.Table) -> str | None:
             if count:
                 row = pc.index(missing, True).as_py()
                 return f"{count} {kind} action(s) without {name} (the first in row {row + 1})"
+        if kind in _SIZED and column.type.get_field_index("size") >= 0:
+            problem = _negative_size(kind, column, present)
+            if problem is not None:
+                return problem
     return None
+
+
+# File actions whose ``size`` is required: "the size of this data file in bytes" (a negative
+# one is no size; a remove's optional size only feeds metrics and is left alone).
+_SIZED = ("add", "cdc")
+
+
+def _negative_size(kind: str, column: pa.ChunkedArray, present: Any) -> str | None:
+    negative = pc.fill_null(pc.and_(present, pc.less(pc.struct_field(column, "size"), 0)), False)
+    count = pc.sum(negative).as_py() or 0
+    if not count:
+        return None
+    row = pc.index(negative, True).as_py()
+    first = column[row].as_py() or {}
+    return (
+        f"{count} {kind} action(s) with a negative size (the first in row {row + 1}: "
+        f"{first.get('path')!r}, size {first.get('size')})"
+    )
 
 
 def check_file_actions(
