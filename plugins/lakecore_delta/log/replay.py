@@ -8,6 +8,10 @@ first on every valid log, and keeps them right where a log compaction file (or c
 has dropped the expired tombstone of the old key (Delta Kernel's compaction writer drops
 tombstones older than the retention period): the file is not read twice, once without its DV.
 
+A checkpoint's adds are taken as reconciled, as Delta Kernel and delta-rs take them (checking
+would cost a hash of every path on each open): a path a damaged checkpoint holds twice is read
+twice, at its version and after, unless a later commit adds or removes it.
+
 This is done with Arrow and numpy over all actions at once: an add is live when it is the
 last add of its path and no remove of its exact key comes after it.
 """
@@ -87,14 +91,14 @@ def reconcile(
         )
     )
     if actions.num_rows == 0:
-        return cp if base_decoded else _last_add_of_each_path(cp)
+        return cp
     new_adds, is_add = commit_adds(actions)
     add, remove = actions.column("add"), actions.column("remove")
     file_rows = pc.or_(
         pc.is_valid(pc.struct_field(add, "path")), pc.is_valid(pc.struct_field(remove, "path"))
     )
     if not pc.any(file_rows).as_py():
-        return cp if base_decoded else _last_add_of_each_path(cp)
+        return cp
     paths = pc.coalesce(pc.struct_field(add, "path"), pc.struct_field(remove, "path"))
     dvs = pc.if_else(
         pc.is_valid(pc.struct_field(add, "path")),
@@ -118,6 +122,7 @@ def reconcile(
         pa.concat_arrays([cp_paths.cast(pa.string()), commit_paths]),
         keys,
         np.concatenate([np.ones(cp.num_rows, dtype=bool), is_add]),
+        cp.num_rows,
     )
     n_cp = cp.num_rows
     add_rank = np.cumsum(is_add) - 1
@@ -129,28 +134,26 @@ def reconcile(
     return combined.take(pa.array(rows, pa.int64()))
 
 
-def _last_add_of_each_path(adds: pa.Table) -> pa.Table:
-    """``adds`` with one add per path, the last (a checkpoint must hold no path twice; one
-    that does reads as it would with commits after it, which replay by the same rule)."""
-    if adds.num_rows < 2:
-        return adds
-    codes = _codes(_one_array(adds.column("path")))
-    if int(codes.max()) + 1 == len(codes):  # every path once: the protocol's case
-        return adds
-    last = np.sort(_last_of_each(codes, np.arange(len(codes), dtype=np.int64)))
-    return adds.take(pa.array(last, pa.int64()))
-
-
-def _live_rows(paths: pa.Array, keys: Callable[[], pa.Array], is_add: npt.NDArray[np.bool_]) -> Any:
+def _live_rows(
+    paths: pa.Array, keys: Callable[[], pa.Array], is_add: npt.NDArray[np.bool_], n_base: int
+) -> Any:
     """Indexes (ascending) of the live adds among actions in log order.
 
-    An add is live when it is the last add of its path and no remove of its exact key
-    (path + DV id, from ``keys``: built only when there are removes) comes after it.
+    The first ``n_base`` rows are the adds of a checkpoint (or of a reconciled state), taken
+    as reconciled: one is live unless a later commit adds its path or removes its exact key.
+    A commit's add is live when it is the last add of its path and no remove of its exact
+    key (path + DV id, from ``keys``: built only when there are removes) comes after it.
     """
     rows = np.arange(len(paths), dtype=np.int64)
-    add_rows, remove_rows = rows[is_add], rows[~is_add]
     path_codes = _codes(paths)
-    last_adds = np.sort(_last_of_each(path_codes[add_rows], add_rows))
+    commit_adds = rows[n_base:][is_add[n_base:]]
+    added = np.zeros(int(path_codes.max()) + 1 if len(path_codes) else 0, dtype=bool)
+    added[path_codes[commit_adds]] = True
+    base_live = rows[:n_base][~added[path_codes[:n_base]]]
+    last_adds = np.concatenate(
+        [base_live, np.sort(_last_of_each(path_codes[commit_adds], commit_adds))]
+    )
+    remove_rows = rows[~is_add]
     if not len(remove_rows):
         return last_adds
     key_codes = _codes(keys())
