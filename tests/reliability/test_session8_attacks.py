@@ -209,7 +209,13 @@ def _same_as_pyarrow_or_refused(data: bytes) -> None:
     got = footer_outcome(data)
     if reference is not None:
         assert got is not None, "pyarrow reads this footer, lakecore refused it"
-        assert stats_of(got) == stats_of(reference)
+        try:
+            want = stats_of(reference)
+        except KNOWN as exc:  # pyarrow's own conversion of a damaged statistic
+            with pytest.raises(type(exc)):
+                stats_of(got)
+            return
+        assert stats_of(got) == want
 
 
 @pytest.mark.parametrize("big_value", [True, False])
