@@ -110,23 +110,9 @@ def test_an_archived_non_write_instant_is_found_in_the_archive(tmp_path: Path) -
     from lakecore_hudi.as_of_instant import non_write_instant
     from lakecore_hudi.timeline.active import load_timeline
 
-    from tests.hudi.test_timeline import _lsm_file, _new_table
+    from tests.hudi.test_timeline import archived_commit_and_clean
 
-    storage, config = _new_table(tmp_path, 8)
-    row = {"completionTime": None, "plan": None, "version": 1, "metadata": b""}
-    _lsm_file(
-        storage,
-        f"{config.archive_dir}/001_002_0.parquet",
-        [
-            {**row, "instantTime": "001", "action": "commit"},
-            {**row, "instantTime": "002", "action": "clean"},
-        ],
-    )
-    storage.put(
-        f"{config.archive_dir}/manifest_1",
-        b'{"files": [{"fileName": "001_002_0.parquet", "fileLen": 1}]}',
-    )
-    storage.put(f"{config.archive_dir}/_version_", b"1")
+    storage, config = archived_commit_and_clean(tmp_path)
     timeline = load_timeline(storage, config)
     writes = timeline.completed_write_instants()
     found = {v: non_write_instant(storage, config, timeline, writes, v) for v in ("001", "002")}

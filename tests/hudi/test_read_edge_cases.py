@@ -49,23 +49,9 @@ def test_partition_values_come_from_paths_with_drop_partition_columns(tmp_path: 
 
 
 def test_history_lists_archived_instants_after_the_active_ones(tmp_path: Path) -> None:
-    from tests.hudi.test_timeline import _lsm_file, _new_table
+    from tests.hudi.test_timeline import archived_commit_and_clean
 
-    storage, config = _new_table(tmp_path, 8)
-    row = {"completionTime": None, "plan": None, "version": 1, "metadata": b""}
-    _lsm_file(
-        storage,
-        f"{config.archive_dir}/001_002_0.parquet",
-        [
-            {**row, "instantTime": "001", "action": "commit"},
-            {**row, "instantTime": "002", "action": "clean"},
-        ],
-    )
-    storage.put(
-        f"{config.archive_dir}/manifest_1",
-        b'{"files": [{"fileName": "001_002_0.parquet", "fileLen": 1}]}',
-    )
-    storage.put(f"{config.archive_dir}/_version_", b"1")
+    storage, _ = archived_commit_and_clean(tmp_path)
     entries = lakecore.open(storage.root).history()
     archived = [e for e in entries if e.info.get("archived")]
     assert [(e.version, e.operation) for e in archived] == [("002", "clean"), ("001", "commit")]

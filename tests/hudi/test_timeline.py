@@ -385,6 +385,26 @@ def _lsm_file(storage: Storage, path: str, rows: list[dict[str, object]]) -> Non
     storage.put(path, sink.getvalue())
 
 
+def archived_commit_and_clean(tmp_path: Path) -> tuple[Storage, TableConfig]:
+    """A version-8 table whose LSM archive holds a commit ``001`` and a clean ``002``."""
+    storage, config = _new_table(tmp_path, 8)
+    row = {"completionTime": None, "plan": None, "version": 1, "metadata": b""}
+    _lsm_file(
+        storage,
+        f"{config.archive_dir}/001_002_0.parquet",
+        [
+            {**row, "instantTime": "001", "action": "commit"},
+            {**row, "instantTime": "002", "action": "clean"},
+        ],
+    )
+    storage.put(
+        f"{config.archive_dir}/manifest_1",
+        b'{"files": [{"fileName": "001_002_0.parquet", "fileLen": 1}]}',
+    )
+    storage.put(f"{config.archive_dir}/_version_", b"1")
+    return storage, config
+
+
 def test_lsm_archived_timeline(tmp_path: Path) -> None:
     storage, config = _new_table(tmp_path, 8)
     history = config.archive_dir
