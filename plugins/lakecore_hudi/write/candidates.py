@@ -3,6 +3,8 @@
 DELETE, UPDATE and OVERWRITE ... WHERE read only the slices the planner keeps for their
 predicate (partition values, then min/max/null_count stats of the file index; a slice without
 stats, such as a slice with log files on a table without a metadata table, is always kept).
+A predicate naming a partition column prunes on the planner's partition-scoped index: only
+the statistics of the partitions its partition values may satisfy are loaded.
 
 UPSERT and MERGE route rows by record key across ALL partitions (lakecore keeps a key unique in
 the table, like Hudi's global index), so the source's partitions cannot prune: a key may have
@@ -68,13 +70,27 @@ def candidate_slices(snapshot: Snapshot, where: Where | None) -> list[int]:
         # Read-optimized indexes describe base files only: their stats miss the log records.
         return every
     predicate = dml_predicate(where, snapshot.schema)
-    kept = prune(source.files(), predicate, source.scan_context()).files
+    index = _index_for(source, predicate, snapshot.partition_columns)
+    kept = prune(index, predicate, source.scan_context()).files
     paths = set(kept.column("path").to_pylist())
-    indexed = set(source.files().column("path").to_pylist())
+    indexed = set(index.column("path").to_pylist())
     # A slice missing from the index (none today) is kept: pruning never saw it.
     out = [i for i, s in enumerate(state.slices) if s.path in paths or s.path not in indexed]
     keys = keys_pinned_by(predicate, state, snapshot.schema)
     return out if keys is None else slices_holding(source.storage, state.slices, out, keys)
+
+
+def _index_for(
+    source: HudiSnapshotSource, predicate: ex.Predicate, partition_columns: Sequence[str]
+) -> pa.Table:
+    """The file index to prune ``predicate`` (bound) with: when it names a partition column,
+    the index with the statistics of the partitions it may keep only (``files_for_predicate``,
+    the scan planner's), so a DML of one partition reads that partition's ``column_stats``
+    records or footers, not the table's; else the full index (no partition stage to skip
+    loads, and the full index is what every other path of the write shares)."""
+    if set(ex.columns_of(predicate)) & set(partition_columns):
+        return source.files_for_predicate(predicate)
+    return source.files()
 
 
 def keys_pinned_by(predicate: ex.Predicate, state: HudiState, schema: pa.Schema) -> pa.Array | None:
