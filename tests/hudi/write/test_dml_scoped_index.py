@@ -4,7 +4,7 @@ DML candidate selection (``lakecore_hudi.write.candidates``) prunes on the scan 
 partition-scoped index (``HudiSnapshotSource.files_for_predicate``) when its predicate names
 a partition column:
 
-- without a metadata table, a one-partition delete opens only that partition's base files
+- without a metadata table, a one-partition delete or update opens only that partition's base files
   (footers and data); a delete without a partition restriction still reads every footer;
 - with a metadata table whose ``column_stats`` were compacted into many-block base HFiles, a
   one-partition delete reads a fraction of their bytes, a delete without a partition
@@ -63,12 +63,15 @@ def footer_table(footer_template: Path, tmp_path: Path) -> Path:
     return root
 
 
-def _parquet_touched(root: Path, where: str) -> set[str]:
-    """Partitions of the Parquet files a ``delete(where)`` opened or read."""
+def _parquet_touched(root: Path, where: str, update: bool = False) -> set[str]:
+    """Partitions of the Parquet files a ``delete(where)`` (or an update) opened or read."""
     storage = RangeStorage(open_storage(str(root)))
     table = lakecore.open(str(root), storage=storage)
     storage.reset()
-    table.delete(where)
+    if update:
+        table.update({"name": "'u'"}, where)
+    else:
+        table.delete(where)
     return {p.rsplit("/", 2)[-2] for p in storage.ranges if p.endswith(".parquet")}
 
 
@@ -77,6 +80,14 @@ def test_a_one_partition_delete_opens_that_partitions_files_only(footer_table: P
     touched = _parquet_touched(footer_table, "city = 'c07' AND id = 71")
     assert touched == {"city=c07"}
     del model[71]
+    assert_reads(footer_table, model)
+
+
+def test_a_one_partition_update_opens_that_partitions_files_only(footer_table: Path) -> None:
+    model = model_of(_rows())
+    touched = _parquet_touched(footer_table, "city = 'c07' AND id = 71", update=True)
+    assert touched == {"city=c07"}
+    model[71] = {**model[71], "name": "u"}
     assert_reads(footer_table, model)
 
 
