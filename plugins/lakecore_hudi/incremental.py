@@ -45,7 +45,7 @@ from lakecore.errors import CorruptTableError, UnsupportedFeatureError, VersionN
 from lakecore.storage import Storage
 from lakecore_hudi.conform import conform
 from lakecore_hudi.keys import COMMIT_TIME, META_FIELDS, PARTITION_PATH, RECORD_KEY, record_keys
-from lakecore_hudi.listing import list_data_files
+from lakecore_hudi.listing import list_data_files, uses_metadata_table
 from lakecore_hudi.log.blocks import decode_avro_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.options import ReadOptions
@@ -59,6 +59,8 @@ from lakecore_hudi.state import (
 from lakecore_hudi.timeline.instants import Instant
 from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.view import FileSlice, SliceFile, data_files, split_path
+from lakecore_hudi.view_walk import SliceWalker
+from lakecore_hudi.written_files import all_written_listed
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -109,6 +111,8 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
     keys = target.config.record_key_fields
     parts: list[pa.Table] = []
     files: list[SliceFile] | None = None  # listed once, when a state is first needed
+    walker: SliceWalker | None = None
+    checked = False
     for instant in [i for i in writes if start <= i.timestamp <= upto]:
         meta = _metadata(storage, target, instant)
         if _changes_no_rows(instant, meta):
@@ -127,15 +131,26 @@ def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
                 parts.extend(_tag(rows, change, version, stamp, out) for change, rows in found)
             before, before_instant = None, instant
             continue
-        if files is None:
+        if files is None or walker is None:
             files = list_data_files(storage, target.config, target.timeline, _FULL)
+            walker = SliceWalker(files, target.config.table_version >= 8)
+            checked = _all_listed(storage, target, files, upto)
         if before is None and before_instant is not None:
-            before = earlier_state(storage, target, before_instant, files)
-        after = earlier_state(storage, target, instant, files)
-        parts.extend(_instant_changes(storage, before, after, touched, cdc, mode, out))
+            before = earlier_state(storage, target, before_instant, files, walker, checked)
+        after = earlier_state(storage, target, instant, files, walker, checked)
+        parts.extend(_instant_changes(storage, before, after, touched, cdc, mode, out, walker))
         before, before_instant = after, instant
     parts = [p for p in parts if p.num_rows]
     return pa.concat_tables(parts) if parts else out.empty_table()
+
+
+def _all_listed(storage: Storage, target: HudiState, files: list[SliceFile], upto: str) -> bool:
+    """Whether every file the writes up to ``upto`` made is listed (``all_written_listed``):
+    one pass for the whole range instead of a written-files check per instant."""
+    writes = [i for i in target.timeline.completed_write_instants() if i.timestamp <= upto]
+    written = ((i.timestamp, _metadata(storage, target, i)) for i in writes)
+    by_metadata = uses_metadata_table(target.config, _FULL)
+    return all_written_listed(written, files, storage.root, by_metadata)
 
 
 def _refuse_archived_start(storage: Storage, target: HudiState, start: str) -> None:
@@ -192,22 +207,40 @@ def _instant_changes(
     cdc: dict[str, tuple[str, ...]],
     mode: str | None,
     out: pa.Schema,
+    walker: SliceWalker,
 ) -> list[pa.Table]:
     """The changes of ``after``'s instant: read from the CDC logs of the file groups in
-    ``cdc`` (file id -> CDC log paths), derived for the other groups it touched."""
-    old = {(s.partition_path, s.file_id): s for s in (before.slices if before else ())}
-    new = {(s.partition_path, s.file_id): s for s in after.slices}
+    ``cdc`` (file id -> CDC log paths), derived for the other groups it touched.
+
+    Only the groups ``walker`` re-sliced between the two states, and those the instant
+    wrote, are looked at: every other group has the same slice on both sides."""
+    old = walker.view(before.visible).groups if before is not None else {}
+    new = walker.view(after.visible).groups
+    moved = walker.changed(before.visible, after.visible) if before is not None else None
+    near = walker.groups_of(touched | cdc.keys())
+
+    def of(mine: Mapping[tuple[str, str], FileSlice], ids: set[str] | None) -> list[FileSlice]:
+        """The slices of ``mine`` with a file id in ``ids`` (None: all), in path order."""
+        if ids is None:
+            return list(mine.values())
+        found = [mine[g] for g in near if g[1] in ids and g in mine]
+        return sorted(found, key=lambda s: s.path)
 
     def changed(
-        mine: dict[tuple[str, str], FileSlice], other: dict[tuple[str, str], FileSlice]
+        mine: Mapping[tuple[str, str], FileSlice], other: Mapping[tuple[str, str], FileSlice]
     ) -> list[FileSlice]:
         """Slices of ``mine`` the instant wrote or replaced, or whose files differ in ``other``
         (a log file appended in place keeps its name: the write stats catch that); groups
         with CDC logs are not derived."""
+        if moved is None:
+            keys: list[tuple[str, str]] = list(mine)
+        else:
+            keys = [g for g in (moved | near) if g in mine]
+            keys.sort(key=lambda g: mine[g].path)
         return [
             s
-            for k, s in mine.items()
-            if s.file_id not in cdc
+            for k in keys
+            if (s := mine[k]).file_id not in cdc
             and (s.file_id in touched or k not in other or _files(other[k]) != _files(s))
         ]
 
@@ -218,10 +251,10 @@ def _instant_changes(
     if cdc:
         was = None
         if before is not None and mode != DATA_BEFORE_AFTER:
-            was = _rows(storage, before, [s for s in old.values() if s.file_id in cdc], out)
+            was = _rows(storage, before, of(old, set(cdc)), out)
         now = None
         if mode != DATA_BEFORE_AFTER:
-            now = _rows(storage, after, [s for s in new.values() if s.file_id in cdc], out)
+            now = _rows(storage, after, of(new, set(cdc)), out)
         for paths in cdc.values():
             found.extend(_cdc_changes(storage, paths, mode, was, now, key_fields, out, version))
     derive_old = changed(old, new) if before is not None else []

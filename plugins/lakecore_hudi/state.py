@@ -34,6 +34,7 @@ from lakecore_hudi.timeline.metadata import (
     parse_commit_metadata,
 )
 from lakecore_hudi.view import FileSlice, SliceFile, Visible, latest_slices
+from lakecore_hudi.view_walk import SliceWalker
 from lakecore_hudi.written_files import check_written_files
 
 REPLACE_ACTIONS = ("replacecommit", "clustering")
@@ -134,12 +135,20 @@ def load_state(
 
 
 def earlier_state(
-    storage: Storage, base: HudiState, instant: Instant, files: Sequence[SliceFile]
+    storage: Storage,
+    base: HudiState,
+    instant: Instant,
+    files: Sequence[SliceFile],
+    walker: SliceWalker | None = None,
+    files_checked: bool = False,
 ) -> HudiState:
     """The table at ``instant``, a completed write on ``base``'s active timeline at or before
     ``base.instant``, built from what loading ``base`` read (timeline, commit metadata, the
     archived completions) and the listing ``files`` (``list_data_files``), as ``load_state``
     would load it: a walk over many instants reads the table once, not once per instant.
+    ``walker`` (a ``SliceWalker`` of ``files``) builds the slices from the walk's previous
+    state; ``files_checked`` says ``all_written_listed`` held for the writes up to ``instant``
+    (the per-state written-files check could not raise, and is skipped).
 
     Raises:
         VersionNotFoundError, CorruptTableError: as ``load_state`` (files cleaned since).
@@ -160,7 +169,19 @@ def earlier_state(
         replaced=_replaced(upto, metas),
         archived_before=start,
     )
-    return _state_of(storage, config, timeline, instant, upto, metas, visible, files, base.options)
+    return _state_of(
+        storage,
+        config,
+        timeline,
+        instant,
+        upto,
+        metas,
+        visible,
+        files,
+        base.options,
+        walker,
+        files_checked,
+    )
 
 
 def _state_of(
@@ -173,23 +194,29 @@ def _state_of(
     visible: Visible,
     files: Sequence[SliceFile],
     options: ReadOptions,
+    walker: SliceWalker | None = None,
+    files_checked: bool = False,
 ) -> HudiState:
     """The state at ``instant`` of the writes ``upto``: its slices of the listing ``files``
-    (checked against what the writes wrote), and its schema."""
+    (checked against what the writes wrote, unless ``files_checked``), and its schema."""
     slices: tuple[FileSlice, ...] = ()
     if instant is not None:
         by_completion = config.table_version >= 8
-        slices = tuple(latest_slices(files, visible, by_completion))
-        check_written_files(
-            metas.items(),
-            files,
-            slices,
-            visible,
-            by_completion,
-            instant == timeline.completed_write_instants()[-1],
-            storage.root,
-            listed_by_metadata=uses_metadata_table(config, options),
-        )
+        if walker is not None:
+            slices = walker.view(visible).slices
+        else:
+            slices = tuple(latest_slices(files, visible, by_completion))
+        if not files_checked:
+            check_written_files(
+                metas.items(),
+                files,
+                slices,
+                visible,
+                by_completion,
+                instant == timeline.completed_write_instants()[-1],
+                storage.root,
+                listed_by_metadata=uses_metadata_table(config, options),
+            )
     schema = _schema(storage, upto, metas, slices, config)
     ensure_partition_values(config, schema, storage.root)
     return HudiState(config, timeline, instant, visible, slices, schema, options, metas)

@@ -148,6 +148,26 @@ def latest_slices(
     return slices
 
 
+def group_slice(
+    group: tuple[str, str], files: Iterable[SliceFile], visible: Visible, completion_slicing: bool
+) -> FileSlice | None:
+    """The latest visible slice of one file group from its listed ``files`` (None: the group
+    has none, or is replaced), as ``latest_slices`` builds it."""
+    if group in visible.replaced:
+        return None
+    bases: list[SliceFile] = []
+    logs: list[SliceFile] = []
+    for f in files:
+        if isinstance(f.name, LogFile):
+            if not f.name.is_cdc:
+                logs.append(f)
+        elif visible.includes(f.name.instant):
+            bases.append(f)
+    if not bases and not logs:
+        return None
+    return _slice(group, bases, logs, visible, completion_slicing)
+
+
 def _slice(
     group: tuple[str, str],
     bases: list[SliceFile],

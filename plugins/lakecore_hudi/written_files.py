@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from lakecore.errors import CorruptTableError, InvalidArgumentError, VersionNotFoundError
+from lakecore.errors import (
+    CorruptTableError,
+    InvalidArgumentError,
+    LakecoreError,
+    VersionNotFoundError,
+)
 from lakecore.storage.paths import contained_path
 from lakecore_hudi.listing import parse_external_name
 from lakecore_hudi.mdt.files_records import EXTERNAL_SUFFIX
@@ -111,6 +116,39 @@ def check_written_files(
             f"data file {path}, written by the completed instant {by}, is missing from the "
             "Hudi table (deleted or lost)"
         )
+
+
+def all_written_listed(
+    written: Iterable[tuple[str, CommitMetadata]],
+    files: Sequence[SliceFile],
+    root: str = "",
+    listed_by_metadata: bool = True,
+) -> bool:
+    """Whether every data file the writes ``written`` made is in the listing ``files`` (and
+    no write stat is damaged): then ``check_written_files`` raises for no snapshot of those
+    writes over this listing, as it only raises for a written file that is not listed, a path
+    escaping ``root`` or an adopted file listed from storage. One pass over many instants'
+    writes (a change feed) replaces a check per instant; False means: check each one."""
+    listed = {f.info.path for f in files}
+    try:
+        for instant, meta in written:
+            for stat in meta.write_stats():
+                if not stat.path or "://" in stat.path:
+                    continue
+                path = contained_path(
+                    stat.path.lstrip("/"), root, source=f"commit metadata of instant {instant}"
+                )
+                external = _external(path)
+                if external is not None:
+                    if not listed_by_metadata or external.info.path not in listed:
+                        return False
+                elif path not in listed and (
+                    parse_base_file_name(path) or parse_log_file_name(path)
+                ):
+                    return False
+    except LakecoreError:
+        return False
+    return True
 
 
 def _external(path: str) -> SliceFile | None:

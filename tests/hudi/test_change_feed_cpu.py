@@ -1,0 +1,98 @@
+"""The change feed's CPU work follows the instants of its range (issue 15): the file-slice
+view is re-sliced only for the file groups an instant changed (``view_walk.SliceWalker``),
+and the written-files check runs once over the range's writes, not once per instant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from lakecore_hudi import incremental, state, view_walk
+
+import lakecore
+from tests.hudi.write.helpers import SCHEMA, create
+
+
+def _rows(ids: range, ts: int, city: str) -> pa.Table:
+    return pa.table(
+        {
+            "id": list(ids),
+            "name": [f"n{i}" for i in ids],
+            "ts": [ts] * len(ids),
+            "city": [city] * len(ids),
+        },
+        schema=SCHEMA,
+    )
+
+
+def _write(root: Path, k: int) -> str:
+    """Write ``k`` of a table: an insert of two rows, every third write an upsert of the
+    keys two writes before (MoR: log files on existing file groups). Returns its instant."""
+    t = lakecore.open(str(root))
+    if k % 3 == 2:
+        t.upsert(_rows(range(10 * (k - 2), 10 * (k - 2) + 2), k, "ab"[(k - 2) % 2]))
+    else:
+        t.append(_rows(range(10 * k, 10 * k + 2), k, "ab"[k % 2]))
+    return t.version
+
+
+class _Work:
+    """Counts the files re-sliced and the per-instant written-files checks of one feed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.walkers: list[view_walk.SliceWalker] = []
+        self.checks = 0
+        self.prepasses = 0
+        real_walker, real_check = view_walk.SliceWalker, state.check_written_files
+        real_listed = incremental.all_written_listed
+
+        def walker(*args: object, **kw: object) -> view_walk.SliceWalker:
+            made = real_walker(*args, **kw)  # type: ignore[arg-type]
+            self.walkers.append(made)
+            return made
+
+        def check(*args: object, **kw: object) -> None:
+            self.checks += 1
+            real_check(*args, **kw)  # type: ignore[arg-type]
+
+        def listed(*args: object, **kw: object) -> bool:
+            self.prepasses += 1
+            return real_listed(*args, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(incremental, "SliceWalker", walker)
+        monkeypatch.setattr(state, "check_written_files", check)
+        monkeypatch.setattr(incremental, "all_written_listed", listed)
+
+    @property
+    def examined(self) -> int:
+        return sum(w.examined for w in self.walkers)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_the_change_feed_work_grows_linearly_with_its_instants(
+    tmp_path: Path, table_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files re-sliced over the feed of the first 2N writes: at most twice those of the first
+    N plus a constant (rebuilt per instant from the whole listing it was quadratic); the
+    written-files check of an intact table runs once for the feed, never per instant. The
+    feed itself is the same as the per-instant view gives (the existing change feed tests
+    compare it with hudi-rs and Spark)."""
+    n = 6
+    create(tmp_path, table_type, **{"hoodie.metadata.enable": "false"})
+    versions: list[str] = []
+    costs: list[int] = []
+    for count in (n, 2 * n, 4 * n):
+        # the feed of the whole table: its listing grows with the writes, as a per-instant
+        # view of the whole listing would make the work grow with count * files
+        versions += [_write(tmp_path, k) for k in range(len(versions), count)]
+        work = _Work(monkeypatch)
+        feed = lakecore.open(str(tmp_path)).changes(versions[0], versions[-1])
+        assert feed.num_rows >= 2 * count, (count, feed.num_rows)
+        # one check: loading the table at the end instant (load_state), none per instant
+        assert work.checks == 1 and work.prepasses == 1, (work.checks, work.prepasses)
+        costs.append(work.examined)
+        monkeypatch.undo()
+    assert costs[0] > 0, costs
+    assert costs[1] <= 2 * costs[0] + 8, costs
+    assert costs[2] <= 2 * costs[1] + 8, costs
