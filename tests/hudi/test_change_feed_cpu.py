@@ -9,8 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from lakecore_hudi import incremental, state, view_walk
+from lakecore_hudi.listing import list_data_files
+from lakecore_hudi.options import ReadOptions
+from lakecore_hudi.state import load_state
 
 import lakecore
+from lakecore.storage import open_storage
 from tests.hudi.write.helpers import SCHEMA, create
 
 
@@ -96,3 +100,24 @@ def test_the_change_feed_work_grows_linearly_with_its_instants(
     assert costs[0] > 0, costs
     assert costs[1] <= 2 * costs[0] + 8, costs
     assert costs[2] <= 2 * costs[1] + 8, costs
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_walked_slices_are_the_per_instant_views(tmp_path: Path, table_type: str) -> None:
+    """At every write, forwards, backwards and skipping, the walker's slices are exactly
+    the ones ``latest_slices`` builds from the whole listing (the per-instant view)."""
+    create(tmp_path, table_type, **{"hoodie.metadata.enable": "false"})
+    for k in range(9):
+        _write(tmp_path, k)
+    storage = open_storage(str(tmp_path))
+    target = load_state(storage, None, None, ReadOptions())
+    files = list_data_files(storage, target.config, target.timeline, ReadOptions())
+    walker = view_walk.SliceWalker(files, target.config.table_version >= 8)
+    writes = target.timeline.completed_write_instants()
+    order = [*writes, *reversed(writes), *writes[::3], writes[-1], writes[0]]
+    assert len(order) == 2 * len(writes) + 5 and len(writes) >= 9, len(writes)
+    for instant in order:
+        whole = state.earlier_state(storage, target, instant, files)
+        walked = state.earlier_state(storage, target, instant, files, walker, True)
+        assert walked.slices == whole.slices, instant
+        assert len(whole.slices) >= 1
