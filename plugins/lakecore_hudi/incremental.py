@@ -18,7 +18,10 @@ file slices must still exist (``VersionNotFoundError`` once they are cleaned).
 The table is loaded once, at ``end``; the state at each instant of the range is built from that
 load's timeline and commit metadata and one listing of the data files (``earlier_state``), so
 the storage reads grow with the instants of the range and the file groups they touched, not
-with the history before each instant.
+with the history before each instant. The CPU too: each state's slices are re-sliced from the
+previous one's only where the instant changed them (``view_walk.SliceWalker``), and the
+written-files check runs once for the range (``written_files.all_written_listed``), per
+instant only when that finds a damaged table (for the same errors).
 
 On tables writing CDC logs (``hoodie.table.cdc.enabled``), a file group whose write stat
 lists CDC logs (``cdcStats``) takes its changes from them instead (``_cdc_changes``), with the
