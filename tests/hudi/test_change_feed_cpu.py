@@ -14,6 +14,7 @@ from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import load_state
 
 import lakecore
+from lakecore.errors import VersionNotFoundError
 from lakecore.storage import open_storage
 from tests.hudi.write.helpers import SCHEMA, create
 
@@ -121,3 +122,27 @@ def test_walked_slices_are_the_per_instant_views(tmp_path: Path, table_type: str
         walked = state.earlier_state(storage, target, instant, files, walker, True)
         assert walked.slices == whole.slices, instant
         assert len(whole.slices) >= 1
+
+
+def test_a_lost_file_is_checked_per_instant_with_the_same_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file a write made is gone: the one pass over the range sees it, the instants are
+    then checked one by one as before, and the feed raises what the per-instant check
+    raises for that instant (here: its file group was rewritten since, so it was cleaned)."""
+    create(tmp_path, "COPY_ON_WRITE", **{"hoodie.metadata.enable": "false"})
+    versions = [_write(tmp_path, k) for k in range(4)]
+    first = [p for p in tmp_path.rglob(f"*_{versions[0]}.parquet")]
+    assert len(first) == 1, first
+    first[0].unlink()
+    storage = open_storage(str(tmp_path))
+    target = load_state(storage, None, None, ReadOptions())
+    files = list_data_files(storage, target.config, target.timeline, ReadOptions())
+    with pytest.raises(VersionNotFoundError) as per_instant:
+        state.earlier_state(storage, target, target.timeline.completed_write_instants()[0], files)
+    work = _Work(monkeypatch)
+    with pytest.raises(VersionNotFoundError) as fed:
+        lakecore.open(str(tmp_path)).changes(versions[0], versions[-1])
+    assert str(fed.value) == str(per_instant.value)
+    assert "was cleaned since" in str(fed.value)
+    assert work.prepasses == 1 and work.checks == 2, (work.prepasses, work.checks)
