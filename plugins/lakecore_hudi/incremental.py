@@ -222,10 +222,8 @@ def _instant_changes(
     moved = walker.changed(before.visible, after.visible) if before is not None else None
     near = walker.groups_of(touched | cdc.keys())
 
-    def of(mine: Mapping[tuple[str, str], FileSlice], ids: set[str] | None) -> list[FileSlice]:
-        """The slices of ``mine`` with a file id in ``ids`` (None: all), in path order."""
-        if ids is None:
-            return list(mine.values())
+    def of(mine: Mapping[tuple[str, str], FileSlice], ids: set[str]) -> list[FileSlice]:
+        """The slices of ``mine`` with a file id in ``ids``, in path order."""
         found = [mine[g] for g in near if g[1] in ids and g in mine]
         return sorted(found, key=lambda s: s.path)
 
