@@ -63,9 +63,10 @@ def _dv_json(deletion: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 _DAY_S = 86_400
-_PYTHON_TIME_S = (-62_135_596_800 + _DAY_S, 253_402_300_799 - _DAY_S)
-"""Seconds since the epoch Python's datetime holds (years 1..9999), a day in from each end so
-that no time zone takes a value past them."""
+_PYTHON_TIME_S = (-62_135_596_800, 253_402_300_799)
+"""The first and last whole seconds since the epoch Python's datetime holds (years 1..9999,
+in UTC)."""
+_UTC_NAMES = frozenset({"UTC", "utc", "Etc/UTC", "Z", "+00:00", "GMT", "Etc/GMT"})
 _PER_S = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
@@ -98,8 +99,11 @@ def _far_times_nulled(array: pa.Array) -> pa.Array:
             raw = pc.multiply(raw, _DAY_S)
         else:  # date64: milliseconds
             per_s, raw = 1_000, array.view(pa.int64())
-        lo, hi = (max(b * per_s, -(1 << 63)) for b in _PYTHON_TIME_S)
-        hi = min(hi, (1 << 63) - 1)
+        # A zone other than UTC moves a value by up to a day when Python takes it: keep a day
+        # in from each end there (zone-less values and dates are taken as they are).
+        margin = _DAY_S if pa.types.is_timestamp(t) and t.tz and t.tz not in _UTC_NAMES else 0
+        first, end = _PYTHON_TIME_S[0] + margin, _PYTHON_TIME_S[1] + 1 - margin
+        lo, hi = max(first * per_s, -(1 << 63)), min(end * per_s - 1, (1 << 63) - 1)
         held = pc.and_(pc.greater_equal(raw, lo), pc.less_equal(raw, hi))
         return pc.if_else(held, array, pa.nulls(len(array), t))
     return array
