@@ -9,7 +9,7 @@ live file group and the log files of its latest slice must be listed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from lakecore.errors import (
     CorruptTableError,
@@ -63,44 +63,35 @@ def check_written_files(
     bases: dict[Group, tuple[str, str, str]] = {}  # newest base: (its instant, path, writer)
     logs: dict[str, str] = {}  # log path -> writing instant
     slice_base = {(s.partition_path, s.file_id): s.base_instant for s in slices}
-    for instant, meta in written:
-        for stat in meta.write_stats():
-            if not stat.path or "://" in stat.path:
-                continue
-            # Hudi writes paths relative to the base path (some writers with a leading "/");
-            # one that escapes it is damage, never a file to look for.
-            path = contained_path(
-                stat.path.lstrip("/"), root, source=f"commit metadata of instant {instant}"
+    for instant, path, external in _written_paths(written, root):
+        if external is not None and not listed_by_metadata:
+            raise InvalidArgumentError(
+                f"{root}: instant {instant} adopted files another format wrote "
+                f"({external.info.path}); such files are listed only in the table's "
+                "metadata table, not by their names in storage: read it with "
+                "hoodie.metadata.enable=true"
             )
-            external = _external(path)
-            if external is not None and not listed_by_metadata:
-                raise InvalidArgumentError(
-                    f"{root}: instant {instant} adopted files another format wrote "
-                    f"({external.info.path}); such files are listed only in the table's "
-                    "metadata table, not by their names in storage: read it with "
-                    "hoodie.metadata.enable=true"
-                )
-            base: BaseFile | None
-            log: LogFile | None
-            if external is not None:
-                # Another format's file, listed as <name>_<commit>_hudiext: its path and file
-                # group come from that entry (its own name may look like a Hudi base file's).
-                path, base, log = external.info.path, _base(external), None
-                group = (external.partition_path, external.name.file_id)
-            else:
-                base, log = parse_base_file_name(path), parse_log_file_name(path)
-                name: BaseFile | LogFile | None = base or log
-                group = (split_path(path)[0], name.file_id) if name is not None else ("", "")
-            if (base or log) is None or group in visible.replaced:
-                continue
-            if base is not None and base.instant >= bases.get(group, ("",))[0]:
-                bases[group] = (base.instant, path, instant)
-            elif (
-                log is not None
-                and not log.is_cdc
-                and in_latest_slice(log, slice_base.get(group, ""), visible, completion_slicing)
-            ):
-                logs[path] = instant
+        base: BaseFile | None
+        log: LogFile | None
+        if external is not None:
+            # Another format's file, listed as <name>_<commit>_hudiext: its path and file
+            # group come from that entry (its own name may look like a Hudi base file's).
+            path, base, log = external.info.path, _base(external), None
+            group = (external.partition_path, external.name.file_id)
+        else:
+            base, log = parse_base_file_name(path), parse_log_file_name(path)
+            name: BaseFile | LogFile | None = base or log
+            group = (split_path(path)[0], name.file_id) if name is not None else ("", "")
+        if (base or log) is None or group in visible.replaced:
+            continue
+        if base is not None and base.instant >= bases.get(group, ("",))[0]:
+            bases[group] = (base.instant, path, instant)
+        elif (
+            log is not None
+            and not log.is_cdc
+            and in_latest_slice(log, slice_base.get(group, ""), visible, completion_slicing)
+        ):
+            logs[path] = instant
     snapshot = max(visible.instants, default="")
     missing = [(path, by, group) for group, (_, path, by) in sorted(bases.items())]
     missing += [(path, by, _group(path)) for path, by in sorted(logs.items())]
@@ -131,24 +122,34 @@ def all_written_listed(
     writes (a change feed) replaces a check per instant; False means: check each one."""
     listed = {f.info.path for f in files}
     try:
-        for instant, meta in written:
-            for stat in meta.write_stats():
-                if not stat.path or "://" in stat.path:
-                    continue
-                path = contained_path(
-                    stat.path.lstrip("/"), root, source=f"commit metadata of instant {instant}"
-                )
-                external = _external(path)
-                if external is not None:
-                    if not listed_by_metadata or external.info.path not in listed:
-                        return False
-                elif path not in listed and (
-                    parse_base_file_name(path) or parse_log_file_name(path)
-                ):
+        for _, path, external in _written_paths(written, root):
+            if external is not None:
+                if not listed_by_metadata or external.info.path not in listed:
                     return False
+            elif path not in listed and (parse_base_file_name(path) or parse_log_file_name(path)):
+                return False
     except LakecoreError:
         return False
     return True
+
+
+def _written_paths(
+    written: Iterable[tuple[str, CommitMetadata]], root: str
+) -> Iterator[tuple[str, str, SliceFile | None]]:
+    """(instant, path, external file or None) of each data file the writes ``written`` name.
+
+    Raises ``CorruptTableError`` for a path that escapes ``root``: Hudi writes paths relative
+    to the base path (some writers with a leading "/"); one that escapes it is damage, never
+    a file to look for.
+    """
+    for instant, meta in written:
+        for stat in meta.write_stats():
+            if not stat.path or "://" in stat.path:
+                continue
+            path = contained_path(
+                stat.path.lstrip("/"), root, source=f"commit metadata of instant {instant}"
+            )
+            yield instant, path, _external(path)
 
 
 def _external(path: str) -> SliceFile | None:
