@@ -15,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+"""What casting a value to a column's Arrow type raises when it does not fit."""
 
 
 def value_kind(t: pa.DataType) -> str:
@@ -66,7 +67,7 @@ def exact_value(value: Any, t: pa.DataType) -> pa.Array:
         if not pc.all(pc.equal(cast.cast(array.type), array)).as_py():
             return pa.nulls(1, t)
         return cast
-    except _CAST_ERRORS:
+    except CAST_ERRORS:
         return pa.nulls(1, t)
 
 
@@ -124,5 +125,5 @@ def _exact_group(values: list[Any], kind: type, t: pa.DataType) -> pa.Array:
         cast = array.cast(t)
         same = pc.fill_null(pc.equal(cast.cast(array.type), array), False)
         return pc.if_else(same, cast, pa.nulls(len(values), t))
-    except _CAST_ERRORS:
+    except CAST_ERRORS:
         return pa.concat_arrays([exact_value(v, t) for v in values])

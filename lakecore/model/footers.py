@@ -72,7 +72,15 @@ def parse_footer(data: bytes) -> pq.FileMetaData:
         raise pa.ArrowInvalid(f"the Parquet footer does not decode ({exc!r})") from exc
 
 
-_DECODING_ERRORS = (OSError, ValueError, IndexError, RecursionError, OverflowError, TypeError)
+_DECODING_ERRORS = (
+    pa.ArrowException,  # e.g. ArrowNotImplementedError: "Integers with more than 64 bits"
+    OSError,
+    ValueError,
+    IndexError,
+    RecursionError,
+    OverflowError,
+    TypeError,
+)
 """What decoding damaged footer bytes may raise (``UnicodeDecodeError`` is a ``ValueError``)."""
 
 

@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 
 from lakecore.model import files as fi
 from lakecore.model.exact_values import exact_value, exact_values
-from lakecore.model.exact_values import value_kind as _kind  # noqa: F401 (tests read stats._kind)
 from lakecore.model.footer_leaves import PARQUET_JAVA, gather_leaves, leaf_columns
 from lakecore.model.parquet_footer import LeafSummary, summarize_leaf
 

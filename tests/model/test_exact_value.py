@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from lakecore.model import stats
+from lakecore.model import exact_values, stats
 
 INTEGERS = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
 INTEGERS += [pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
@@ -20,7 +20,7 @@ def _general(value: Any, t: pa.DataType) -> pa.Array:
     """The general path: infer, cast, cast back and compare (nulls when inexact)."""
     try:
         array = pa.array([value])
-        if stats._kind(array.type) != stats._kind(t):
+        if exact_values.value_kind(array.type) != exact_values.value_kind(t):
             return pa.nulls(1, t)
         cast = array.cast(t)
         if not pc.all(pc.equal(cast.cast(array.type), array)).as_py():

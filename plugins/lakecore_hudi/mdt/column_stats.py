@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
+from lakecore.model.exact_values import CAST_ERRORS
 from lakecore.storage import FileInfo, Storage
 from lakecore_hudi.log.format import BlockType, LogBlock, read_log_blocks
 from lakecore_hudi.log.scanner import order_log_blocks
@@ -232,18 +233,15 @@ def typed_array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     """
     try:
         return _exact(pa.array(values), t)
-    except _CAST_ERRORS:
+    except CAST_ERRORS:
         pass  # some value does not fit: convert one by one, nulling only those
     out = []
     for value in values:
         try:
             out.append(_exact(pa.array([value]), t)[0].as_py())
-        except _CAST_ERRORS:
+        except CAST_ERRORS:
             out.append(None)
     return pa.array(out, t)
-
-
-_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
 
 
 def _kind(t: pa.DataType) -> str:
