@@ -5,8 +5,11 @@ For tables of 1k, 10k and 100k Parquet files of 100 rows each, and of 4 files of
 
 - ``paths``: lakecore plans the scan, Spark gets the file list: ``spark.read.parquet(*paths)``
   (schema given, so Spark reads no footer to infer it). This is the "native reader" path.
-- ``tasks``: ``lakecore.spark.read`` — the planned task list as a small DataFrame, read by
-  lakecore inside ``mapInArrow`` (the default path).
+- ``tasks``: ``lakecore.spark.read(native=False)`` — the planned task list as a small
+  DataFrame, read by lakecore inside ``mapInArrow``, for every file.
+- ``lakecore``: ``lakecore.spark.read`` as users call it (``native=None``): the task list,
+  except that files lakecore adds nothing to and of at least ``NATIVE_MIN_BYTES`` go to
+  Spark's own Parquet reader (``lakecore.spark.native``; here the 1M-row files).
 - ``directory`` (reference only, not a correct Delta read: it would also return removed
   files): ``spark.read.parquet(table_root)``, Spark listing the directory itself.
 - ``handover`` (a floor, not a read): ``mapInArrow`` tasks that yield the same rows from a
@@ -246,6 +249,8 @@ def measure(spark: Any, root: Path, approach: str) -> dict[str, Any]:
     uri = str(root)
     out: dict[str, Any] = {}
     if approach == "tasks":
+        out["plan_s"], df = _timed(lambda: lakecore.spark.read(spark, uri, native=False))
+    elif approach == "lakecore":
         out["plan_s"], df = _timed(lambda: lakecore.spark.read(spark, uri))
     elif approach == "handover":
         out["plan_s"], df = _timed(lambda: _handover(spark, root))
@@ -335,13 +340,13 @@ def docs_text(result: dict[str, Any]) -> str:
         "rows and checksum.",
         "",
         "| files | `spark.read.parquet(*paths)` plan + run | task list -> `mapInArrow` "
-        "(`lakecore.spark.read`) plan + run | `spark.read.parquet(root)` plan + run "
-        "(reference, not Delta-correct) |",
-        "|---:|---|---|---|",
+        "(`native=False`) plan + run | `lakecore.spark.read` (default) plan + run "
+        "| `spark.read.parquet(root)` plan + run (reference, not Delta-correct) |",
+        "|---:|---|---|---|---|",
     ]
     for case in result["cases"]:
         cells = []
-        for approach in ("paths", "tasks", "directory"):
+        for approach in ("paths", "tasks", "lakecore", "directory"):
             m = case.get(approach)
             if m is None:
                 cells.append("not run")
@@ -361,10 +366,10 @@ def docs_text(result: dict[str, Any]) -> str:
         "100,000 (most of it lakecore replaying the log), and runs fastest of the three on "
         "small files. Handing Spark the paths costs tens of seconds of planning (its file "
         "index stats every path, in a listing job) and does not read small files faster. On "
-        "a few large files Spark's own reader reads faster (no Arrow hand-over from Python), "
-        "but that path could take only files with nothing to merge and would have to match "
-        "lakecore's types, partition values and predicate semantics exactly; "
-        "`lakecore.spark.read` always ships the task list (see spark.md).",
+        "a few large files Spark's own reader reads faster (no Arrow hand-over from Python): "
+        "`lakecore.spark.read` hands such files to it when lakecore adds nothing to them "
+        "(no deletes, mapping, predicate or type conversion, footers checked; see spark.md), "
+        "and ships the task list for the rest.",
         "",
         f"Machine: {machine['cpu']}, {machine['cpu_count']} cores; Python {machine['python']}, "
         f"pyspark {machine['pyspark']}, pyarrow {machine['pyarrow']}. Medians of "
@@ -394,24 +399,40 @@ def _cpu_cell(runs: list[dict[str, Any]]) -> str:
     return f"{jvm:.2f} + {py:.2f} s"
 
 
+APPROACH_NAMES = {
+    "tasks": ("task list", "Task list (`lakecore.spark.read(native=False)`)"),
+    "lakecore": ("lakecore", "`lakecore.spark.read` as called by default (`native=None`)"),
+}
+"""Short and long names of the approaches compared with Spark's directory read."""
+
+
 def _per_run_lines(result: dict[str, Any]) -> list[str]:
-    """Task list against Spark's directory read, run by run (runs are interleaved)."""
-    cases = [c for c in result["cases"] if "runs" in c.get("tasks", {}) and "directory" in c]
+    """The task list and the default read against Spark's directory read, run by run."""
+    lines: list[str] = []
+    for approach in APPROACH_NAMES:
+        lines += _against_directory(result, approach)
+    return lines + _floor_lines(result)
+
+
+def _against_directory(result: dict[str, Any], approach: str) -> list[str]:
+    """``approach`` against Spark's directory read, run by run (runs are interleaved)."""
+    cases = [c for c in result["cases"] if "runs" in c.get(approach, {}) and "directory" in c]
     if not cases:
         return []
+    short, long = APPROACH_NAMES[approach]
     lines = [
         "",
-        "Task list (`lakecore.spark.read`) against Spark's own directory read, run by run "
+        f"{long} against Spark's own directory read, run by run "
         "(the approaches' runs are interleaved, so run i of each saw the same load); "
         "min / median; CPU = median CPU seconds of the JVM + the Python workers during the run:",
         "",
-        "| files | plan: task list | plan: directory | run: task list | run: directory "
-        "| run ratio per run (task list / directory) | CPU: task list | CPU: directory "
+        f"| files | plan: {short} | plan: directory | run: {short} | run: directory "
+        f"| run ratio per run ({short} / directory) | CPU: {short} | CPU: directory "
         "| CPU ratio per run | load (1 min) |",
         "|---:|---:|---:|---:|---:|---|---:|---:|---|---|",
     ]
     for case in cases:
-        tasks, directory = case["tasks"]["runs"], case["directory"]["runs"]
+        tasks, directory = case[approach]["runs"], case["directory"]["runs"]
         pairs = list(zip(tasks, directory, strict=False))
         ratios = ", ".join(f"{t['run_s'] / d['run_s']:.2f}x" for t, d in pairs)
         cpu_ratios = ", ".join(
@@ -431,7 +452,13 @@ def _per_run_lines(result: dict[str, Any]) -> list[str]:
             f"| {_min_median([r['run_s'] for r in directory])} | {ratios} "
             f"| {_cpu_cell(tasks)} | {_cpu_cell(directory)} | {cpu_ratios or '-'} | {load} |"
         )
-    floors = [c for c in cases if "handover" in c]
+    return lines
+
+
+def _floor_lines(result: dict[str, Any]) -> list[str]:
+    """The hand-over floor against Spark's directory read, run by run."""
+    lines: list[str] = []
+    floors = [c for c in result["cases"] if "runs" in c.get("handover", {}) and "directory" in c]
     if floors:
         lines += [
             "",
@@ -494,7 +521,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=None, help="repetitions (default 3)")
     parser.add_argument("--max-seconds", type=float, default=60.0)
     parser.add_argument(
-        "--approaches", nargs="*", default=["paths", "tasks", "directory"], help="what to time"
+        "--approaches",
+        nargs="*",
+        default=["paths", "tasks", "lakecore", "directory"],
+        help="what to time",
     )
     parser.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     parser.add_argument("--output", type=Path, help="results JSON (default benchmarks/results)")

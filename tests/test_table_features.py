@@ -23,7 +23,9 @@ SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string())])
 DELTA_PROTOCOLS: list[tuple[dict[str, Any], TableFeatures]] = [
     (
         {"minReaderVersion": 1, "minWriterVersion": 2},
-        TableFeatures("1.2", frozenset(), frozenset({"appendOnly", "invariants"})),
+        TableFeatures(
+            "1.2", frozenset(), frozenset({"appendOnly", "invariants"}), plain_data_files=True
+        ),
     ),
     (
         {"minReaderVersion": 1, "minWriterVersion": 4},
@@ -39,6 +41,7 @@ DELTA_PROTOCOLS: list[tuple[dict[str, Any], TableFeatures]] = [
                     "generatedColumns",
                 }
             ),
+            plain_data_files=True,
         ),
     ),
     (
@@ -56,6 +59,7 @@ DELTA_PROTOCOLS: list[tuple[dict[str, Any], TableFeatures]] = [
                     "columnMapping",
                 }
             ),
+            plain_data_files=True,
         ),
     ),
     (
@@ -70,9 +74,13 @@ DELTA_PROTOCOLS: list[tuple[dict[str, Any], TableFeatures]] = [
             frozenset({"deletionVectors"}),
             frozenset({"deletionVectors", "appendOnly"}),
             merge_on_read=True,
+            plain_data_files=True,
         ),
     ),
-    ({"minReaderVersion": 3, "minWriterVersion": 7}, TableFeatures("3.7")),
+    (
+        {"minReaderVersion": 3, "minWriterVersion": 7},
+        TableFeatures("3.7", plain_data_files=True),
+    ),
 ]
 
 
@@ -88,7 +96,9 @@ def test_delta_protocol_with_a_bad_version_is_corrupt() -> None:
 
 def test_delta_snapshot_features(tmp_path: Path) -> None:
     plain = lakecore.create(str(tmp_path / "a"), SCHEMA).snapshot().features
-    assert plain == TableFeatures("1.2", frozenset(), frozenset({"appendOnly", "invariants"}))
+    assert plain == TableFeatures(
+        "1.2", frozenset(), frozenset({"appendOnly", "invariants"}), plain_data_files=True
+    )
     dv = lakecore.create(
         str(tmp_path / "b"), SCHEMA, properties={"delta.enableDeletionVectors": "true"}
     ).snapshot()

@@ -138,6 +138,12 @@ class TableFeatures:
     system_columns: tuple[str, ...] = ()
     """Columns of ``Snapshot.schema`` the format fills itself, not user data (Hudi's
     ``_hoodie_*`` meta columns); writers never take them and a migration drops them."""
+    plain_data_files: bool = False
+    """Whether every file-index row with a null ``deletion`` and no ``data_files`` holds
+    exactly the rows of the Parquet file at its ``path``: columns by physical name (missing
+    ones null), partition columns from the row's ``partition``, nothing merged or filtered.
+    Engines may then read such files with their own Parquet reader (``lakecore.spark.read``
+    checks each file's footer first, ``lakecore.spark.native``). Delta: always."""
     record_key: tuple[str, ...] = ()
     """The columns that identify a row, when the table has a record key (Hudi); a table
     created with ``properties={"record_key": "a,b"}`` by a format with one has this key."""

@@ -8,6 +8,11 @@ with one row per Spark partition; ``mapInArrow`` then runs ``lakecore.planning.r
 storage from the pickled ``ScanContext``, apply the format's reader (column mapping,
 partition values, merge-on-read), its deleted positions and the residual filter, and yield
 Arrow batches in the schema Spark expects. Spark never lists or stats a data file.
+
+Planned files lakecore adds nothing to (``lakecore.spark.native``: no deletion vector, no log
+files, no mapping, no predicate, the table's own types in the footer) may instead be read by
+Spark's own Parquet reader (``read(native=...)``, by default large files of local tables),
+unioned with the task list's rows.
 """
 
 from __future__ import annotations
@@ -28,11 +33,13 @@ from lakecore.errors import UnsupportedFeatureError
 from lakecore.expr import tree as ex
 from lakecore.model import files as fi
 from lakecore.planning import ScanContext, read_files
+from lakecore.spark.native import native_frame, split_native
 from lakecore.spark.types import spark_arrow_schema, to_spark_schema
 
 if TYPE_CHECKING:
     from lakecore.arguments import TimestampLike
     from lakecore.planning import Where
+    from lakecore.planning.scan import Scan
 
 TASKS_SCHEMA = st.StructType(
     [
@@ -53,6 +60,7 @@ def read(
     storage_options: dict[str, Any] | None = None,
     *,
     partitions: int | None = None,
+    native: bool | None = None,
 ) -> DataFrame:
     """Return the rows of the table at ``uri`` matching ``where`` as a Spark DataFrame.
 
@@ -70,8 +78,14 @@ def read(
         columns: top-level column names to return, in this order (all by default).
         version, timestamp: time travel (one of them at most), latest by default.
         storage_options: passed to the filesystem, here and in every executor.
-        partitions: Spark partitions to spread the files over (default: the session's
-            default parallelism, at most one per file).
+        partitions: Spark partitions to spread the task list's files over (default: the
+            session's default parallelism, at most one per file).
+        native: which planned files Spark's own Parquet reader reads instead of the task
+            list, when lakecore adds nothing to them (no deletion vector, log files, column
+            mapping, predicate or type conversion: ``lakecore.spark.native`` checks each
+            file's footer). None (default): files of at least ``NATIVE_MIN_BYTES`` of local
+            tables; True: every such file, on any storage Spark itself can read (its URI as
+            lakecore resolves it); False: none.
 
     Raises:
         TableNotFoundError, PredicateError, SchemaError, VersionNotFoundError: as
@@ -97,12 +111,30 @@ def read(
         )
     table = lakecore.open(uri, storage_options=storage_options)
     scan = table.scan(where, columns, version=version, timestamp=timestamp)
-    context = scan.context
     schema = scan.snapshot.output_schema(scan.columns)
     spark_schema = to_spark_schema(schema)
     files = scan.reading_files()
     if files.num_rows == 0:
         return spark.createDataFrame([], spark_schema)
+    split = split_native(scan, files, native)
+    if not split.groups:
+        return task_list(spark, scan, files, spark_schema, partitions)
+    frame = native_frame(spark, scan, split)
+    if split.rest.num_rows == 0:
+        return frame
+    return frame.union(task_list(spark, scan, split.rest, spark_schema, partitions))
+
+
+def task_list(
+    spark: SparkSession,
+    scan: Scan,
+    files: pa.Table,
+    spark_schema: st.StructType,
+    partitions: int | None,
+) -> DataFrame:
+    """The rows of ``files`` (planned rows of ``scan``, at least one) read by lakecore inside
+    Spark tasks: the task DataFrame ``mapInArrow``'d through ``read_chunks``."""
+    context = scan.context
     parallelism = default_parallelism(spark)
     wanted = partitions or parallelism
     chunks = balanced_chunks(files.column(fi.SIZE), min(wanted, files.num_rows))

@@ -64,6 +64,7 @@ def table_features(protocol: dict[str, Any]) -> TableFeatures:
         reader_features=readers,
         writer_features=writers,
         merge_on_read="deletionVectors" in readers,
+        plain_data_files=True,
     )
 
 
