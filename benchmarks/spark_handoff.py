@@ -10,6 +10,9 @@ For tables of 1k, 10k and 100k Parquet files of 100 rows each, and of 4 files of
 - ``lakecore``: ``lakecore.spark.read`` as users call it (``native=None``): the task list,
   except that files lakecore adds nothing to and of at least ``NATIVE_MIN_BYTES`` go to
   Spark's own Parquet reader (``lakecore.spark.native``; here the 1M-row files).
+- ``native``: ``lakecore.spark.read(native=True)``: Spark's own reader for every plain file
+  whatever its size (where ``NATIVE_MIN_BYTES`` should lie: ``--case FILES ROWS`` adds
+  tables of other file sizes).
 - ``directory`` (reference only, not a correct Delta read: it would also return removed
   files): ``spark.read.parquet(table_root)``, Spark listing the directory itself.
 - ``handover`` (a floor, not a read): ``mapInArrow`` tasks that yield the same rows from a
@@ -252,6 +255,8 @@ def measure(spark: Any, root: Path, approach: str) -> dict[str, Any]:
         out["plan_s"], df = _timed(lambda: lakecore.spark.read(spark, uri, native=False))
     elif approach == "lakecore":
         out["plan_s"], df = _timed(lambda: lakecore.spark.read(spark, uri))
+    elif approach == "native":
+        out["plan_s"], df = _timed(lambda: lakecore.spark.read(spark, uri, native=True))
     elif approach == "handover":
         out["plan_s"], df = _timed(lambda: _handover(spark, root))
         for _ in range(2):  # fill both workers' copies (untimed)
@@ -402,6 +407,7 @@ def _cpu_cell(runs: list[dict[str, Any]]) -> str:
 APPROACH_NAMES = {
     "tasks": ("task list", "Task list (`lakecore.spark.read(native=False)`)"),
     "lakecore": ("lakecore", "`lakecore.spark.read` as called by default (`native=None`)"),
+    "native": ("native", "`lakecore.spark.read(native=True)` (Spark's reader for any size)"),
 }
 """Short and long names of the approaches compared with Spark's directory read."""
 
@@ -518,6 +524,15 @@ def main() -> None:
     parser.add_argument(
         "--large", type=int, default=None, help="files of 1M rows in the large case (default 4)"
     )
+    parser.add_argument(
+        "--case",
+        type=int,
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("FILES", "ROWS"),
+        help="an extra table of FILES files of ROWS rows each (repeatable)",
+    )
     parser.add_argument("--repeat", type=int, default=None, help="repetitions (default 3)")
     parser.add_argument("--max-seconds", type=float, default=60.0)
     parser.add_argument(
@@ -532,6 +547,7 @@ def main() -> None:
     sizes = args.sizes or ([1_000] if args.quick else [1_000, 10_000, 100_000])
     large = args.large if args.large is not None else (0 if args.quick or args.sizes else 4)
     cases_spec = [(n, ROWS_PER_FILE) for n in sizes] + ([(large, LARGE_ROWS)] if large else [])
+    cases_spec += [(files, rows) for files, rows in args.case]
     repeat = args.repeat or (1 if args.quick else 3)
 
     import pyspark

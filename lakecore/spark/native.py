@@ -31,11 +31,13 @@ list). Every other file is read by the task list, and the two DataFrames are uni
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -118,7 +120,13 @@ def split_native(scan: Scan, files: pa.Table, native: bool | None) -> NativeSpli
         raise CorruptTableError(
             f"data file {exc.filename or ''} is in the table's log but missing from storage"
         ) from exc
-    kept = [i for i, meta in zip(candidates, footers, strict=True) if fits(meta, fields)]
+    # A path listed twice (a damaged log) is read twice by lakecore; Spark may read it once.
+    once = {p for p, n in collections.Counter(paths).items() if n == 1}
+    kept = [
+        i
+        for i, path, meta in zip(candidates, paths, footers, strict=True)
+        if path in once and fits(meta, fields)
+    ]
     groups = _grouped(files, kept, scan.context.partition_columns)[:NATIVE_MAX_GROUPS]
     taken = sorted(i for _, rows in groups for i in rows)
     if not taken:
@@ -127,8 +135,9 @@ def split_native(scan: Scan, files: pa.Table, native: bool | None) -> NativeSpli
         (values, [_uri(storage.resolve(files.column(fi.PATH)[i].as_py())) for i in rows])
         for values, rows in groups
     ]
-    keep = pc.invert(pc.is_in(pa.array(range(files.num_rows)), pa.array(taken)))
-    return NativeSplit(out, files.filter(keep))
+    keep = np.ones(files.num_rows, dtype=bool)
+    keep[taken] = False
+    return NativeSplit(out, files.filter(pa.array(keep)))
 
 
 def native_frame(spark: SparkSession, scan: Scan, groups: NativeSplit) -> DataFrame:
@@ -147,7 +156,7 @@ def native_frame(spark: SparkSession, scan: Scan, groups: NativeSplit) -> DataFr
             row = pa.table({f.name: pa.array([values.get(f.name)], f.type) for f in partition})
             part = spark.createDataFrame(row, to_spark_schema(pa.schema(partition)))
             frame = frame.crossJoin(F.broadcast(part))
-        frames.append(frame.select(*output.names))
+        frames.append(frame.select(*[F.col(_quoted(name)) for name in output.names]))
     return functools.reduce(DataFrame.union, frames)
 
 
@@ -283,6 +292,11 @@ def _grouped(
         entry[2][0] += size or 0
     ordered = sorted(groups.values(), key=lambda g: -g[2][0])
     return [(value, members) for value, members, _ in ordered]
+
+
+def _quoted(name: str) -> str:
+    """``name`` as a Spark column reference (a dot or backtick in it is not a path)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _uri(location: str) -> str:

@@ -237,3 +237,24 @@ def test_same_type_is_exact_but_for_nullability_and_list_names() -> None:
     assert same_type(pa.map_(pa.string(), pa.int64()), pa.map_(pa.string(), pa.int64()))
     assert not same_type(pa.timestamp("ms", "UTC"), pa.timestamp("us", "UTC"))
     assert not same_type(pa.timestamp("us"), pa.timestamp("us", "UTC"))
+
+
+@pytest.mark.spark
+def test_names_with_dots_and_backticks(spark: Any, tmp_path: Path) -> None:
+    schema = pa.schema([("a.b", pa.int64()), ("c`d", pa.string())])
+    t = lakecore.create(str(tmp_path / "t"), schema)
+    t.append(pa.table({"a.b": [1, 2], "c`d": ["x", "y"]}, schema=schema))
+    assert _split(t).groups
+    got = to_arrow(lakecore.spark.read(spark, t.uri, native=True))
+    assert got.sort_by("a.b").equals(t.to_arrow().sort_by("a.b"))
+
+
+def test_a_path_listed_twice_stays_with_the_task_list(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.append(_rows([4]))
+    scan = t.scan()
+    files = scan.reading_files()
+    twice = pa.concat_tables([files, files.slice(0, 1)])
+    split = split_native(scan, twice, True)
+    assert split.rest.num_rows == 2
+    assert sum(len(uris) for _, uris in split.groups) == 1
