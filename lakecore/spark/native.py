@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,12 +49,12 @@ from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
 from lakecore.model.footers import Footers
 from lakecore.model.schema import FIELD_ID, PHYSICAL_NAME
-from lakecore.spark.types import spark_arrow_type, to_spark_schema
+from lakecore.spark.types import to_spark_schema
 
 if TYPE_CHECKING:
     from lakecore.planning.scan import Scan
 
-NATIVE_MIN_BYTES = 8 * 1024 * 1024
+NATIVE_MIN_BYTES = 4 * 1024 * 1024
 """With ``native=None`` (the default), only files of at least this many bytes go to Spark's
 reader: below it the task list reads as fast or faster, and Spark's listing of each path
 costs more than it saves (``docs/performance.md``, Spark hand-off)."""
@@ -76,6 +77,21 @@ READ_OPTIONS = {
 _UNSAFE_PATH = r"[\[\]{}*?\\]|(^|/)[._][^/]*$"
 """Paths Spark would glob (``[``, ``{``, ``*``, ``?``, ``\\``) or whose file name its listing
 hides (a leading ``_`` or ``.``)."""
+_PLAIN_TYPES = (
+    pa.bool_(),
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.float32(),
+    pa.float64(),
+    pa.string(),
+    pa.binary(),
+    pa.date32(),
+)
+"""Table types (besides microsecond timestamps and decimals) whose Parquet form Spark and
+lakecore read into the same values; anything else (durations, unsigned, large or fixed-size
+types, float16) stays with the task list, which converts it as ``to_spark_schema`` says."""
 _LEGACY_CALENDAR = (b"org.apache.spark.legacyDateTime", b"org.apache.spark.legacyINT96")
 _SPARK_VERSION = b"org.apache.spark.version"
 
@@ -173,6 +189,8 @@ def fits(meta: pq.FileMetaData, fields: Sequence[pa.Field]) -> bool:
         arrow = schema.to_arrow_schema()
     except pa.ArrowException:
         return False  # the task list will raise the typed error
+    if not _timestamps_agree(schema, arrow):
+        return False
     lowered = [n.lower() for n in arrow.names]
     if len(set(lowered)) != len(lowered):
         return False
@@ -214,6 +232,36 @@ def same_type(file_type: pa.DataType, table_type: pa.DataType) -> bool:
     return bool(file_type == table_type)
 
 
+def _timestamps_agree(schema: pq.ParquetSchema, arrow: pa.Schema) -> bool:
+    """Whether every timestamp column pyarrow derives (``ARROW:schema`` may override the
+    Parquet types) is one Spark derives alike: a Parquet microsecond TIMESTAMP whose
+    ``isAdjustedToUTC`` says whether it has a time zone."""
+    leaves = [leaf for f in arrow for leaf in _leaves(f.type)]
+    if len(leaves) != len(schema):
+        return False
+    for i, leaf in enumerate(leaves):
+        logical = json.loads(schema.column(i).logical_type.to_json())
+        if logical.get("Type") == "Timestamp" or pa.types.is_timestamp(leaf):
+            if not pa.types.is_timestamp(leaf) or logical.get("Type") != "Timestamp":
+                return False
+            if leaf.unit != "us" or logical.get("timeUnit") != "microseconds":
+                return False
+            if bool(logical.get("isAdjustedToUTC")) != (leaf.tz is not None):
+                return False
+    return True
+
+
+def _leaves(t: pa.DataType) -> list[pa.DataType]:
+    """The primitive types of ``t`` in Parquet's column order."""
+    if pa.types.is_struct(t):
+        return [leaf for i in range(t.num_fields) for leaf in _leaves(t.field(i).type)]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _leaves(t.value_type)
+    if pa.types.is_map(t):
+        return _leaves(t.key_type) + _leaves(t.item_type)
+    return [t]
+
+
 def _scan_qualifies(scan: Scan, native: bool | None) -> bool:
     """Whether any file of ``scan`` could go to Spark's reader (before looking at files)."""
     snapshot = scan.snapshot
@@ -229,13 +277,24 @@ def _scan_qualifies(scan: Scan, native: bool | None) -> bool:
 
 
 def _plain_field(f: pa.Field) -> bool:
-    """No physical name or field id of its own (recursively) and Spark's own Arrow type."""
+    """No physical name or field id of its own (recursively), and of a type both readers
+    take from Parquet alike (``_PLAIN_TYPES``, or a struct, list or map of them)."""
     meta = f.metadata or {}
     if PHYSICAL_NAME in meta or FIELD_ID in meta:
         return False
-    if spark_arrow_type(f.type) != f.type:
+    t = f.type
+    nested = pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t)
+    if not nested and not _plain_type(t):
         return False
-    return all(_plain_field(child) for child in _children(f.type))
+    return all(_plain_field(child) for child in _children(t, keys=True))
+
+
+def _plain_type(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return bool(t.unit == "us" and t.tz in (None, "UTC"))
+    if pa.types.is_decimal128(t):
+        return True
+    return any(t == plain for plain in _PLAIN_TYPES)
 
 
 def _spark_nullable(f: pa.Field) -> bool:
@@ -243,13 +302,14 @@ def _spark_nullable(f: pa.Field) -> bool:
     return f.nullable and all(_spark_nullable(child) for child in _children(f.type))
 
 
-def _children(t: pa.DataType) -> list[pa.Field]:
+def _children(t: pa.DataType, keys: bool = False) -> list[pa.Field]:
+    """Child fields of a nested type (a map's key field only with ``keys``: never null)."""
     if pa.types.is_struct(t):
         return [t.field(i) for i in range(t.num_fields)]
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return [t.value_field]
     if pa.types.is_map(t):
-        return [t.item_field]  # map keys are never null
+        return [t.key_field, t.item_field] if keys else [t.item_field]
     return []
 
 
