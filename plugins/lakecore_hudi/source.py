@@ -56,7 +56,15 @@ class HudiSnapshotSource:
         kept = kept_partitions(skeleton, self.state, predicate, self.scan_context())
         if kept is None:
             return self.files()
+        return self.files_of_partitions(kept)
+
+    def files_of_partitions(self, kept: frozenset[str]) -> pa.Table:
+        """The file index with statistics (and record counts) only for the slices of the
+        partition paths ``kept``: ``files()`` once that is built, else built for ``kept``
+        (and memoised like ``files_for_predicate``'s)."""
         with self._lock:
+            if self._files is not None:
+                return self._files
             index = self._scoped.pop(kept, None)
             if index is None:
                 index = build_file_index(self._storage, self.state, self.footers, kept)

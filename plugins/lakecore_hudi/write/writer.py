@@ -477,8 +477,16 @@ class HudiWriter:
 
     def _live_records(self, slices: Collection[int]) -> int:
         """Live records of ``slices``: the file index's count of a base-only slice, else
-        the slice's keys read (merged with its log files)."""
-        index = self._snapshot.files()
+        the slice's keys read (merged with its log files). The index is the one of the
+        slices' partitions only (cost grows with what the write touched, not the table)."""
+        if not slices:
+            return 0
+        source = self._snapshot.source
+        if isinstance(source, HudiSnapshotSource):
+            touched = frozenset(self._rows.slices[i].partition_path for i in slices)
+            index = source.files_of_partitions(touched)
+        else:
+            index = self._snapshot.files()
         paths, records = index.column(fi.PATH), index.column(fi.RECORD_COUNT)
         counts = dict(zip(paths.to_pylist(), records.to_pylist(), strict=True))
         total = 0

@@ -91,6 +91,22 @@ def test_a_one_partition_update_opens_that_partitions_files_only(footer_table: P
     assert_reads(footer_table, model)
 
 
+def test_a_one_partition_overwrite_opens_that_partitions_files_only(footer_table: Path) -> None:
+    """Overwrite-where's metrics (live records of the replaced slices) come from the index of
+    the replaced slices' partitions, not the whole table's."""
+    storage = RangeStorage(open_storage(str(footer_table)))
+    table = lakecore.open(str(footer_table), storage=storage)
+    storage.reset()
+    new = _rows().filter(pa.compute.equal(_rows().column("city"), "c07")).slice(0, 1)
+    result = table.overwrite(new, where="city = 'c07'")
+    touched = {p.rsplit("/", 2)[-2] for p in storage.ranges if p.endswith(".parquet")}
+    assert touched == {"city=c07"}
+    assert result.metrics.rows_deleted == PER_PARTITION, result.metrics
+    model = {k: v for k, v in model_of(_rows()).items() if v["city"] != "c07"}
+    model.update(model_of(new))
+    assert_reads(footer_table, model)
+
+
 def test_a_delete_without_a_partition_restriction_reads_every_footer(
     footer_table: Path,
 ) -> None:
