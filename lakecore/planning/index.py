@@ -59,14 +59,16 @@ def stats_columns(predicate: ex.Predicate | None, snapshot: Snapshot) -> frozens
 
 
 def planning_index(snapshot: Snapshot, predicate: ex.Predicate | None) -> tuple[pa.Table, bool]:
-    """The file index to prune with ``predicate`` (bound), and whether it is the full one.
+    """The file index to prune with ``predicate`` (bound), and whether the rows it keeps
+    carry every column's stats (pruning it then gives ``snapshot.files()``'s pruned rows).
 
     The snapshot's rows with the stats of the predicate's columns at least: all of
-    ``snapshot.files()`` (True) when the source cannot leave stats out.
+    ``snapshot.files()`` (True) when the source cannot leave stats out. A predicate-scoped
+    index (True) leaves out only stats of rows the partition stage drops.
     """
     source = snapshot.source
     if predicate is not None and isinstance(source, PredicateScopedSource):
-        return source.files_for_predicate(predicate), False
+        return source.files_for_predicate(predicate), True
     columns = stats_columns(predicate, snapshot)
     if columns is None or not isinstance(source, PartialStatsSource):
         return snapshot.files(), True

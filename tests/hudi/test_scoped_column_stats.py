@@ -145,11 +145,18 @@ def test_the_planner_index_equals_the_full_index_on_kept_partitions(
         rows = [i for i, s in enumerate(source.state.slices) if s.partition_path in parts]
         assert scoped.take(rows).equals(full.take(rows))
         assert scoped.drop_columns(list(STATS)).num_rows == full.num_rows
+    # Scan.files() is the scoped index's kept rows (stats whole), not a full index build.
+    fresh = lakecore.open(str(root)).scan(where)
+    fresh_source = fresh.snapshot.source
+    assert isinstance(fresh_source, HudiSnapshotSource)
+    kept_files = fresh.files()
+    assert (fresh_source._files is None) == (kept is not None)
     # The same plan and rows as a scan on the full index (files() is cached now).
     again = lakecore.open(str(root)).snapshot()
     again.files()
     reference = again.scan(where)
     assert reference.explain() == planned
+    assert kept_files.equals(reference.files())
     assert (
         scan.to_arrow()
         .sort_by("_hoodie_record_key")
