@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import os
 import platform
@@ -32,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -214,8 +216,16 @@ def child_main(tool: str, case_name: str, data_dir: Path) -> None:
     after = resource.getrusage(resource.RUSAGE_SELF)
     # CPU seconds of the measured call, all threads: on a shared machine wall time follows
     # the load, CPU time much less.
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    result.update(rss_base_mb=rss_base, rss_peak_mb=_rss_mb(), cpu_s=cpu)
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    # The system part is mostly the kernel zeroing fresh memory pages, whose cost on this VM
+    # varies several-fold with what ran just before (see ``run_orders``).
+    result.update(
+        rss_base_mb=rss_base,
+        rss_peak_mb=_rss_mb(),
+        cpu_s=user + system,
+        cpu_user_s=user,
+        cpu_sys_s=system,
+    )
     print(json.dumps(result))
 
 
@@ -399,11 +409,12 @@ def run_case(
     cpu0, wall0 = cpu_seconds(), time.perf_counter()
     tools = TOOLS + ((BASELINE,) if baseline_src is not None else ())
     runs: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
-    for rep in range(repetitions):
-        order = tools[rep % len(tools) :] + tools[: rep % len(tools)]  # rotate: no fixed slot
+    previous: str | None = None
+    for order in run_orders(tools, repetitions):
         for tool in order:
             src = baseline_src if tool == BASELINE and baseline_src is not None else lakecore_src
-            runs[tool].append(run_child(tool, case, data_dir, src))
+            runs[tool].append({**run_child(tool, case, data_dir, src), "after": previous})
+            previous = tool
     cpu1, wall = cpu_seconds(), time.perf_counter() - wall0
     others = None
     if cpu0 is not None and cpu1 is not None:
@@ -426,6 +437,37 @@ def run_case(
         "ratio_lakecore_over_floor": lc / summary["floor"]["open_index_s"],
         "other_processes_cpu_cores": others,
     }
+
+
+def run_orders(tools: Sequence[str], repetitions: int) -> list[tuple[str, ...]]:
+    """The order of ``tools`` in each repetition: every tool runs right after each of the
+    others about equally often, and never right after itself (unless it is the only one).
+
+    What ran just before a child changes its cost on this VM: a process started right after
+    delta-rs exits pays up to ~0.35 s more system time zeroing fresh memory (transparent huge
+    pages) than one started after a Python process (issue 15, session 9: the same lakecore
+    tree timed in two slots of one run opened ``commits_100x1000_cp90`` in a median 0.32 s in
+    the slot after delta-rs, 0.16 s in the slot after the floor). A fixed rotation ran lakecore
+    after delta-rs in three repetitions of four and the baseline after the floor, so an A/B
+    compared slots, not code.
+    Each repetition takes, of all orders of the tools, the first that adds the fewest runs
+    after the same tool, then the least squared count of (previous tool, tool) pairs.
+    """
+    pairs: Counter[tuple[str | None, str]] = Counter()
+    previous: str | None = None
+    orders: list[tuple[str, ...]] = []
+
+    def cost(order: tuple[str, ...]) -> tuple[int, int]:
+        added = Counter(zip((previous, *order[:-1]), order, strict=True))
+        repeats = sum(k for (a, b), k in added.items() if a == b)
+        return repeats, sum((pairs[p] + k) ** 2 for p, k in added.items())
+
+    for _ in range(repetitions):
+        order = min(itertools.permutations(tools), key=cost)
+        pairs.update(zip((previous, *order[:-1]), order, strict=True))
+        previous = order[-1]
+        orders.append(order)
+    return orders
 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -626,8 +668,24 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     if others:
         out.append(f"CPU cores taken by other processes during each case (noise): {others}.")
+    system = "; ".join(filter(None, (_system_cpu(c) for c in results["cases"])))
+    if system:
+        out.append(
+            "System CPU seconds of open+index, median (kernel time, mostly zeroing fresh memory "
+            "pages: its cost varies several-fold on this VM with what ran just before, so the "
+            f"tools run in balanced orders): {system}."
+        )
     out += ["", f"Reproduce: `{results['command']}`"]
     return "\n".join(out)
+
+
+def _system_cpu(case: dict[str, Any]) -> str:
+    parts = []
+    for tool, result in case["results"].items():
+        values = [r["cpu_sys_s"] for r in result["runs"] if r.get("cpu_sys_s") is not None]
+        if values:
+            parts.append(f"{tool} {statistics.median(values):.2f}")
+    return f"`{case['name']}` " + ", ".join(parts) if parts else ""
 
 
 def _baseline_table(results: dict[str, Any]) -> list[str]:
