@@ -94,6 +94,16 @@ def test_every_column_list_is_checked_by_one_rule(tmp_path: Path) -> None:
     assert snapshot.output_schema([name]).names == [name]
 
 
+def test_a_column_named_twice_is_read_once(tmp_path: Path) -> None:
+    snapshot = lakecore.open(str(_tiny_delta(tmp_path / "t"))).snapshot()
+    first, *rest = snapshot.schema.names
+    twice = [first, *rest, first]
+    scan = snapshot.scan(columns=twice)
+    assert scan.columns == (first, *rest)
+    assert snapshot.output_schema(twice).names == [first, *rest]
+    assert scan.to_arrow().column_names == [first, *rest]
+
+
 def test_missing_version_is_typed(tmp_path: Path) -> None:
     table = lakecore.open(str(_tiny_delta(tmp_path / "t")))
     with pytest.raises(VersionNotFoundError):

@@ -77,7 +77,8 @@ def is_ordered_scalar(t: pa.DataType) -> bool:
 
 
 def checked_columns(columns: Sequence[str], schema: pa.Schema) -> list[str]:
-    """``columns`` as a list, once every name is a column of ``schema``.
+    """``columns`` as a list, once every name is a column of ``schema``; a name given twice
+    is kept once, where it first comes (every reader returns each column once).
 
     Raises ``ArgumentTypeError`` (a ``TypeError``) for one string (a common slip for
     ``[name]``), for something that is not a list of names (a version passed where columns
@@ -100,4 +101,4 @@ def checked_columns(columns: Sequence[str], schema: pa.Schema) -> list[str]:
     missing = [c for c in names if schema.get_field_index(c) < 0]
     if missing:
         raise SchemaError(f"unknown column(s) {missing}; the table has {schema.names}")
-    return names
+    return list(dict.fromkeys(names))

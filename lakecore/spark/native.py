@@ -72,11 +72,22 @@ READ_OPTIONS = {
     # A file in the log must be read or fail the job, whatever the session's defaults.
     "ignoreMissingFiles": "false",
     "ignoreCorruptFiles": "false",
+    # Filters a user applies later are pushed into the scan; Parquet statistics leave NaN out
+    # (max 0.5 over [0.5, NaN]), so skipping row groups or pages by them would drop rows
+    # Spark's own NaN ordering keeps. Spark still applies every filter to the rows.
+    "parquet.filter.stats.enabled": "false",
+    "parquet.filter.dictionary.enabled": "false",
+    "parquet.filter.columnindex.enabled": "false",
+    "parquet.filter.bloom.enabled": "false",
 }
 """Options of every native read."""
-_UNSAFE_PATH = r"[\[\]{}*?\\]|(^|/)[._][^/]*$"
-"""Paths Spark would glob (``[``, ``{``, ``*``, ``?``, ``\\``) or whose file name its listing
-hides (a leading ``_`` or ``.``)."""
+_UNSAFE_PATH = r"[\[\]{}*?\\:]|(^|/)[._][^/]*$|\._COPYING_$"
+"""Paths Spark would glob (``[``, ``{``, ``*``, ``?``, ``\\``), whose file name its listing
+hides (a leading ``_`` or ``.``, a trailing ``._COPYING_``), or with a ``:`` (Hadoop's
+checksum file system takes the name after it for a URI scheme)."""
+_SPARK_CODECS = frozenset({"UNCOMPRESSED", "SNAPPY", "GZIP", "ZSTD"})
+"""Compression codecs Spark reads everywhere (Brotli is not shipped; LZ4 is ambiguous between
+Hadoop's framing and LZ4_RAW)."""
 _PLAIN_TYPES = (
     pa.bool_(),
     pa.int8(),
@@ -156,6 +167,17 @@ def split_native(scan: Scan, files: pa.Table, native: bool | None) -> NativeSpli
     return NativeSplit(out, files.filter(pa.array(keep)))
 
 
+def session_allows(spark: SparkSession) -> bool:
+    """Whether ``spark``'s configuration keeps Spark's reader exact on plain files: not with
+    Parquet aggregate push-down (DataSource V2 answers min/max/count from footer
+    statistics, which leave NaN out and fail on columns a file lacks)."""
+    try:
+        pushdown = spark.conf.get("spark.sql.parquet.aggregatePushdown", "false")
+    except Exception:  # a session that cannot say: assume the worst
+        return False
+    return str(pushdown).strip().lower() != "true"
+
+
 def native_frame(spark: SparkSession, scan: Scan, groups: NativeSplit) -> DataFrame:
     """One DataFrame of every native group's rows in the scan's output schema.
 
@@ -180,7 +202,13 @@ def fits(meta: pq.FileMetaData, fields: Sequence[pa.Field]) -> bool:
     """Whether Spark's reader gives exactly lakecore's rows of a file with footer ``meta``
     for the table fields ``fields`` (unmapped data columns of the table's own types)."""
     kv = meta.metadata or {}
-    if any(key in kv for key in _LEGACY_CALENDAR) or kv.get(_SPARK_VERSION, b"3") < b"3":
+    if any(key in kv for key in _LEGACY_CALENDAR):
+        return False
+    # Spark rebases a file whose writer version compares below "3.0.0" as text ("3.0" does).
+    version = kv.get(_SPARK_VERSION)
+    if version is not None and version.decode("utf-8", "replace") < "3.0.0":
+        return False
+    if not _codecs_spark_reads(meta):
         return False
     schema = meta.schema
     if any(schema.column(i).physical_type == "INT96" for i in range(len(schema))):
@@ -232,6 +260,15 @@ def same_type(file_type: pa.DataType, table_type: pa.DataType) -> bool:
     return bool(file_type == table_type)
 
 
+def _codecs_spark_reads(meta: pq.FileMetaData) -> bool:
+    """Whether every column chunk is compressed with a codec Spark ships (``_SPARK_CODECS``)."""
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        if any(group.column(c).compression not in _SPARK_CODECS for c in range(group.num_columns)):
+            return False
+    return True
+
+
 def _timestamps_agree(schema: pq.ParquetSchema, arrow: pa.Schema) -> bool:
     """Whether every timestamp column pyarrow derives (``ARROW:schema`` may override the
     Parquet types) is one Spark derives alike: a Parquet microsecond TIMESTAMP whose
@@ -273,6 +310,9 @@ def _scan_qualifies(scan: Scan, native: bool | None) -> bool:
     if native is None and "://" in context.table_uri and not context.table_uri.startswith("file:"):
         return False
     output = snapshot.output_schema(scan.columns)
+    lowered = [name.lower() for name in output.names]
+    if len(set(lowered)) != len(lowered):
+        return False  # Spark, case-insensitive by default, cannot select such columns apart
     return all(_plain_field(f) for f in context.schema) and all(_spark_nullable(f) for f in output)
 
 

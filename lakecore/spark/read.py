@@ -33,7 +33,7 @@ from lakecore.errors import UnsupportedFeatureError
 from lakecore.expr import tree as ex
 from lakecore.model import files as fi
 from lakecore.planning import ScanContext, read_files
-from lakecore.spark.native import native_frame, split_native
+from lakecore.spark.native import native_frame, session_allows, split_native
 from lakecore.spark.types import spark_arrow_schema, to_spark_schema
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def read(
     files = scan.reading_files()
     if files.num_rows == 0:
         return spark.createDataFrame([], spark_schema)
-    split = split_native(scan, files, native)
+    split = split_native(scan, files, native if session_allows(spark) else False)
     if not split.groups:
         return task_list(spark, scan, files, spark_schema, partitions)
     frame = native_frame(spark, scan, split)
