@@ -9,6 +9,7 @@ are written by lakecore, or as Parquet files committed through a hand-written De
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import json
@@ -437,6 +438,26 @@ def test_a_column_named_twice(spark: Any, tmp_path: Path) -> None:
         assert _rows(df) == sorted(repr(r) for r in expected.to_pylist())
         cases += 1
     assert cases == 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=OverflowError,
+    reason="a date partition value of year 0 (Arrow holds it, Python's date cannot): "
+    "split_native's grouping takes the partition values to Python and read(native=True) "
+    "raises a raw OverflowError at planning instead of a typed lakecore error (lakecore's own "
+    "Delta reader fails the same way at job time, reader.py rows.to_pylist())",
+)
+def test_a_year_0_partition_value_is_no_raw_error_at_planning(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    (root / "d").mkdir(parents=True)
+    pq.write_table(pa.table({"i": pa.array([1], pa.int64())}), root / "d" / "x.parquet")
+    fields = [_field("i", "long"), _field("p", "date")]
+    uri = _delta(root, fields, ["d/x.parquet"], [{"p": "0000-01-01"}], partition_columns=("p",))
+    _require(lakecore.open(uri).scan().reading_files().num_rows == 1)
+    # A typed refusal is fine; the rows are for the task list's own tests.
+    with contextlib.suppress(lakecore.LakecoreError):
+        lakecore.spark.read(spark, uri, native=True)
 
 
 # --- regressions: cases that hold ----------------------------------------------------------
