@@ -3,7 +3,8 @@ the session's SQL configuration, the native DataFrame must hold exactly the rows
 of ``native=False`` and ``lakecore.open(uri).to_arrow()``, or fail; never fewer or other rows.
 
 Tests marked ``xfail(strict=True)`` pin a divergence found by review (each reason says what
-differs); the others are regressions over cases ``test_read_native.py`` does not cover. Tables
+differs); those fixed since keep the old reason in their docstring. The others are
+regressions over cases ``test_read_native.py`` does not cover. Tables
 are written by lakecore, or as Parquet files committed through a hand-written Delta log.
 """
 
@@ -28,7 +29,6 @@ import pytest
 
 pytest.importorskip("pyspark", reason="needs pyspark (pip install 'lakecore[spark]')")
 
-from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
 
 import lakecore
@@ -145,17 +145,14 @@ def _conf(spark: Any, **settings: str) -> Iterator[None]:
                 spark.conf.set(key, old)
 
 
-# --- pinned divergences ----------------------------------------------------------------------
+# --- divergences found by review: pinned (xfail) until fixed, then kept as regressions ----
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="fits() compares org.apache.spark.version as bytes against b'3'; Spark compares the "
-    "string against '3.0.0', so a file marked '3.0' (or '3') is read natively and Spark rebases "
-    "its dates and timestamps as LEGACY (1000-01-01 becomes 0999-12-27)",
-)
 def test_a_spark_version_mark_below_3_0_0_is_not_rebased(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: fits() compares org.apache.spark.version as bytes against b'3'; Spark
+    compares the string against '3.0.0', so a file marked '3.0' (or '3') is read natively and
+    Spark rebases its dates and timestamps as LEGACY (1000-01-01 becomes 0999-12-27)
+    """
     old = pa.table({"d": pa.array([dt.date(1000, 1, 1)], pa.date32())})
     uri = _one_file(
         tmp_path, old.replace_schema_metadata({"org.apache.spark.version": "3.0"}), "a.parquet"
@@ -166,25 +163,20 @@ def test_a_spark_version_mark_below_3_0_0_is_not_rebased(spark: Any, tmp_path: P
     _assert_same(spark, uri)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="Spark's file listing silently drops a file named '*._COPYING_' (an 'in-progress "
-    "copy'); _UNSAFE_PATH only knows leading '_' and '.', so native=True returns no rows",
-)
 def test_a_file_named_like_a_hadoop_copy_in_progress(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: Spark's file listing silently drops a file named '*._COPYING_' (an
+    'in-progress copy'); _UNSAFE_PATH only knows leading '_' and '.', so native=True returns no
+    rows
+    """
     uri = _one_file(tmp_path, pa.table({"i": pa.array([1, 2], pa.int64())}), "x.parquet._COPYING_")
     _assert_same(spark, uri)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Py4JJavaError,
-    reason="a ':' in a file name fails the native Spark job (Hadoop's checksum file system "
-    "builds '.a:b.parquet.crc' as a relative Path: 'Relative path in absolute URI'); "
-    "lakecore's own read takes the file",
-)
 def test_a_colon_in_a_file_name(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: a ':' in a file name fails the native Spark job (Hadoop's checksum
+    file system builds '.a:b.parquet.crc' as a relative Path: 'Relative path in absolute URI');
+    lakecore's own read takes the file
+    """
     uri = _one_file(tmp_path, pa.table({"i": pa.array([1, 2], pa.int64())}), "a:b.parquet")
     _assert_same(spark, uri)
 
@@ -250,16 +242,13 @@ def test_v2_aggregate_pushdown_enabled_after_read(spark: Any, tmp_path: Path) ->
             assert str(native.selectExpr("max(x) AS m").collect()[0].m) == "nan"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a Spark filter on the native DataFrame is pushed into the Parquet scan, whose "
-    "row-group statistics leave NaN out (max 0.5 for [0.5, NaN]): 'x > 1' drops the NaN row "
-    "that Spark's own NaN ordering (NaN > 1) keeps over the task list's rows (parquet-mr's "
-    "switch is the read option 'parquet.filter.stats.enabled'; "
-    "'parquet.filter.statistics.enabled' is no key of it)",
-)
 def test_a_spark_filter_keeps_nan_rows(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: a Spark filter on the native DataFrame is pushed into the Parquet
+    scan, whose row-group statistics leave NaN out (max 0.5 for [0.5, NaN]): 'x > 1' drops the
+    NaN row that Spark's own NaN ordering (NaN > 1) keeps over the task list's rows (parquet-
+    mr's switch is the read option 'parquet.filter.stats.enabled';
+    'parquet.filter.statistics.enabled' is no key of it)
+    """
     schema = pa.schema([("id", pa.int64()), ("x", pa.float64())])
     t = lakecore.create(str(tmp_path / "t"), schema)
     t.append(pa.table({"id": [1, 2], "x": [0.5, float("nan")]}, schema=schema))
@@ -269,14 +258,11 @@ def test_a_spark_filter_keeps_nan_rows(spark: Any, tmp_path: Path) -> None:
     assert [r.id for r in native.collect()] == [2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="with parquet on DataSource V2 (spark.sql.sources.useV1SourceList without parquet) "
-    "and spark.sql.parquet.aggregatePushdown, max() over the native scan is answered from "
-    "footer statistics, which leave NaN out: 0.5 instead of NaN",
-)
 def test_v2_aggregate_pushdown_max_sees_nan(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: with parquet on DataSource V2 (spark.sql.sources.useV1SourceList
+    without parquet) and spark.sql.parquet.aggregatePushdown, max() over the native scan is
+    answered from footer statistics, which leave NaN out: 0.5 instead of NaN
+    """
     x = pa.array([0.5, float("nan")], pa.float64())
     uri = _one_file(tmp_path, pa.table({"x": x}), "a.parquet")
     with _conf(
@@ -290,14 +276,12 @@ def test_v2_aggregate_pushdown_max_sees_nan(spark: Any, tmp_path: Path) -> None:
         assert str(native.collect()[0].m) == "nan"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Py4JJavaError,
-    reason="with parquet on DataSource V2 and spark.sql.parquet.aggregatePushdown, min() of a "
-    "column an older file lacks (schema evolution) fails the native job "
-    "(IndexOutOfBoundsException reading footer statistics); the task list answers",
-)
 def test_v2_aggregate_pushdown_over_an_added_column(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: with parquet on DataSource V2 and
+    spark.sql.parquet.aggregatePushdown, min() of a column an older file lacks (schema
+    evolution) fails the native job (IndexOutOfBoundsException reading footer statistics); the
+    task list answers
+    """
     root = tmp_path / "t"
     root.mkdir()
     pq.write_table(pa.table({"i": pa.array([1, 5], pa.int64())}), root / "a.parquet")
@@ -314,14 +298,12 @@ def test_v2_aggregate_pushdown_over_an_added_column(spark: Any, tmp_path: Path) 
         assert native.collect()[0].m == 7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AnalysisException,
-    reason="table columns 'a' and 'A' that no file holds pass fits() (nothing to clash in the "
-    "footer); Spark's reader, case-insensitive by default, refuses the read schema at read() "
-    "with an untyped AnalysisException [COLUMN_ALREADY_EXISTS]; the task list reads the table",
-)
 def test_table_columns_differing_only_in_case(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: table columns 'a' and 'A' that no file holds pass fits() (nothing to
+    clash in the footer); Spark's reader, case-insensitive by default, refuses the read schema
+    at read() with an untyped AnalysisException [COLUMN_ALREADY_EXISTS]; the task list reads the
+    table
+    """
     fields = [_field("i", "long"), _field("a", "long"), _field("A", "long")]
     root = tmp_path / "t"
     root.mkdir()
@@ -351,16 +333,13 @@ def test_nested_fields_differing_only_in_case(spark: Any, tmp_path: Path) -> Non
     _assert_same(spark, uri)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AnalysisException,
-    reason="a partition column 'P' beside a data column 'p': the cross join of the Spark scan "
-    "and the partition row holds both, and selecting them by name fails at read() with an "
-    "untyped AnalysisException [AMBIGUOUS_REFERENCE] (case-insensitive session)",
-)
 def test_a_partition_column_differing_in_case_from_a_data_column(
     spark: Any, tmp_path: Path
 ) -> None:
+    """Fixed in 4329e64; was: a partition column 'P' beside a data column 'p': the cross join of
+    the Spark scan and the partition row holds both, and selecting them by name fails at read()
+    with an untyped AnalysisException [AMBIGUOUS_REFERENCE] (case-insensitive session)
+    """
     root = tmp_path / "t"
     (root / "P=x").mkdir(parents=True)
     pq.write_table(pa.table({"p": pa.array([1], pa.int64())}), root / "P=x" / "a.parquet")
@@ -370,13 +349,11 @@ def test_a_partition_column_differing_in_case_from_a_data_column(
     _assert_same(spark, uri)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Py4JJavaError,
-    reason="fits() accepts any compression codec, but Spark ships no Brotli codec: a "
-    "Brotli-compressed file (pyarrow writes them) fails the native job while lakecore reads it",
-)
 def test_a_brotli_compressed_file(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: fits() accepts any compression codec, but Spark ships no Brotli
+    codec: a Brotli-compressed file (pyarrow writes them) fails the native job while lakecore
+    reads it
+    """
     table = pa.table({"i": pa.array([1, 2], pa.int64())})
     uri = _one_file(tmp_path, table, "a.parquet", compression="brotli")
     _assert_same(spark, uri)
@@ -415,15 +392,12 @@ def test_a_footer_overstating_its_rows(spark: Any, tmp_path: Path) -> None:
     assert count == 300
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(AnalysisException, ValueError, Py4JJavaError),
-    reason="columns= naming a column twice: lakecore's scan returns it once, but the native "
-    "read fails at read() with an untyped AnalysisException [COLUMN_ALREADY_EXISTS] (or a "
-    "ValueError for a repeated partition column); the task list fails at job time (its "
-    "Spark schema has the column twice, lakecore's batches once)",
-)
 def test_a_column_named_twice(spark: Any, tmp_path: Path) -> None:
+    """Fixed in 4329e64; was: columns= naming a column twice: lakecore's scan returns it once, but
+    the native read fails at read() with an untyped AnalysisException [COLUMN_ALREADY_EXISTS]
+    (or a ValueError for a repeated partition column); the task list fails at job time (its
+    Spark schema has the column twice, lakecore's batches once)
+    """
     schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
     cases = 0
     for partition_by, columns in (([], ["id", "id"]), (["p"], ["p", "id", "p"])):
