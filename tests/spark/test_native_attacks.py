@@ -680,6 +680,9 @@ def test_file_names_spark_takes_literally(spark: Any, tmp_path: Path) -> None:
     uri = _delta(root, [_field("i", "long")], [quote(n) for n in FILE_NAMES])
     assert _native_files(uri) == len(FILE_NAMES)
     _assert_same(spark, uri)
+    # Listed by a Spark job (paths pass through strings) instead of on the driver.
+    with _conf(spark, spark__sql__sources__parallelPartitionDiscovery__threshold="1"):
+        _assert_same(spark, uri)
 
 
 def _spark_files(spark: Any, tmp_path: Path, legacy: bool) -> None:
