@@ -651,7 +651,8 @@ def test_codecs_encodings_and_page_layouts(spark: Any, tmp_path: Path) -> None:
         pq.write_table(table, root / name, **options)
     fields = [_field("i", "long"), _field("f", "double"), _field("s", "string")]
     uri = _delta(root, [*fields, _field("d", "integer")], names)
-    assert _native_files(uri) == len(ENCODINGS)
+    # Spark's LZ4 is ambiguous (Hadoop framing or LZ4_RAW): that file stays with the task list.
+    assert _native_files(uri) == len(ENCODINGS) - 1
     _assert_same(spark, uri)
     with _conf(spark, spark__sql__parquet__enableVectorizedReader="false"):
         _assert_same(spark, uri)
