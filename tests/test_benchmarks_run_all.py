@@ -51,8 +51,9 @@ EXPECTED_ROWS = {
     "planning.json": 10,
     "planning.quick.json": 5,
     "spark_handoff.json": 8,
-    "spark_handoff.large.json": 4,
+    "spark_handoff.large.json": 10,
     "spark_handoff.quick.json": 2,
+    "spark_handoff.quiet.json": 4,
     "streaming_memory.b0d42f6.json": 2,
     "streaming_memory.json": 2,
     "streaming_memory.quick.json": 2,
@@ -99,7 +100,7 @@ def test_adapters_read_every_committed_results_file() -> None:
             assert (row.reference is None) == (row.engine == ""), (path.name, row)
         parsed[path.name] = len(rows)
     assert parsed == EXPECTED_ROWS
-    assert sum(parsed.values()) == 106
+    assert sum(parsed.values()) == 116
 
 
 def test_an_adapter_refuses_a_layout_it_does_not_know() -> None:

@@ -79,6 +79,9 @@ READ_OPTIONS = {
     "parquet.filter.dictionary.enabled": "false",
     "parquet.filter.columnindex.enabled": "false",
     "parquet.filter.bloom.enabled": "false",
+    # The row-by-row filter of the non-vectorised reader compares doubles with Java's
+    # compareTo (-0.0 < 0.0), so 'x = 0.0' would drop -0.0 rows Spark's filter keeps.
+    "parquet.filter.record-level.enabled": "false",
 }
 """Options of every native read."""
 _UNSAFE_PATH = r"[\[\]{}*?\\:]|(^|/)[._][^/]*$|\._COPYING_$"
@@ -310,10 +313,24 @@ def _scan_qualifies(scan: Scan, native: bool | None) -> bool:
     if native is None and "://" in context.table_uri and not context.table_uri.startswith("file:"):
         return False
     output = snapshot.output_schema(scan.columns)
-    lowered = [name.lower() for name in output.names]
-    if len(set(lowered)) != len(lowered):
+    if not _apart_in_any_case(list(output)):
         return False  # Spark, case-insensitive by default, cannot select such columns apart
     return all(_plain_field(f) for f in context.schema) and all(_spark_nullable(f) for f in output)
+
+
+def _apart_in_any_case(fields: list[pa.Field]) -> bool:
+    """Whether no two fields (nor two children of any struct inside them) have names that
+    differ only in case."""
+    lowered = [f.name.lower() for f in fields]
+    if len(set(lowered)) != len(lowered):
+        return False
+    return all(_children_apart(f.type) for f in fields)
+
+
+def _children_apart(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return _apart_in_any_case(_children(t))
+    return all(_children_apart(child.type) for child in _children(t, keys=True))
 
 
 def _plain_field(f: pa.Field) -> bool:
@@ -381,7 +398,10 @@ def _grouped(
         return []
     if not partition_columns:
         return [({}, rows)]
-    values = files.column(fi.PARTITION).take(rows).to_pylist()
+    try:
+        values = files.column(fi.PARTITION).take(rows).to_pylist()
+    except (OverflowError, ValueError, pa.ArrowException):
+        return []  # a value Python cannot hold (a date of year 0): the task list reads it
     sizes = files.column(fi.SIZE).take(rows).to_pylist()
     groups: dict[tuple[Any, ...], tuple[dict[str, Any], list[int], list[int]]] = {}
     for row, value, size in zip(rows, values, sizes, strict=True):

@@ -80,8 +80,13 @@ class FileReader:
         cancels reads not yet started.
         """
         out_schema = self.output_schema(columns)
-        rows = files.select([c for c in (fi.PATH, fi.PARTITION) if c in files.column_names])
-        entries = rows.to_pylist()
+        # Partition values stay Arrow scalars: Python cannot hold every value Arrow does
+        # (a date of year 0).
+        parts = files.column(fi.PARTITION) if fi.PARTITION in files.column_names else None
+        entries = [
+            {fi.PATH: path, fi.PARTITION: None if parts is None else parts[i]}
+            for i, path in enumerate(files.column(fi.PATH).to_pylist())
+        ]
         sizes = (
             files.column(fi.SIZE).to_pylist()
             if fi.SIZE in files.column_names
@@ -158,11 +163,11 @@ class FileReader:
         physical columns mapped to logical fields, missing columns null."""
         n = data.num_rows
         columns = []
-        partition = row.get(fi.PARTITION) or {}
+        partition = row.get(fi.PARTITION)
         file_fields = list(data.schema)
         for f in out_schema:
             if f.name in self._partition_columns:
-                columns.append(pa.array([partition.get(f.name)] * n, f.type))
+                columns.append(_partition_column(partition, f, n))
                 continue
             i = find_source(file_fields, f, self._by_id)
             if i < 0:
@@ -204,6 +209,17 @@ def _unreadable(path: str) -> Iterator[None]:
         ) from exc
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptTableError(f"data file {path} is not readable Parquet: {exc}") from exc
+
+
+def _partition_column(partition: Any, f: pa.Field, n: int) -> pa.Array:
+    """``n`` copies of partition column ``f``'s value in ``partition`` (a file-index row's
+    ``partition``: an Arrow struct scalar, a dict or None; a missing value is null)."""
+    if isinstance(partition, pa.StructScalar):
+        if not partition.is_valid or f.name not in partition:
+            return pa.nulls(n, f.type)
+        values = pa.repeat(partition[f.name], n)
+        return values if values.type == f.type else values.cast(f.type)
+    return pa.array([(partition or {}).get(f.name)] * n, f.type)
 
 
 def _empty_with_rows(n: int) -> pa.Table:

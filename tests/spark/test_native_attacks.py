@@ -29,7 +29,6 @@ import pytest
 
 pytest.importorskip("pyspark", reason="needs pyspark (pip install 'lakecore[spark]')")
 
-from pyspark.errors import AnalysisException
 
 import lakecore
 import lakecore.spark
@@ -184,7 +183,8 @@ def test_a_colon_in_a_file_name(spark: Any, tmp_path: Path) -> None:
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="Spark lists a native file's length when read() builds the DataFrame; a file that "
+    reason="documented limit (docs/spark.md): "
+    "Spark lists a native file's length when read() builds the DataFrame; a file that "
     "grew before the job is split by the stale length and no row group's midpoint falls in "
     "it: the job silently returns 0 rows (the task list reads the file's 100,000 rows)",
 )
@@ -204,7 +204,8 @@ def test_a_file_grown_after_planning_is_not_silently_emptied(spark: Any, tmp_pat
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="fits() vets a file's footer at planning only: a file replaced before the job by "
+    reason="documented limit (docs/spark.md): "
+    "fits() vets a file's footer at planning only: a file replaced before the job by "
     "one marked as written by Spark 2.4 (same rows) is rebased by Spark as LEGACY "
     "(1000-01-01 becomes 0999-12-27) while the task list reads the stored days",
 )
@@ -226,7 +227,8 @@ def test_a_file_replaced_by_one_with_spark_2_marks(spark: Any, tmp_path: Path) -
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="Spark applies aggregate push-down when a query runs, not when read() builds the "
+    reason="documented limit (docs/spark.md): "
+    "Spark applies aggregate push-down when a query runs, not when read() builds the "
     "DataFrame: enabling spark.sql.parquet.aggregatePushdown after read() (parquet on "
     "DataSource V2) still answers max() of the native scan from footer statistics (0.5, "
     "not NaN); a check of the session at read() cannot see it",
@@ -313,15 +315,10 @@ def test_table_columns_differing_only_in_case(spark: Any, tmp_path: Path) -> Non
     _assert_same(spark, uri)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AnalysisException,
-    reason="struct children 'a' and 'A' (in a struct and in a map's value): fits() looks for "
-    "case clashes among top-level names only, so the file goes native and Spark's "
-    "case-insensitive reader refuses the read schema at read() with an untyped "
-    "AnalysisException [COLUMN_ALREADY_EXISTS]; lakecore reads the table",
-)
 def test_nested_fields_differing_only_in_case(spark: Any, tmp_path: Path) -> None:
+    """Fixed in the commit after 4329e64; was: struct children 'a' and 'A' failed at read() with an
+    untyped AnalysisException (the case-clash check looked at top-level names only).
+    """
     root = tmp_path / "t"
     root.mkdir()
     struct = pa.struct([("a", pa.int64()), ("A", pa.int64())])
@@ -375,7 +372,8 @@ def _overstate_rows(path: Path) -> None:
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="a footer claiming 301 rows over pages of 300: count() of the native scan answers "
+    reason="documented limit (docs/spark.md): "
+    "a footer claiming 301 rows over pages of 300: count() of the native scan answers "
     "from the footer (301) without reading a page, while lakecore reads 300 rows (and "
     "collect() fails natively)",
 )
@@ -414,15 +412,11 @@ def test_a_column_named_twice(spark: Any, tmp_path: Path) -> None:
     assert cases == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="a date partition value of year 0 (Arrow holds it, Python's date cannot): "
-    "split_native's grouping takes the partition values to Python and read(native=True) "
-    "raises a raw OverflowError at planning instead of a typed lakecore error (lakecore's own "
-    "Delta reader fails the same way at job time, reader.py rows.to_pylist())",
-)
 def test_a_year_0_partition_value_is_no_raw_error_at_planning(spark: Any, tmp_path: Path) -> None:
+    """Fixed in the commit after 4329e64; was: a date partition value of year 0 raised a raw
+    OverflowError at planning (partition values converted to Python), and the Delta reader did
+    too.
+    """
     root = tmp_path / "t"
     (root / "d").mkdir(parents=True)
     pq.write_table(pa.table({"i": pa.array([1], pa.int64())}), root / "d" / "x.parquet")
@@ -434,16 +428,11 @@ def test_a_year_0_partition_value_is_no_raw_error_at_planning(spark: Any, tmp_pa
         lakecore.spark.read(spark, uri, native=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="with spark.sql.parquet.recordLevelFilter.enabled and the parquet-mr reader "
-    "(vectorised reader off), a later filter 'x = 0.0' is applied by parquet-mr's record "
-    "filter, which compares doubles with Java's compareTo (-0.0 < 0.0): the native scan drops "
-    "the -0.0 row Spark's own '=' keeps (the read option parquet.filter.record-level.enabled="
-    "false restores it)",
-)
 def test_a_record_level_filter_keeps_negative_zero(spark: Any, tmp_path: Path) -> None:
+    """Fixed in the commit after 4329e64; was: with the record-level filter on and the vectorised
+    reader off, a later 'x = 0.0' dropped -0.0 rows (parquet-mr compares doubles with
+    compareTo).
+    """
     x = pa.array([-0.0, 0.0, 1.0], pa.float64())
     uri = _one_file(tmp_path, pa.table({"x": x}), "a.parquet")
     with _conf(
