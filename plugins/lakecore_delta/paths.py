@@ -49,9 +49,10 @@ def decode_paths(
     return pc.replace_with_mask(paths, needs, fixed)
 
 
-_MARKERS = ("%", ":", "..")
-"""Substrings that send a path through Python: escapes, URIs, and ``..`` (a possible escape
-of the table root; resolved, or refused)."""
+_MARKERS = ("%", ":", "..", "./", "//")
+"""Substrings that send a path through Python: escapes, URIs, ``..`` (a possible escape of the
+table root; resolved, or refused), and ``./`` or ``//`` (``./a`` and ``a`` are one file: an
+add and a remove must reconcile however the log spells it, as Hadoop paths normalise)."""
 
 
 def _may_need_decoding(paths: pa.Array) -> bool:
