@@ -201,6 +201,12 @@ def to_delta_type(t: pa.DataType, name: str = "") -> Any:
     if pa.types.is_timestamp(t):
         return "timestamp" if t.tz is not None else "timestamp_ntz"
     if pa.types.is_decimal(t):
+        if not 0 <= t.scale <= t.precision:
+            # Parquet's DECIMAL logical type (and Delta Spark) takes 0 <= scale <= precision.
+            raise SchemaError(
+                f"column {name!r}: {t} has a scale outside 0..precision, which Parquet "
+                "cannot store; rescale the values (e.g. to decimal(precision - scale, 0))"
+            )
         return f"decimal({t.precision},{t.scale})"
     if pa.types.is_dictionary(t):
         return to_delta_type(t.value_type, name)
