@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from lakecore_delta.paths import decode_paths
 
 import lakecore
+
+from .builders import DeltaTableBuilder, field, remove
 
 # (table root, path as the log stores it, path lakecore keeps)
 CASES: list[tuple[str, str | None, str | None]] = [
@@ -59,50 +56,14 @@ def test_path_cases_ran() -> None:
     assert len(CASES) == 25
 
 
-def test_a_remove_reconciles_with_an_add_spelt_otherwise(tmp_path: Path) -> None:
-    root = tmp_path / "t"
-    (root / "_delta_log").mkdir(parents=True)
-    pq.write_table(pa.table({"i": pa.array([1], pa.int64())}), root / "a.parquet")
-    pq.write_table(pa.table({"i": pa.array([2], pa.int64())}), root / "b.parquet")
-    schema = {
-        "type": "struct",
-        "fields": [{"name": "i", "type": "long", "nullable": True, "metadata": {}}],
-    }
-
-    def add(path: str) -> dict[str, Any]:
-        return {
-            "add": {
-                "path": path,
-                "partitionValues": {},
-                "size": 1,
-                "modificationTime": 0,
-                "dataChange": True,
-            }
-        }
-
-    commits = [
-        [
-            {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
-            {
-                "metaData": {
-                    "id": "t",
-                    "format": {"provider": "parquet", "options": {}},
-                    "schemaString": json.dumps(schema),
-                    "partitionColumns": [],
-                    "configuration": {},
-                }
-            },
-            add("./a.parquet"),
-            add("b.parquet"),
-        ],
-        [
-            {"remove": {"path": "a.parquet", "deletionTimestamp": 1, "dataChange": True}},
-            add(".//b.parquet"),
-        ],
-    ]
-    for version, actions in enumerate(commits):
-        text = "\n".join(json.dumps(a) for a in actions) + "\n"
-        (root / "_delta_log" / f"{version:020d}.json").write_text(text)
-    table = lakecore.open(str(root))
+def test_a_remove_reconciles_with_an_add_spelt_otherwise(builder: DeltaTableBuilder) -> None:
+    builder.init([field("i", "long")])
+    a = builder.data_file("a.parquet", pa.table({"i": pa.array([1], pa.int64())}))
+    b = builder.data_file("b.parquet", pa.table({"i": pa.array([2], pa.int64())}))
+    a["add"]["path"] = "./a.parquet"
+    builder.commit(1, a, b)
+    b["add"]["path"] = ".//b.parquet"  # the same file again, spelt otherwise
+    builder.commit(2, remove("a.parquet"), b)
+    table = lakecore.open(builder.uri)
     assert table.snapshot().files().column("path").to_pylist() == ["b.parquet"]
     assert table.to_arrow().column("i").to_pylist() == [2]
