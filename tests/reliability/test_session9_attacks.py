@@ -26,9 +26,9 @@ import pytest
 from lakecore_hudi.source import HudiSnapshotSource
 
 import lakecore
-from lakecore.errors import LakecoreError, MigrationError, SchemaError
+from lakecore.errors import CorruptTableError, LakecoreError, MigrationError, SchemaError
 from lakecore.migrate.run import migrate
-from tests.delta.builders import DeltaTableBuilder, field, remove
+from tests.delta.builders import DeltaTableBuilder, add, field, remove
 from tests.hudi.write.helpers import CORPUS, copy_corpus_table
 
 HUDI = CORPUS / "hudi"
@@ -353,3 +353,65 @@ def test_migration_of_a_wide_scale_lance_table_into_delta_is_a_typed_error(
     assert isinstance(info.value, LakecoreError)
     assert lakecore.open(str(tmp_path / "src")).count() == 2
     shutil.rmtree(tmp_path / "src")
+
+
+# Paths whose only dot segment or empty segment is at the end carry none of paths._MARKERS
+# ('./' needs a following slash), so they skip contained_path's normalisation while a
+# spelling of the same file that carries a marker elsewhere is normalised.
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="b7c8427: a remove spelt 'sub/a.parquet/.' carries no marker ('./' needs a "
+    "following '/'), so decode_paths keeps the trailing '/.' and it does not reconcile with "
+    "the add 'sub/a.parquet' (the file is read on), while 'sub/./a.parquet/.' (flagged) is "
+    "normalised and does; Hadoop's Path normalises both (paths.py _MARKERS)",
+)
+def test_a_remove_with_a_trailing_dot_segment_reconciles(tmp_path: Path) -> None:
+    b = _builder(tmp_path)
+    b.commit(1, _one(b, "sub/a.parquet", "sub/a.parquet", 1))
+    b.commit(2, remove("sub/./a.parquet/."))
+    assert lakecore.open(b.uri).snapshot().files().num_rows == 0  # the flagged spelling
+    b.commit(2, remove("sub/a.parquet/."))
+    assert lakecore.open(b.uri).snapshot().files().num_rows == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="b7c8427: a remove spelt 'sub/a.parquet/' (trailing slash, no marker) keeps the "
+    "slash and does not reconcile with the add 'sub/a.parquet', while './sub/a.parquet/' "
+    "(flagged) is normalised by contained_path and does (paths.py _MARKERS)",
+)
+def test_a_remove_with_a_trailing_slash_reconciles(tmp_path: Path) -> None:
+    b = _builder(tmp_path)
+    b.commit(1, _one(b, "sub/a.parquet", "sub/a.parquet", 1))
+    b.commit(2, remove("./sub/a.parquet/"))
+    assert lakecore.open(b.uri).snapshot().files().num_rows == 0  # the flagged spelling
+    b.commit(2, remove("sub/a.parquet/"))
+    assert lakecore.open(b.uri).snapshot().files().num_rows == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an add naming the table root as '.' or '' carries no marker, skips "
+    "contained_path (which refuses them: 'names no file') and fails at read as StorageError "
+    "'Is a directory', while '%2E' and './' (the same path) fail as CorruptTableError",
+)
+@pytest.mark.parametrize("log_path", [".", ""])
+def test_an_add_naming_the_root_is_a_corrupt_log_however_spelt(
+    tmp_path: Path, log_path: str
+) -> None:
+    b = _builder(tmp_path)
+    b.commit(1, _one(b, "a.parquet", "a.parquet", 1), add(log_path, size=10))
+    with pytest.raises(CorruptTableError, match="names no file"):
+        lakecore.open(b.uri).to_arrow()
+
+
+@pytest.mark.parametrize("log_path", ["%2E", "./", "./."])
+def test_an_add_naming_the_root_through_a_marker_is_a_corrupt_log(
+    tmp_path: Path, log_path: str
+) -> None:
+    b = _builder(tmp_path)
+    b.commit(1, _one(b, "a.parquet", "a.parquet", 1), add(log_path, size=10))
+    with pytest.raises(CorruptTableError, match="names no file"):
+        lakecore.open(b.uri).to_arrow()
