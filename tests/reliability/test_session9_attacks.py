@@ -415,3 +415,63 @@ def test_an_add_naming_the_root_through_a_marker_is_a_corrupt_log(
     b.commit(1, _one(b, "a.parquet", "a.parquet", 1), add(log_path, size=10))
     with pytest.raises(CorruptTableError, match="names no file"):
         lakecore.open(b.uri).to_arrow()
+
+
+# 63883ca fixed reads of partition values Python cannot hold (a date of year 0); the DML
+# paths still turn the file index's partition values into Python.
+
+YEAR_0_DAYS = -719_528
+
+
+def _year_0_table(tmp_path: Path, cdf: bool = False) -> lakecore.Table:
+    b = DeltaTableBuilder(tmp_path / "t")
+    configuration = {"delta.enableChangeDataFeed": "true"} if cdf else {}
+    b.init([field("i", "long"), field("p", "date")], ["p"], configuration)
+    rows = pa.table({"i": pa.array([1, 2], pa.int64())})
+    b.commit(1, b.data_file("p=0000-01-01/x.parquet", rows, partition_values={"p": "0000-01-01"}))
+    return lakecore.open(b.uri)
+
+
+def test_a_year_0_partition_reads_counts_and_filters(tmp_path: Path) -> None:
+    table = _year_0_table(tmp_path)
+    assert table.count("i = 1") == 1
+    assert table.count("p < DATE '2000-01-01'") == 2
+    assert table.head(1).column("p").cast(pa.int32()).to_pylist() == [YEAR_0_DAYS]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DML on a table with a year-0 date partition raises a raw OverflowError: "
+    "write/dml.py touched_files (line ~111) turns the index's partition values into Python "
+    "(to_pylist), which 63883ca avoided for reads only",
+)
+@pytest.mark.parametrize("op", ["delete", "update", "merge"])
+def test_dml_on_a_year_0_partition(tmp_path: Path, op: str) -> None:
+    table = _year_0_table(tmp_path)
+    if op == "delete":
+        table.delete("i = 1")
+    elif op == "update":
+        table.update({"i": "i + 10"}, "i = 1")
+    else:
+        source = pa.table({"i": pa.array([1], pa.int64())})
+        table.merge(source, "target.i = source.i").when_matched_delete().execute()
+    got = lakecore.open(table.uri).to_arrow()
+    assert got.column("p").cast(pa.int32()).to_pylist() == [YEAR_0_DAYS] * got.num_rows
+    assert sorted(got.column("i").to_pylist()) == ([2] if op != "update" else [2, 11])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="appending a year-0 date to a date-partitioned Delta table raises a raw "
+    "OverflowError (write/data_files.py partition_slices, line ~104: Scalar.as_py) instead "
+    "of writing it or refusing it with a typed LakecoreError",
+)
+def test_append_of_a_year_0_partition_value_is_written_or_typed(tmp_path: Path) -> None:
+    table = _year_0_table(tmp_path)
+    year_0 = pa.array([YEAR_0_DAYS], pa.int32()).cast(pa.date32())
+    try:
+        table.append(pa.table({"i": pa.array([5], pa.int64()), "p": year_0}))
+    except LakecoreError:
+        assert lakecore.open(table.uri).version == 1
+    else:
+        assert lakecore.open(table.uri).count() == 3
