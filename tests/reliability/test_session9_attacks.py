@@ -133,10 +133,10 @@ def test_scoped_index_files_equal_the_full_index_scan_on_every_corpus_table() ->
 def test_scoped_index_files_equal_the_full_index_scan_at_older_versions() -> None:
     name = "mor_avro_v8_trips_8i3u1d"
     versions = lakecore.open(str(HUDI / name)).history()
-    instants = [h.version for h in versions][:4]
+    instants = [h.version for h in versions][1:3]  # not the latest: real time travel
     assert len(instants) >= 2
     cases = sum(_scoped_equals_full(name, None, version=v) for v in instants)
-    assert cases >= 20
+    assert cases >= 10
 
 
 # ----------------------------------------------------------------------------- 87a71cc
@@ -475,3 +475,17 @@ def test_append_of_a_year_0_partition_value_is_written_or_typed(tmp_path: Path) 
         assert lakecore.open(table.uri).version == 1
     else:
         assert lakecore.open(table.uri).count() == 3
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="restore to before a year-0 date partition's file raises a raw OverflowError: "
+    "the remove action's partition values are rendered through Python "
+    "(write/log_out.py _rows, line ~83, via remove_lines)",
+)
+def test_restore_before_a_year_0_partition_file(tmp_path: Path) -> None:
+    table = _year_0_table(tmp_path)
+    table.restore(0)
+    assert lakecore.open(table.uri).count() == 0
+    lakecore.open(table.uri).restore(1)
+    assert lakecore.open(table.uri).count() == 2
