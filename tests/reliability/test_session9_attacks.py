@@ -489,3 +489,28 @@ def test_restore_before_a_year_0_partition_file(tmp_path: Path) -> None:
     assert lakecore.open(table.uri).count() == 0
     lakecore.open(table.uri).restore(1)
     assert lakecore.open(table.uri).count() == 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="c0096ad: adding an unrelated long column to a table whose log already holds "
+    "decimal(5,7) is refused with SchemaError naming 'x' (to_delta_type re-checks every "
+    "existing field when the schema is rendered); only new or changed fields should be",
+)
+def test_adding_an_unrelated_column_to_a_wide_scale_table(tmp_path: Path) -> None:
+    table = lakecore.open(_wide_scale_table(tmp_path))
+    with table.update_schema() as s:
+        s.add_column("y", pa.int64())
+    assert lakecore.open(table.uri).schema.names == ["x", "i", "y"]
+
+
+def test_a_wide_scale_column_can_be_dropped_and_a_new_one_is_refused(tmp_path: Path) -> None:
+    table = lakecore.open(_wide_scale_table(tmp_path))
+    with table.update_schema() as s:
+        s.drop_column("x")
+    table = lakecore.open(table.uri)
+    assert table.schema.names == ["i"]
+    with pytest.raises(SchemaError, match="'z'"), table.update_schema() as s:
+        s.add_column("z", pa.decimal128(4, 6))
+    assert lakecore.open(table.uri).schema.names == ["i"]
+    assert lakecore.open(table.uri).count() == 2
