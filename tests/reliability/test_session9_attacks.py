@@ -159,6 +159,23 @@ def test_hudi_overwrite_where_counts_the_replaced_rows_after_a_scoped_scan(
     assert lakecore.open(str(root)).count(where) == 1
 
 
+@pytest.mark.parametrize("name", ["mor_avro_v9_txns_nonpart_meta", "cow_v6_nonpartitioned"])
+def test_hudi_overwrite_where_counts_on_a_non_partitioned_table(tmp_path: Path, name: str) -> None:
+    """The touched partition path is '' here (files_of_partitions(frozenset({''})))."""
+    root = copy_corpus_table(name, tmp_path)
+    table = lakecore.open(str(root))
+    data = table.to_arrow()
+    column = "txn_ts" if "txn_ts" in data.column_names else "longField"
+    top = pc.max(data.column(column)).as_py()
+    where = f"{column} >= {top}"
+    assert table.count(where) == 1
+    new = data.filter(pc.greater_equal(data.column(column), top))
+    new = new.drop_columns([c for c in new.column_names if c.startswith("_hoodie_")])
+    result = table.overwrite(new, where=where)
+    assert result.rows_deleted == 1
+    assert lakecore.open(str(root)).count() == data.num_rows
+
+
 # ----------------------------------------------------------------------------- 63883ca
 
 PARTITION_VALUES: dict[str, pa.Array] = {
