@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import deltalake
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -255,6 +256,10 @@ def test_a_checkpoint_of_spelt_otherwise_paths_keeps_the_live_files(tmp_path: Pa
     table = lakecore.open(b.uri)
     assert table.snapshot().files().column("path").to_pylist() == ["b.parquet"]
     assert table.to_arrow().column("i").to_pylist() == [2]
+    # delta-rs reads lakecore's checkpoint to the same file list (it cannot read './b' itself).
+    peer = deltalake.DeltaTable(b.uri)
+    assert [u.rsplit("/", 1)[-1] for u in peer.file_uris()] == ["b.parquet"]
+    assert peer.to_pyarrow_table().column("i").to_pylist() == [2]
 
 
 def test_names_ending_with_a_dot_reconcile_with_dot_segment_spellings(tmp_path: Path) -> None:
