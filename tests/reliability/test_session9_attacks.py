@@ -5,10 +5,13 @@
 - 87a71cc: Hudi overwrite-where metrics from the index of the touched partitions only;
 - 63883ca: the Delta reader fills partition columns from Arrow struct scalars;
 - b7c8427: Delta log paths spelt with ``./`` or ``//`` name one file;
-- c0096ad: Delta refuses a decimal scale outside 0..precision at create / schema merge. The
-  check sits in ``to_delta_type``, which every metadata rewrite goes through, so operations
-  that write no Parquet at all on a table whose log already holds such a decimal are refused
-  too (pinned below as strict xfails).
+- c0096ad: Delta refuses a decimal scale outside 0..precision at create / schema merge.
+
+Strict xfails pin: the c0096ad check refusing commits that write no Parquet (whole-file
+delete, set_properties, add_constraint, an unrelated add_column) on a table whose log already
+holds decimal(5,7), and rewrites of such a table failing as CommitStorageError; log paths whose
+trailing ``/.`` or ``/`` (or a bare ``.``/empty path) carry no normalising marker; DML, append
+and restore on a year-0 date partition raising a raw OverflowError (63883ca fixed reads only).
 """
 
 from __future__ import annotations
@@ -275,10 +278,12 @@ def test_vacuum_keeps_files_referenced_under_dot_spellings(tmp_path: Path) -> No
     b.commit(
         1, _one(b, "a.parquet", "./a.parquet", 1), _one(b, "sub/b.parquet", "sub//b.parquet", 2)
     )
-    for path in ("a.parquet", "sub/b.parquet"):
+    (b.root / "sub/orphan.parquet").write_bytes(b"x")  # proves vacuum deletes here
+    for path in ("a.parquet", "sub/b.parquet", "sub/orphan.parquet"):
         os.utime(b.root / path, (1, 1))
     table = lakecore.open(b.uri)
-    assert table.vacuum(retention_hours=0, enforce_retention=False, dry_run=False) == []
+    doomed = table.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
+    assert doomed == ["sub/orphan.parquet"]
     assert sorted(lakecore.open(b.uri).to_arrow().column("i").to_pylist()) == [1, 2]
 
 
