@@ -35,7 +35,7 @@ def decode_paths(
         return paths
     # Whether a path goes through Python depends on the path alone, so every spelling of a
     # file is decoded the same way in every batch (add and remove keys must match).
-    needs = pc.starts_with(paths, "/")
+    needs = _odd_ends(paths)
     for marker in _MARKERS:
         needs = pc.or_(needs, pc.match_substring(paths, marker))
     needs = pc.fill_null(needs, False)
@@ -49,14 +49,24 @@ def decode_paths(
     return pc.replace_with_mask(paths, needs, fixed)
 
 
-_MARKERS = ("%", ":", "..", "./", "//")
+_MARKERS = ("%", ":", "..", "./", "//", "/.")
 """Substrings that send a path through Python: escapes, URIs, ``..`` (a possible escape of the
 table root; resolved, or refused), and ``./`` or ``//`` (``./a`` and ``a`` are one file: an
-add and a remove must reconcile however the log spells it, as Hadoop paths normalise)."""
+add and a remove must reconcile however the log spells it, as Hadoop paths normalise; ``/.``
+for a trailing dot segment)."""
+
+
+def _odd_ends(paths: pa.Array) -> pa.Array:
+    """Paths no marker finds that still need the decode: absolute (``/x``), with a trailing
+    ``/`` (``a.parquet/`` names ``a.parquet``), or naming the root (``.``, empty)."""
+    return pc.or_(
+        pc.or_(pc.starts_with(paths, "/"), pc.ends_with(paths, "/")),
+        pc.is_in(paths, pa.array([".", ""], pa.string())),
+    )
 
 
 def _may_need_decoding(paths: pa.Array) -> bool:
-    """False when no path holds a marker or starts with ``/`` (one scan of the bytes)."""
+    """False when no path holds a marker or has an odd end (``_odd_ends``)."""
     if len(paths) == 0:
         return False
     offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
@@ -65,7 +75,7 @@ def _may_need_decoding(paths: pa.Array) -> bool:
     raw = data.slice(lo, hi - lo).to_pybytes() if data is not None else b""
     if any(marker.encode() in raw for marker in _MARKERS):
         return True
-    return bool(pc.any(pc.starts_with(paths, "/")).as_py())
+    return bool(pc.any(_odd_ends(paths)).as_py())
 
 
 def _decode_one(path: str, root: str, source: str) -> str:

@@ -201,12 +201,6 @@ def to_delta_type(t: pa.DataType, name: str = "") -> Any:
     if pa.types.is_timestamp(t):
         return "timestamp" if t.tz is not None else "timestamp_ntz"
     if pa.types.is_decimal(t):
-        if not 0 <= t.scale <= t.precision:
-            # Parquet's DECIMAL logical type (and Delta Spark) takes 0 <= scale <= precision.
-            raise SchemaError(
-                f"column {name!r}: {t} has a scale outside 0..precision, which Parquet "
-                "cannot store; rescale the values (e.g. to decimal(precision - scale, 0))"
-            )
         return f"decimal({t.precision},{t.scale})"
     if pa.types.is_dictionary(t):
         return to_delta_type(t.value_type, name)
@@ -229,6 +223,29 @@ def to_delta_type(t: pa.DataType, name: str = "") -> Any:
             "containsNull": t.value_field.nullable,
         }
     raise SchemaError(f"column {name!r}: Arrow type {t} has no Delta equivalent")
+
+
+def check_storable(t: pa.DataType, name: str) -> None:
+    """Raise ``SchemaError`` naming column ``name`` when ``t`` holds a decimal whose scale is
+    outside 0..precision: Parquet's DECIMAL logical type cannot store it.
+
+    For types a write brings in (a new table, column or data file); a table whose log
+    already holds such a type stays readable and committable (nothing checks it again until
+    a data file of it is written).
+    """
+    if pa.types.is_decimal(t) and not 0 <= t.scale <= t.precision:
+        raise SchemaError(
+            f"column {name!r}: {t} has a scale outside 0..precision, which Parquet cannot "
+            "store; rescale the values (e.g. to decimal(precision - scale, 0))"
+        )
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            check_storable(t.field(i).type, name)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        check_storable(t.value_type, name)
+    elif pa.types.is_map(t):
+        check_storable(t.key_type, name)
+        check_storable(t.item_type, name)
 
 
 def normalize_for_delta(schema: pa.Schema) -> pa.Schema:

@@ -316,49 +316,44 @@ def test_a_table_whose_log_holds_a_wide_scale_decimal_still_reads(tmp_path: Path
     assert lakecore.open(table.uri).count() == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="c0096ad: a whole-file DELETE writes no Parquet, yet the commit re-renders the "
-    "schema through to_delta_type, which now raises SchemaError for decimal(5,7) already in "
-    "the log (succeeded before c0096ad); the check belongs to create/schema merge only",
-)
 def test_a_whole_file_delete_on_a_wide_scale_table_commits(tmp_path: Path) -> None:
+    """Fixed in session 9; was: c0096ad: a whole-file DELETE writes no Parquet, yet the commit re-
+    renders the  schema through to_delta_type, which now raises SchemaError for decimal(5,7)
+    already in  the log (succeeded before c0096ad); the check belongs to create/schema merge
+    only
+    """
     table = lakecore.open(_wide_scale_table(tmp_path))
     result = table.delete("i >= 1")
     assert result.rows_deleted == 2
     assert lakecore.open(table.uri).count() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="c0096ad: set_properties rewrites only metadata, yet to_delta_type refuses the "
-    "decimal(5,7) already in the table's schema with SchemaError (succeeded before c0096ad)",
-)
 def test_set_properties_on_a_wide_scale_table_commits(tmp_path: Path) -> None:
+    """Fixed in session 9; was: c0096ad: set_properties rewrites only metadata, yet to_delta_type
+    refuses the  decimal(5,7) already in the table's schema with SchemaError (succeeded before
+    c0096ad)
+    """
     table = lakecore.open(_wide_scale_table(tmp_path))
     table.set_properties({"a.b": "c"})
     assert lakecore.open(table.uri).version == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="c0096ad: add_constraint rewrites only metadata, yet to_delta_type refuses the "
-    "decimal(5,7) already in the table's schema with SchemaError (succeeded before c0096ad)",
-)
 def test_add_constraint_on_a_wide_scale_table_commits(tmp_path: Path) -> None:
+    """Fixed in session 9; was: c0096ad: add_constraint rewrites only metadata, yet to_delta_type
+    refuses the  decimal(5,7) already in the table's schema with SchemaError (succeeded before
+    c0096ad)
+    """
     table = lakecore.open(_wide_scale_table(tmp_path))
     table.add_constraint("positive", "i > 0")
     assert lakecore.open(table.uri).version == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a partial DELETE/UPDATE that rewrites a file of a decimal(5,7) table fails in "
-    "the Parquet writer and surfaces as CommitStorageError ('the storage raised OSError'), "
-    "the misclassification c0096ad fixed for create/append only; expected SchemaError",
-)
 @pytest.mark.parametrize("op", ["delete", "update"])
 def test_a_rewrite_of_a_wide_scale_table_fails_as_a_schema_error(tmp_path: Path, op: str) -> None:
+    """Fixed in session 9; was: a partial DELETE/UPDATE that rewrites a file of a decimal(5,7)
+    table fails in  the Parquet writer and surfaces as CommitStorageError ('the storage raised
+    OSError'),  the misclassification c0096ad fixed for create/append only; expected SchemaError
+    """
     table = lakecore.open(_wide_scale_table(tmp_path))
     with pytest.raises(SchemaError, match="'x'"):
         if op == "delete":
@@ -387,14 +382,12 @@ def test_migration_of_a_wide_scale_lance_table_into_delta_is_a_typed_error(
 # spelling of the same file that carries a marker elsewhere is normalised.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="b7c8427: a remove spelt 'sub/a.parquet/.' carries no marker ('./' needs a "
-    "following '/'), so decode_paths keeps the trailing '/.' and it does not reconcile with "
-    "the add 'sub/a.parquet' (the file is read on), while 'sub/./a.parquet/.' (flagged) is "
-    "normalised and does; Hadoop's Path normalises both (paths.py _MARKERS)",
-)
 def test_a_remove_with_a_trailing_dot_segment_reconciles(tmp_path: Path) -> None:
+    """Fixed in session 9; was: b7c8427: a remove spelt 'sub/a.parquet/.' carries no marker ('./'
+    needs a  following '/'), so decode_paths keeps the trailing '/.' and it does not reconcile
+    with  the add 'sub/a.parquet' (the file is read on), while 'sub/./a.parquet/.' (flagged) is
+    normalised and does; Hadoop's Path normalises both (paths.py _MARKERS)
+    """
     b = _builder(tmp_path)
     b.commit(1, _one(b, "sub/a.parquet", "sub/a.parquet", 1))
     b.commit(2, remove("sub/./a.parquet/."))
@@ -403,13 +396,11 @@ def test_a_remove_with_a_trailing_dot_segment_reconciles(tmp_path: Path) -> None
     assert lakecore.open(b.uri).snapshot().files().num_rows == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="b7c8427: a remove spelt 'sub/a.parquet/' (trailing slash, no marker) keeps the "
-    "slash and does not reconcile with the add 'sub/a.parquet', while './sub/a.parquet/' "
-    "(flagged) is normalised by contained_path and does (paths.py _MARKERS)",
-)
 def test_a_remove_with_a_trailing_slash_reconciles(tmp_path: Path) -> None:
+    """Fixed in session 9; was: b7c8427: a remove spelt 'sub/a.parquet/' (trailing slash, no
+    marker) keeps the  slash and does not reconcile with the add 'sub/a.parquet', while
+    './sub/a.parquet/'  (flagged) is normalised by contained_path and does (paths.py _MARKERS)
+    """
     b = _builder(tmp_path)
     b.commit(1, _one(b, "sub/a.parquet", "sub/a.parquet", 1))
     b.commit(2, remove("./sub/a.parquet/"))
@@ -418,16 +409,14 @@ def test_a_remove_with_a_trailing_slash_reconciles(tmp_path: Path) -> None:
     assert lakecore.open(b.uri).snapshot().files().num_rows == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an add naming the table root as '.' or '' carries no marker, skips "
-    "contained_path (which refuses them: 'names no file') and fails at read as StorageError "
-    "'Is a directory', while '%2E' and './' (the same path) fail as CorruptTableError",
-)
 @pytest.mark.parametrize("log_path", [".", ""])
 def test_an_add_naming_the_root_is_a_corrupt_log_however_spelt(
     tmp_path: Path, log_path: str
 ) -> None:
+    """Fixed in session 9; was: an add naming the table root as '.' or '' carries no marker, skips
+    contained_path (which refuses them: 'names no file') and fails at read as StorageError  'Is
+    a directory', while '%2E' and './' (the same path) fail as CorruptTableError
+    """
     b = _builder(tmp_path)
     b.commit(1, _one(b, "a.parquet", "a.parquet", 1), add(log_path, size=10))
     with pytest.raises(CorruptTableError, match="names no file"):
@@ -518,13 +507,11 @@ def test_restore_before_a_year_0_partition_file(tmp_path: Path) -> None:
     assert lakecore.open(table.uri).count() == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="c0096ad: adding an unrelated long column to a table whose log already holds "
-    "decimal(5,7) is refused with SchemaError naming 'x' (to_delta_type re-checks every "
-    "existing field when the schema is rendered); only new or changed fields should be",
-)
 def test_adding_an_unrelated_column_to_a_wide_scale_table(tmp_path: Path) -> None:
+    """Fixed in session 9; was: c0096ad: adding an unrelated long column to a table whose log
+    already holds  decimal(5,7) is refused with SchemaError naming 'x' (to_delta_type re-checks
+    every  existing field when the schema is rendered); only new or changed fields should be
+    """
     table = lakecore.open(_wide_scale_table(tmp_path))
     with table.update_schema() as s:
         s.add_column("y", pa.int64())

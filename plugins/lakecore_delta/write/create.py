@@ -16,7 +16,14 @@ from lakecore.storage import Storage
 from lakecore_delta.commit_metadata import ENABLE_ICT, ict_enabled
 from lakecore_delta.log.files import commit_path
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
-from lakecore_delta.schema import CM_ID, CM_PHYSICAL, DELTA_METADATA, delta_metadata, schema_string
+from lakecore_delta.schema import (
+    CM_ID,
+    CM_PHYSICAL,
+    DELTA_METADATA,
+    check_storable,
+    delta_metadata,
+    schema_string,
+)
 from lakecore_delta.write.features import protocol_for, required_features
 from lakecore_delta.write.log_out import commit_info_line, encode_lines, now_ms
 from lakecore_delta.write.properties import validate_properties
@@ -136,6 +143,8 @@ def create_table(
         t = schema.field(name).type
         if pa.types.is_nested(t):
             raise SchemaError(f"partition column {name!r} has nested type {t}")
+    for f in schema:
+        check_storable(f.type, f.name)
     try:
         commit = initial_commit(schema, partition_by, properties, timestamp_ms)
         storage.put_if_absent(commit_path(0), commit)

@@ -20,6 +20,7 @@ from lakecore.model.schema import field_id, physical_name
 from lakecore.model.stats import FileStats, data_stats, stats_columns
 from lakecore.storage import Storage
 from lakecore_delta.conform import PARQUET_FIELD_ID
+from lakecore_delta.schema import check_storable
 from lakecore_delta.write.partition_out import partition_dir
 from lakecore_delta.write.stats_out import DELTA_STATS_RULES
 
@@ -115,6 +116,8 @@ def write_data_files(storage: Storage, layout: FileLayout, data: pa.Table) -> pa
     ``DELTA_STATS_RULES``; the log's ``stats`` JSON is rendered from them at commit).
     Nothing is committed.
     """
+    for f in data.schema:
+        check_storable(f.type, f.name)  # a SchemaError before any file, not the writer's OSError
     part_fields = [layout.schema.field(c) for c in layout.partition_columns]
     physical_parts = [
         physical_name(f) if layout.column_mapping_mode != "none" else f.name for f in part_fields

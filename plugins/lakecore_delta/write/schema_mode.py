@@ -19,7 +19,7 @@ import pyarrow as pa
 from lakecore.errors import SchemaError
 from lakecore.model.actions import Action, SetProperties, SetSchema
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
-from lakecore_delta.schema import parse_schema_string, schema_string
+from lakecore_delta.schema import check_storable, parse_schema_string, schema_string
 from lakecore_delta.state import DeltaState
 from lakecore_delta.write.create import MAX_COLUMN_ID, with_column_mapping
 from lakecore_delta.write.schema_update import DeltaSchemaUpdate
@@ -67,6 +67,8 @@ def _delta_fields(fields: list[pa.Field]) -> list[pa.Field]:
     """``fields`` in the Arrow types Delta reads them back as (a ``large_string`` is a
     ``string``), metadata dropped; ``SchemaError`` for a type Delta cannot hold."""
     plain = [pa.field(f.name, f.type, f.nullable) for f in fields]
+    for f in plain:
+        check_storable(f.type, f.name)
     return list(parse_schema_string(schema_string(pa.schema(plain))))
 
 

@@ -16,7 +16,14 @@ from lakecore.errors import SchemaError
 from lakecore.model.actions import Action, SetProperties, SetSchema
 from lakecore.model.schema import FIELD_ID, PHYSICAL_NAME
 from lakecore_delta.protocol import COLUMN_MAPPING_MODE
-from lakecore_delta.schema import CM_ID, CM_PHYSICAL, DELTA_METADATA, delta_metadata, to_delta_type
+from lakecore_delta.schema import (
+    CM_ID,
+    CM_PHYSICAL,
+    DELTA_METADATA,
+    check_storable,
+    delta_metadata,
+    to_delta_type,
+)
 from lakecore_delta.state import DeltaState
 from lakecore_delta.write.create import MAX_COLUMN_ID, with_column_mapping
 
@@ -91,6 +98,7 @@ class DeltaSchemaUpdate:
         if not nullable:
             raise SchemaError(f"new column {name!r} must be nullable: existing rows have no value")
         to_delta_type(type, name)
+        check_storable(type, name)
         field = pa.field(name, type, True)
         if self._mode != "none":
             field, self._max_id = _mapped_one(field, self._max_id)
@@ -127,6 +135,7 @@ class DeltaSchemaUpdate:
         f = self._schema.field(i)
         if not is_widening(f.type, new_type):
             raise SchemaError(f"column {name!r}: {f.type} -> {new_type} is not a type widening")
+        check_storable(new_type, name)
         meta = delta_metadata(f)
         changes = list(meta.get("delta.typeChanges") or [])
         changes.append(
