@@ -20,8 +20,9 @@ import lakecore
 import lakecore.spark
 from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
-from lakecore.spark import native
-from lakecore.spark.native import fits, same_type, split_native
+from lakecore.spark import native, native_footer
+from lakecore.spark.native import split_native
+from lakecore.spark.native_footer import fits, same_type
 
 from .helpers import same_rows, to_arrow
 
@@ -263,12 +264,13 @@ def test_a_path_listed_twice_stays_with_the_task_list(tmp_path: Path) -> None:
 
 def test_timestamps_must_agree_with_the_parquet_types(tmp_path: Path) -> None:
     ntz = _footer(tmp_path, pa.table({"ts": pa.array([0], pa.timestamp("us"))}))
-    assert native._timestamps_agree(ntz.schema, pa.schema([("ts", pa.timestamp("us"))]))
+    agree = native_footer._timestamps_agree
+    assert agree(ntz.schema, pa.schema([("ts", pa.timestamp("us"))]))
     # An ARROW:schema claiming a zone for a Parquet timestamp not adjusted to UTC.
-    assert not native._timestamps_agree(ntz.schema, pa.schema([("ts", pa.timestamp("us", "UTC"))]))
-    assert not native._timestamps_agree(ntz.schema, pa.schema([("ts", pa.int64())]))
+    assert not agree(ntz.schema, pa.schema([("ts", pa.timestamp("us", "UTC"))]))
+    assert not agree(ntz.schema, pa.schema([("ts", pa.int64())]))
     millis = _footer(tmp_path, pa.table({"ts": pa.array([0], pa.timestamp("ms", "UTC"))}))
-    assert not native._timestamps_agree(millis.schema, millis.schema.to_arrow_schema())
+    assert not agree(millis.schema, millis.schema.to_arrow_schema())
 
 
 def test_types_spark_reads_otherwise_keep_the_task_list(tmp_path: Path) -> None:
