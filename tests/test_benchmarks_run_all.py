@@ -50,6 +50,7 @@ EXPECTED_ROWS = {
     "migration_zero_copy.quick.json": 2,
     "planning.json": 10,
     "planning.quick.json": 5,
+    "spark_handoff.crossover.json": 8,
     "spark_handoff.json": 8,
     "spark_handoff.large.json": 10,
     "spark_handoff.quick.json": 2,
@@ -100,7 +101,7 @@ def test_adapters_read_every_committed_results_file() -> None:
             assert (row.reference is None) == (row.engine == ""), (path.name, row)
         parsed[path.name] = len(rows)
     assert parsed == EXPECTED_ROWS
-    assert sum(parsed.values()) == 116
+    assert sum(parsed.values()) == 124
 
 
 def test_an_adapter_refuses_a_layout_it_does_not_know() -> None:

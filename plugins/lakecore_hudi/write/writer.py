@@ -77,12 +77,17 @@ mean exactly that to its readers (new file groups in, listed file groups out).""
 log = logging.getLogger(__name__)
 
 
-def state_of(snapshot: Snapshot) -> HudiState:
-    """The Hudi state behind a lakecore Snapshot of a Hudi table."""
+def source_of(snapshot: Snapshot) -> HudiSnapshotSource:
+    """The Hudi source behind a lakecore Snapshot of a Hudi table; ``TypeError`` otherwise."""
     source = snapshot.source
     if not isinstance(source, HudiSnapshotSource):
         raise TypeError("not a Hudi snapshot")
-    return source.state
+    return source
+
+
+def state_of(snapshot: Snapshot) -> HudiState:
+    """The Hudi state behind a lakecore Snapshot of a Hudi table."""
+    return source_of(snapshot).state
 
 
 class HudiWriter:
@@ -481,12 +486,8 @@ class HudiWriter:
         slices' partitions only (cost grows with what the write touched, not the table)."""
         if not slices:
             return 0
-        source = self._snapshot.source
-        if isinstance(source, HudiSnapshotSource):
-            touched = frozenset(self._rows.slices[i].partition_path for i in slices)
-            index = source.files_of_partitions(touched)
-        else:
-            index = self._snapshot.files()
+        touched = frozenset(self._rows.slices[i].partition_path for i in slices)
+        index = source_of(self._snapshot).files_of_partitions(touched)
         paths, records = index.column(fi.PATH), index.column(fi.RECORD_COUNT)
         counts = dict(zip(paths.to_pylist(), records.to_pylist(), strict=True))
         total = 0
