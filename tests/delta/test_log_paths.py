@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from lakecore_delta.paths import decode_paths
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lakecore_delta.paths import _MARKERS, _may_need_decoding, decode_paths
 
 import lakecore
 
@@ -67,3 +69,31 @@ def test_a_remove_reconciles_with_an_add_spelt_otherwise(builder: DeltaTableBuil
     table = lakecore.open(builder.uri)
     assert table.snapshot().files().column("path").to_pylist() == ["b.parquet"]
     assert table.to_arrow().column("i").to_pylist() == [2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab./%:=_", max_size=8), min_size=1, max_size=6),
+    st.integers(0, 3),
+)
+def test_the_byte_gate_flags_every_path_a_marker_or_odd_end_sends_through_python(
+    paths: list[str], start: int
+) -> None:
+    """``_may_need_decoding`` tests bytes of the whole buffer instead of searching each
+    marker: it must never say False where a path (of a sliced array too) needs the decode."""
+    array = pa.array(["x", *paths], pa.string()).slice(min(start, len(paths)))
+    needed = any(
+        any(m in p for m in _MARKERS) or p.startswith("/") or p.endswith("/") or p in (".", "")
+        for p in array.to_pylist()
+    )
+    if needed:
+        assert _may_need_decoding(array)
+    else:
+        assert decode_paths(array, "/data/t").to_pylist() == array.to_pylist()
+
+
+def test_the_byte_gate_passes_plain_paths_without_python() -> None:
+    plain = pa.array([f"region=us/part-{i:05d}-x.c000.snappy.parquet" for i in range(1000)])
+    assert not _may_need_decoding(plain)
+    for marker in _MARKERS:
+        assert _may_need_decoding(pa.array(["a.parquet", f"p{marker}q.parquet"]))
