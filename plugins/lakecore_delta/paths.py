@@ -14,7 +14,7 @@ from lakecore_delta.log.files import LOG_DIR
 
 def decode_paths(
     paths: pa.Array | pa.ChunkedArray, root: str, source: str | None = None
-) -> pa.Array:
+) -> pa.Array | pa.ChunkedArray:
     """Return log paths decoded (no ``%`` escapes), relative to ``root`` when inside it.
 
     Delta stores paths as URIs: relative ones are URL-encoded and resolved against the root;
@@ -22,14 +22,19 @@ def decode_paths(
     the table (the protocol allows them as references to read; nothing deletes them). Dot
     segments are resolved. Only the paths that need it go through Python, so the common case
     stays vectorised. ``source`` names the log file the paths come from (for errors; default:
-    the table's log).
+    the table's log). A chunked array comes back chunked the same way (a million paths
+    are ~90 MB: joining them is a copy into fresh memory).
 
     Raises:
         CorruptTableError: a relative path escapes the root (``../x``, ``a/../../x``,
             ``%2E%2E/x``) or names no file; names the offending path.
     """
     if isinstance(paths, pa.ChunkedArray):
-        paths = paths.combine_chunks()
+        return pa.chunked_array([_decode_array(c, root, source) for c in paths.chunks], pa.string())
+    return _decode_array(paths, root, source)
+
+
+def _decode_array(paths: pa.Array, root: str, source: str | None) -> pa.Array:
     paths = paths.cast(pa.string())
     if not _may_need_decoding(paths):
         return paths
@@ -65,12 +70,17 @@ def _odd_ends(paths: pa.Array) -> pa.Array:
     )
 
 
+_GATE_BLOCK = 1 << 20
+
+
 def _may_need_decoding(paths: pa.Array) -> bool:
     """False when no path holds a marker or has an odd end (``_odd_ends``).
 
-    One pass of byte tests over the whole text buffer (a million paths are ~90 MB): a
-    substring search per marker costs several times more, and this runs on every open. Pairs
-    spanning two paths only make the answer True where the exact per-path match decides.
+    Byte tests over the text buffer, a block at a time into reused scratch arrays: a substring
+    search per marker costs several times more, and whole-buffer temporaries (a million paths
+    are ~90 MB) cost more in fresh-page faults than the tests themselves; this runs on every
+    open. Pairs spanning two paths only make the answer True where the exact per-path match
+    then decides.
     """
     if len(paths) == 0:
         return False
@@ -79,12 +89,18 @@ def _may_need_decoding(paths: pa.Array) -> bool:
     data = paths.buffers()[2]
     if data is not None and hi > lo:
         text = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
-        # '.' is 0x2E and '/' 0x2F: every pair of them is a marker ("..", "./", "//", "/.").
-        dot_or_slash = (text & 0xFE) == 0x2E
-        if bool(np.any(dot_or_slash[:-1] & dot_or_slash[1:])):
-            return True
-        if bool(np.any((text == ord("%")) | (text == ord(":")))):
-            return True
+        scratch = np.empty(_GATE_BLOCK + 1, dtype=np.uint8)
+        hits = np.empty(_GATE_BLOCK + 1, dtype=np.bool_)
+        for start in range(0, len(text), _GATE_BLOCK):
+            block = text[start : start + _GATE_BLOCK + 1]  # one byte of overlap for pairs
+            n = len(block)
+            # '.' is 0x2E and '/' 0x2F: every pair of them is a marker ("..", "./", "//", "/.").
+            np.equal(np.bitwise_and(block, 0xFE, out=scratch[:n]), 0x2E, out=hits[:n])
+            if bool(np.any(np.logical_and(hits[: n - 1], hits[1:n], out=hits[: n - 1]))):
+                return True
+            for byte in (ord("%"), ord(":")):
+                if bool(np.any(np.equal(block, byte, out=hits[:n]))):
+                    return True
     return bool(pc.any(_odd_ends(paths)).as_py())
 
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lakecore_delta.paths import _MARKERS, _may_need_decoding, decode_paths
+from lakecore_delta.paths import _GATE_BLOCK, _MARKERS, _may_need_decoding, decode_paths
 
 import lakecore
 
@@ -97,3 +97,12 @@ def test_the_byte_gate_passes_plain_paths_without_python() -> None:
     assert not _may_need_decoding(plain)
     for marker in _MARKERS:
         assert _may_need_decoding(pa.array(["a.parquet", f"p{marker}q.parquet"]))
+
+
+@pytest.mark.parametrize("marker", _MARKERS)
+@pytest.mark.parametrize("shift", [-2, -1, 0, 1])
+def test_the_byte_gate_finds_a_marker_across_its_block_boundary(marker: str, shift: int) -> None:
+    at = _GATE_BLOCK + shift
+    path = "a" * at + marker + "b.parquet"
+    assert _may_need_decoding(pa.array(["c.parquet", path]).slice(1))
+    assert not _may_need_decoding(pa.array(["a" * at + "b.parquet"]))

@@ -105,7 +105,7 @@ def reconcile(
         pc.struct_field(add, "deletionVector"),
         pc.struct_field(remove, "deletionVector"),
     )
-    commit_paths = decode_paths(paths.filter(file_rows), root)
+    commit_paths = _one_array(decode_paths(paths.filter(file_rows), root))
     # The adds' paths are among the file actions' paths, already decoded.
     new_adds = new_adds.set_column(0, "path", commit_paths.filter(pa.array(is_add)))
     cp_paths = _one_array(cp.column("path"))
