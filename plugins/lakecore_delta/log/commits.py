@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import os
@@ -132,10 +131,10 @@ _PARSE_THREADS = 4
 def _read_json_pieces(chunks: Sequence[bytes], schema: pa.Schema) -> pa.Table:
     """Parse commits as ``_read_json`` would parse them joined by newlines, in log order.
 
-    The text is cut (at line ends) into pieces of about ``_BLOCK_SIZE`` parsed on parallel
-    threads, one block each: faster than the reader's own block threads. Pieces (small
-    commits joined, big ones cut) are made as the threads take them, so only a few pieces'
-    copies of the text exist at once, never one copy of the whole log.
+    Pieces of text (a commit of its own, small commits joined, big ones cut at line ends into
+    pieces of about ``_BLOCK_SIZE``) are parsed on parallel threads, one block each: faster
+    than the reader's own block threads. Only small commits are copied (joined); the others
+    are parsed in place, so the text of the log is never copied whole.
     """
     pieces = _json_pieces(chunks)
     first = next(pieces, b"")
@@ -147,32 +146,37 @@ def _read_json_pieces(chunks: Sequence[bytes], schema: pa.Schema) -> pa.Table:
     with ThreadPoolExecutor(threads) as pool:
         pending: deque[Future[pa.Table]] = deque()
         for piece in itertools.chain((first, second), pieces):
-            if len(pending) > threads:
+            if len(pending) > 2 * threads:
                 tables.append(pending.popleft().result())
             pending.append(pool.submit(_read_json, piece, schema, True))
         tables += [f.result() for f in pending]
     return pa.concat_tables(tables)
 
 
-def _json_pieces(chunks: Sequence[bytes]) -> Iterator[bytes]:
+_OWN_PIECE = 64 << 10
+"""A commit at least this big is parsed as a piece of its own (joining copies it, and the
+reader's cost per call is small against parsing this much)."""
+
+
+def _json_pieces(chunks: Sequence[bytes]) -> Iterator[bytes | memoryview]:
     group: list[bytes] = []
     size = 0
     for chunk in chunks:
-        if size and size + len(chunk) > _BLOCK_SIZE:
+        if group and (len(chunk) >= _OWN_PIECE or size + len(chunk) > _BLOCK_SIZE):
             yield b"\n".join(group)
             group, size = [], 0
-        if len(chunk) <= _BLOCK_SIZE:
+        if len(chunk) < _OWN_PIECE:
             group.append(chunk)
             size += len(chunk) + 1
             continue
-        start = 0
+        view, start = memoryview(chunk), 0
         while len(chunk) - start > _BLOCK_SIZE:
             end = chunk.find(b"\n", start + _BLOCK_SIZE)
             if end < 0:
                 break
-            yield chunk[start:end]
+            yield view[start:end]
             start = end + 1
-        group, size = [chunk[start:]], len(chunk) - start + 1
+        yield view[start:]
     if group:
         yield b"\n".join(group)
 
@@ -183,19 +187,19 @@ _NULL_FIRST_LINE = re.compile(rb"[ \t\r\n]*null")
 _NULL_LINE = re.compile(rb"\n[ \t\r]*null")
 
 
-def _read_json(data: bytes, schema: pa.Schema, whole: bool = False) -> pa.Table:
+def _read_json(data: bytes | memoryview, schema: pa.Schema, whole: bool = False) -> pa.Table:
     """Parse JSON lines (``whole``: as one block, on this thread only)."""
-    if not data or (len(data) < 4096 and not data.strip()):
+    if not data or (len(data) < 4096 and not bytes(data).strip()):
         return schema.empty_table()
     if _NULL_FIRST_LINE.match(data) or _NULL_LINE.search(data):
         # pyarrow's JSON reader (26.0) crashes the process (SIGSEGV) when a block starts with
         # a top-level null; a line that starts with null is no action anyway.
-        problem = null_action_problem(data) or "a line starts with null, not an action"
+        problem = null_action_problem(bytes(data)) or "a line starts with null, not an action"
         raise pa.ArrowInvalid(problem)
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
         table = pj.read_json(
-            io.BytesIO(data),
+            pa.BufferReader(pa.py_buffer(data)),
             read_options=(
                 pj.ReadOptions(block_size=len(data) + 1, use_threads=False)
                 if whole
@@ -208,7 +212,7 @@ def _read_json(data: bytes, schema: pa.Schema, whole: bool = False) -> pa.Table:
             raise
         # A line longer than a block (a huge schema, say): parse the whole buffer as one block.
         table = pj.read_json(
-            io.BytesIO(data),
+            pa.BufferReader(pa.py_buffer(data)),
             read_options=pj.ReadOptions(block_size=len(data) + 1),
             parse_options=parse,
         )
