@@ -264,7 +264,29 @@ def _parse_pieces(jobs: list[tuple[pa.Buffer, int]], schema: pa.Schema) -> pa.Ta
             tables = list(pool.map(parse, jobs))
     if any(t is None for t in tables):
         return None
-    return pa.concat_tables([t for t in tables if t is not None])
+    return pa.concat_tables(_regrouped([t for t in tables if t is not None]))
+
+
+_MIN_CHUNK_ROWS = 1 << 16
+"""Parsed pieces smaller than this are joined before typing: each chunk is typed column by
+column (a few kernel calls per stats field), and the commits of a JSON log are parsed one by
+one (100 commits of 1,000 adds cost 0.15 s of calls unjoined)."""
+
+
+def _regrouped(tables: list[pa.Table]) -> list[pa.Table]:
+    """``tables`` with runs of small neighbours joined into one chunk each (in order)."""
+    out: list[pa.Table] = []
+    run: list[pa.Table] = []
+    rows = 0
+    for table in tables:
+        if run and rows + table.num_rows > _MIN_CHUNK_ROWS:
+            out.append(pa.concat_tables(run).combine_chunks() if len(run) > 1 else run[0])
+            run, rows = [], 0
+        run.append(table)
+        rows += table.num_rows
+    if run:
+        out.append(pa.concat_tables(run).combine_chunks() if len(run) > 1 else run[0])
+    return out
 
 
 def _parse_threads() -> int:

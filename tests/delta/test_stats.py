@@ -239,3 +239,19 @@ def test_stats_of_columns_with_special_names(builder: DeltaTableBuilder, name: s
     assert files.column("null_count").to_pylist() == [
         {"first": 0, name: 2, "s": {"first": 0, name: 1}}
     ]
+
+
+def test_small_parsed_pieces_are_joined_in_order_before_typing() -> None:
+    """The commits of a JSON log are parsed one by one; their small pieces are typed as a few
+    chunks (``_regrouped``), rows unchanged and in order."""
+    from lakecore_delta.stats import _MIN_CHUNK_ROWS, _regrouped
+
+    sizes = [10, 10, _MIN_CHUNK_ROWS, 5, 0, 7]
+    tables, start = [], 0
+    for n in sizes:
+        tables.append(pa.table({"numRecords": pa.array(range(start, start + n), pa.int64())}))
+        start += n
+    out = _regrouped(tables)
+    assert [t.num_rows for t in out] == [20, _MIN_CHUNK_ROWS, 12]
+    assert all(t.column(0).num_chunks <= 1 for t in out)
+    assert pa.concat_tables(out).column(0).to_pylist() == list(range(start))
