@@ -28,6 +28,7 @@ from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import load_state
 from lakecore_delta.write.checkpoint_out import write_checkpoint
 from lakecore_delta.write.data_files import write_data_files
+from lakecore_delta.write.partition_out import partition_text_struct
 from lakecore_delta.write.stats_out import index_bounds, string_prefix_length
 from lakecore_delta.write.writer import DeltaWriter, state_of
 
@@ -220,11 +221,13 @@ class OptimizePlan:
 def plan_optimize(files: pa.Table, target_size: int) -> OptimizePlan:
     """Group small files (and files with deletion vectors) per partition into bins of about
     ``target_size`` bytes; a bin of one file without deletes is left alone."""
-    rows = files.to_pylist()
+    rows = files.select([fi.SIZE, fi.DELETION]).to_pylist()
+    # Keyed by the partition values' log text: Python cannot hold every value (year 0).
+    parts = partition_text_struct(files.column(fi.PARTITION)).to_pylist()
     by_partition: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         if row[fi.SIZE] < target_size or row[fi.DELETION] is not None:
-            by_partition.setdefault(repr(sorted((row[fi.PARTITION] or {}).items())), []).append(i)
+            by_partition.setdefault(repr(sorted((parts[i] or {}).items())), []).append(i)
     bins: list[pa.Table] = []
     for indexes in by_partition.values():
         current: list[int] = []

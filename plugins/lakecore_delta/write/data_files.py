@@ -21,7 +21,7 @@ from lakecore.model.stats import FileStats, data_stats, stats_columns
 from lakecore.storage import Storage
 from lakecore_delta.conform import PARQUET_FIELD_ID
 from lakecore_delta.schema import check_storable
-from lakecore_delta.write.partition_out import partition_dir
+from lakecore_delta.write.partition_out import partition_dirs
 from lakecore_delta.write.stats_out import DELTA_STATS_RULES
 
 DEFAULT_TARGET_FILE_SIZE = 128 << 20
@@ -79,16 +79,19 @@ def _to_physical(table: pa.Table, fields: Sequence[pa.Field], mode: str) -> pa.T
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def partition_slices(data: pa.Table, columns: Sequence[str]) -> list[tuple[list[object], pa.Table]]:
-    """Split ``data`` by the values of ``columns``: (values, rows) per partition.
+def partition_slices(data: pa.Table, columns: Sequence[str]) -> tuple[pa.Table, list[pa.Table]]:
+    """Split ``data`` by the values of ``columns``: the partitions' values (a table of the
+    typed ``columns``, one row per partition) and each partition's rows, in the same order.
 
     Rows are grouped by integer codes (dictionary encoding per column, nulls their own code)
-    and a stable argsort of the codes, which is much cheaper than sorting the values.
+    and a stable argsort of the codes, which is much cheaper than sorting the values. The
+    values stay Arrow: Python cannot hold every one (a date of year 0).
     """
+    keys = data.select(list(columns))
     if not columns:
-        return [([], data)]
+        return _no_columns(1), [data]
     if data.num_rows == 0:
-        return []
+        return keys, []
     codes = np.zeros(data.num_rows, dtype=np.int64)
     for c in columns:
         encoded = pc.dictionary_encode(data.column(c).combine_chunks(), null_encoding="encode")
@@ -99,12 +102,13 @@ def partition_slices(data: pa.Table, columns: Sequence[str]) -> list[tuple[list[
     ordered = data.take(pa.array(order))
     sorted_codes = codes[order]
     starts = [*np.flatnonzero(np.diff(sorted_codes, prepend=-1)).tolist(), data.num_rows]
-    keys = ordered.select(list(columns))
-    out = []
-    for a, b in itertools.pairwise(starts):
-        values = [keys.column(c)[a].as_py() for c in columns]
-        out.append((values, ordered.slice(a, b - a)))
-    return out
+    slices = [ordered.slice(a, b - a) for a, b in itertools.pairwise(starts)]
+    return ordered.select(list(columns)).take(pa.array(starts[:-1])), slices
+
+
+def _no_columns(n: int) -> pa.Table:
+    """A table of ``n`` rows and no columns."""
+    return pa.table({"_": pa.nulls(n)}).select([])
 
 
 def write_data_files(storage: Storage, layout: FileLayout, data: pa.Table) -> pa.Table:
@@ -123,15 +127,18 @@ def write_data_files(storage: Storage, layout: FileLayout, data: pa.Table) -> pa
         physical_name(f) if layout.column_mapping_mode != "none" else f.name for f in part_fields
     ]
     data_fields = layout.data_fields()
+    keys, slices = partition_slices(data, layout.partition_columns)
+    # Rendered before any file is written: a value the log cannot spell raises first.
+    directories = partition_dirs(keys, physical_parts) if physical_parts else [""] * len(slices)
     jobs = [
-        (values, chunk)
-        for values, part in partition_slices(data, layout.partition_columns)
+        (i, chunk)
+        for i, part in enumerate(slices)
         for chunk in _file_chunks(part, layout.target_file_size)
     ]
 
-    def write_one(job: tuple[list[object], pa.Table]) -> tuple[str, int, FileStats]:
-        values, chunk = job
-        directory = partition_dir(physical_parts, values) if physical_parts else ""
+    def write_one(job: tuple[int, pa.Table]) -> tuple[str, int, FileStats]:
+        i, chunk = job
+        directory = directories[i]
         name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
         rel = "/".join(p for p in (layout.prefix, directory, name) if p)
         physical = _to_physical(chunk, data_fields, layout.column_mapping_mode)
@@ -151,13 +158,22 @@ def write_data_files(storage: Storage, layout: FileLayout, data: pa.Table) -> pa
         fi.SIZE: pa.array([w[1] for w in written], pa.int64()),
         fi.RECORD_COUNT: pa.array([chunk.num_rows for _, chunk in jobs], pa.int64()),
         fi.MODIFICATION_TIME: pa.array([now] * len(jobs), pa.int64()),
-        fi.PARTITION: pa.array(
-            [dict(zip(layout.partition_columns, values, strict=True)) for values, _ in jobs],
-            part_type,
-        ),
+        fi.PARTITION: _partition_column(keys, [i for i, _ in jobs], part_type),
     }
     columns.update(stats_columns([w[2] for w in written], data_fields))
     return pa.table(columns)
+
+
+def _partition_column(keys: pa.Table, rows: list[int], part_type: pa.StructType) -> pa.Array:
+    """The typed ``partition`` struct of each file: row ``rows[j]`` of ``keys`` for file j."""
+    if part_type.num_fields == 0:
+        return pa.array([{}] * len(rows), part_type)
+    taken = keys.take(pa.array(rows, pa.int64()))
+    children = [
+        taken.column(i).combine_chunks().cast(part_type.field(i).type)
+        for i in range(part_type.num_fields)
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(part_type))
 
 
 def _file_chunks(part: pa.Table, target_size: int) -> list[pa.Table]:

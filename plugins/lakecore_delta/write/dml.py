@@ -60,6 +60,20 @@ INLINE_DV_MAX_BYTES = 256
 CHANGE_TYPE = "_change_type"
 
 
+@dataclass(frozen=True, slots=True)
+class NewDeletes:
+    """A file re-added with a larger deletion vector: its index row (``Snapshot.files()``,
+    one row) and what changes in it."""
+
+    row: pa.Table
+    record_count: int
+    """The physical row count (the protocol's ``numRecords`` of a file with a DV)."""
+    deletion: dict[str, Any]
+    """The ``deletion`` value (``deletion_value``) of the new deletion vector."""
+    positions: np.ndarray
+    """Every deleted row position of the file (old and new)."""
+
+
 @dataclass
 class ChangeSet:
     """What a DML statement produced, accumulated over the files it touched.
@@ -69,8 +83,9 @@ class ChangeSet:
     (the rest of a copy-on-write file).
     """
 
-    removed: list[dict[str, Any]] = field(default_factory=list)
-    new_dvs: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[pa.Table] = field(default_factory=list)
+    """Rows of the file index (``Snapshot.files()``) of the files the statement removes."""
+    new_dvs: list[NewDeletes] = field(default_factory=list)
     new_rows: list[pa.Table] = field(default_factory=list)
     changes: list[pa.Table] = field(default_factory=list)
     deleted: int = 0
@@ -103,38 +118,59 @@ class DmlContext:
     """The table's string stats prefix length (``stats_out.string_prefix_length``)."""
 
 
+_ROW = "_row"
+"""The key of a ``file_rows`` entry holding its file's position in the file index."""
+
+
+def file_rows(files: pa.Table) -> list[dict[str, Any]]:
+    """One entry per file of ``files`` (file-index rows) for ``FileReader`` and
+    ``live_count``: its ``path``, ``record_count`` and ``deletion`` as Python values, its
+    ``partition`` as the Arrow struct scalar (Python cannot hold every partition value: a
+    date of year 0) and its position in ``files`` (``_ROW``). Stats stay in ``files``."""
+    names = [c for c in (fi.PATH, fi.RECORD_COUNT, fi.DELETION) if c in files.column_names]
+    rows: list[dict[str, Any]] = files.select(names).to_pylist()
+    parts = files.column(fi.PARTITION) if fi.PARTITION in files.column_names else None
+    for i, row in enumerate(rows):
+        row[_ROW] = i
+        row[fi.PARTITION] = None if parts is None else parts[i]
+    return rows
+
+
+def read_file(ctx: DmlContext, row: dict[str, Any]) -> tuple[pa.Table, np.ndarray]:
+    """Every physical row of the file of ``file_rows`` entry ``row`` and its live mask."""
+    schema = ctx.layout.schema
+    batch, deleted = ctx.reader.read_physical(row, schema)
+    table = pa.Table.from_batches([batch], schema=schema)
+    live = np.ones(table.num_rows, dtype=bool)
+    if deleted is not None and deleted.size:
+        live[deleted.astype(np.int64)] = False
+    return table, live
+
+
 def touched_files(
     ctx: DmlContext, files: pa.Table, where: Condition
-) -> Iterator[tuple[dict[str, Any], pa.Table, np.ndarray, np.ndarray]]:
-    """Yield (index row, all physical rows, live mask, match mask) of files with matches."""
-    schema = ctx.layout.schema
-    for row in files.to_pylist():
-        batch, deleted = ctx.reader.read_physical(row, schema)
-        table = pa.Table.from_batches([batch], schema=schema)
-        n = table.num_rows
-        live = np.ones(n, dtype=bool)
-        if deleted is not None and deleted.size:
-            live[deleted.astype(np.int64)] = False
+) -> Iterator[tuple[pa.Table, pa.Table, np.ndarray, np.ndarray]]:
+    """Yield (index row: one row of ``files``, all physical rows, live mask, match mask) of
+    the files with matches."""
+    for row in file_rows(files):
+        table, live = read_file(ctx, row)
         if where is None:
             match = live.copy()
         else:
             truth = pc.fill_null(evaluate_predicate(where, table), False)
             match = truth.to_numpy(zero_copy_only=False) & live
         if match.any():
-            yield row, table, live, match
+            yield files.slice(row[_ROW], 1), table, live, match
 
 
 def tagged(rows: pa.Table, change: str) -> pa.Table:
     return rows.append_column(CHANGE_TYPE, pa.array([change] * rows.num_rows, pa.string()))
 
 
-def _dv_row(
-    ctx: DmlContext, row: dict[str, Any], deleted: np.ndarray, physical_rows: int
-) -> dict[str, Any]:
-    """The index row of a file whose deleted positions become ``deleted`` (old and new):
-    its typed stats stay (wide bounds now; the log says so), ``record_count`` is the physical
-    row count (the protocol's ``numRecords`` of a file with a deletion vector), and
-    ``positions`` lists the deleted positions, the neutral answer ``deletion`` encodes."""
+def _dv_row(ctx: DmlContext, row: pa.Table, deleted: np.ndarray, physical_rows: int) -> NewDeletes:
+    """The file of index row ``row`` with its deleted positions ``deleted`` (old and new),
+    the deletion vector written (a file, unless inline): its typed stats stay (wide bounds
+    now; the log says so)."""
     data = serialize_deletion_vector(deleted)
     descriptor: DeletionVectorDescriptor
     if len(data) <= INLINE_DV_MAX_BYTES:
@@ -147,23 +183,18 @@ def _dv_row(
         )
         assert descriptor.relative_path is not None
         ctx.storage.put(descriptor.relative_path, payload)
-    return dict(
-        row,
-        record_count=physical_rows,
-        deletion=deletion_value(descriptor),
-        **{POSITIONS: deleted},
-    )
+    return NewDeletes(row, physical_rows, deletion_value(descriptor), deleted)
 
 
 def _drop_rows(
     ctx: DmlContext,
     out: ChangeSet,
-    row: dict[str, Any],
+    row: pa.Table,
     table: pa.Table,
     live: np.ndarray,
     gone: np.ndarray,
 ) -> None:
-    """Make rows ``gone`` of the file disappear (DV or rewrite)."""
+    """Make rows ``gone`` of the file of index row ``row`` disappear (DV or rewrite)."""
     out.removed.append(row)
     remaining = live & ~gone
     if ctx.use_dvs:
@@ -187,11 +218,11 @@ def delete_rows(ctx: DmlContext, files: pa.Table, where: Condition) -> ChangeSet
     if where is None and not ctx.cdf:
         truth = pa.array(np.ones(files.num_rows, dtype=bool))  # every row of every file
     if truth is not None:
-        for row in files.filter(truth).to_pylist():
-            count = live_count(ctx, row)
-            if count != 0:  # a file whose rows are all deleted already stays as it is
-                out.removed.append(row)
-                out.deleted += count
+        whole = files.filter(truth)
+        counts = live_counts(ctx, whole)
+        # A file whose rows are all deleted already stays as it is.
+        out.removed.append(whole.filter(pa.array(counts != 0)))
+        out.deleted += int(counts.sum())
         return out
     for row, table, live, match in touched_files(ctx, files, where):
         _drop_rows(ctx, out, row, table, live, match)
@@ -236,9 +267,22 @@ def live_count(ctx: DmlContext, row: Mapping[str, Any]) -> int:
 def live_rows(ctx: DmlContext, files: pa.Table) -> int:
     """Live rows of every file of ``files`` (``live_count``, the footer read only for the
     files without a record count)."""
-    unknown = pc.is_null(files.column(fi.RECORD_COUNT))
-    known = fi.live_record_count(files.filter(pc.invert(unknown)))
-    return known + sum(live_count(ctx, row) for row in files.filter(unknown).to_pylist())
+    return int(live_counts(ctx, files).sum())
+
+
+def live_counts(ctx: DmlContext, files: pa.Table) -> np.ndarray:
+    """``live_count`` of each file of ``files`` (int64), by Arrow compute over the index;
+    only the files without a record count are read (their footers)."""
+    records = files.column(fi.RECORD_COUNT)
+    counts: np.ndarray = np.array(pc.fill_null(records, 0).to_numpy(), dtype=np.int64)
+    if fi.DELETION in files.column_names:
+        cardinality = pc.struct_field(files.column(fi.DELETION), fi.CARDINALITY)
+        counts -= pc.fill_null(cardinality, 0).to_numpy().astype(np.int64)
+    unknown = np.flatnonzero(pc.is_null(records).to_numpy(zero_copy_only=False))
+    if unknown.size:
+        rows = file_rows(files.take(pa.array(unknown)))
+        counts[unknown] = [live_count(ctx, row) for row in rows]
+    return counts
 
 
 def update_rows(
@@ -279,13 +323,22 @@ def apply_assignments(
 def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]:
     """Turn a ChangeSet into actions; ``write_rows(table) -> AddFiles`` writes new rows."""
     actions: list[Action] = []
-    if out.removed:
-        actions.append(RemoveFiles(_index_rows(ctx, out.removed)))
+    removed = [t for t in out.removed if t.num_rows]
+    if removed:
+        actions.append(RemoveFiles(_index_rows(ctx, removed)))
     if out.new_dvs:
-        dv_rows = _index_rows(ctx, out.new_dvs)
+        dv_rows = _index_rows(ctx, [d.row for d in out.new_dvs])
+        counts = pa.array([d.record_count for d in out.new_dvs], pa.int64())
+        deletions = pa.array([d.deletion for d in out.new_dvs], DELETION_TYPE)
+        dv_rows = dv_rows.set_column(
+            dv_rows.schema.get_field_index(fi.RECORD_COUNT), fi.RECORD_COUNT, counts
+        )
+        dv_rows = dv_rows.set_column(
+            dv_rows.schema.get_field_index(fi.DELETION), fi.DELETION, deletions
+        )
         dv_rows = index_bounds(dv_rows, ctx.string_prefix_length)
         dv_rows = dv_rows.append_column(
-            pa.field(POSITIONS, POSITIONS_TYPE), _positions([r[POSITIONS] for r in out.new_dvs])
+            pa.field(POSITIONS, POSITIONS_TYPE), _positions([d.positions for d in out.new_dvs])
         )
         actions.append(DeleteRows(dv_rows, owned=True))
     rows = [t for t in out.new_rows if t.num_rows]
@@ -306,12 +359,19 @@ def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]
     return actions
 
 
-def _index_rows(ctx: DmlContext, rows: list[dict[str, Any]]) -> pa.Table:
-    """Index rows (dicts of ``Snapshot.files()`` rows) as a table of the index's own column
-    types: typed stats and partition values stay typed, no Delta encoding is added."""
+def _index_rows(ctx: DmlContext, rows: list[pa.Table]) -> pa.Table:
+    """Rows of ``Snapshot.files()`` as one table of the index's own column types (the
+    ``FILE_COLUMNS`` and ``deletion``; a column a row lacks is null): typed stats and
+    partition values stay typed and Arrow, no Delta encoding is added."""
     keep = [f for f in ctx.index_schema if f.name in fi.FILE_COLUMNS]
     schema = pa.schema([*keep, pa.field(fi.DELETION, DELETION_TYPE)])
-    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema)
+    table = pa.concat_tables(rows, promote_options="permissive")
+    n = table.num_rows
+    columns = [
+        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(n, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _positions(deleted: Sequence[np.ndarray]) -> pa.Array:

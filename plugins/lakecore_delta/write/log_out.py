@@ -24,12 +24,12 @@ from lakecore.model.actions import (
     SetSchema,
     SetTransaction,
 )
-from lakecore.model.files import DELETION, MAX, MIN, NULL_COUNT, RECORD_COUNT
+from lakecore.model.files import DELETION, MAX, MIN, NULL_COUNT, PARTITION, RECORD_COUNT
 from lakecore.model.schema import physical_name
 from lakecore_delta.commit_metadata import app_metadata_field
 from lakecore_delta.file_index import deletion_descriptor
 from lakecore_delta.write.metrics_out import operation_metrics
-from lakecore_delta.write.partition_out import log_value
+from lakecore_delta.write.partition_out import partition_text_struct
 from lakecore_delta.write.stats_out import render_stats_json
 
 ENGINE_INFO = f"lakecore/{__version__}"
@@ -43,8 +43,8 @@ def encode_path(path: str) -> str:
 
 
 def _partition_values(row: Mapping[str, Any], physical: Mapping[str, str]) -> dict[str, Any]:
-    values = row.get("partition") or {}
-    return {physical[k]: log_value(v) for k, v in values.items()}
+    texts = row.get(PARTITION) or {}  # rendered by ``_rows``
+    return {physical[k]: v for k, v in texts.items()}
 
 
 def _dv_json(deletion: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -71,9 +71,16 @@ _PER_S = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
 def _rows(files: pa.Table) -> list[dict[str, Any]]:
-    """The index rows of ``files`` as Python values; a ``min``/``max`` date or timestamp Python
-    cannot hold (after year 9999: legal in Arrow, Parquet and Delta) is left unknown (stats
-    are optional in Delta; its null count is kept)."""
+    """The index rows of ``files`` as Python values, with ``partition`` as the log's texts
+    (``partition_text_struct``: rendered by Arrow, so a date of year 0 is ``0000-01-01``;
+    raises ``InvalidArgumentError`` for a value the log cannot spell). A ``min``/``max`` date
+    or timestamp Python cannot hold (before year 1 or after year 9999: legal in Arrow,
+    Parquet and Delta) is left unknown (stats are optional in Delta; its null count is
+    kept)."""
+    if PARTITION in files.column_names:
+        at = files.column_names.index(PARTITION)
+        texts = partition_text_struct(files.column(at))
+        files = files.set_column(at, pa.field(PARTITION, texts.type), texts)
     for name in (MIN, MAX):
         if name in files.column_names:
             at = files.column_names.index(name)

@@ -14,7 +14,14 @@ import pyarrow as pa
 
 from lakecore.model.merge import MergeClauses
 from lakecore.planning.merge_eval import MergeOn, merge_file, merge_inserts
-from lakecore_delta.write.dml import ChangeSet, DmlContext, _drop_rows, tagged
+from lakecore_delta.write.dml import (
+    ChangeSet,
+    DmlContext,
+    _drop_rows,
+    file_rows,
+    read_file,
+    tagged,
+)
 
 
 def merge_rows(
@@ -30,13 +37,9 @@ def merge_rows(
     schema = ctx.layout.schema
     matched_source = np.zeros(source.num_rows, dtype=bool)
     out = ChangeSet()
-    for row in files.to_pylist():
-        batch, deleted = ctx.reader.read_physical(row, schema)
-        table = pa.Table.from_batches([batch], schema=schema)
+    for at, row in enumerate(file_rows(files)):
+        table, live = read_file(ctx, row)
         n = table.num_rows
-        live = np.ones(n, dtype=bool)
-        if deleted is not None and deleted.size:
-            live[deleted.astype(np.int64)] = False
         positions = np.flatnonzero(live)
         # The new values are computed first: a value that does not fit raises before a DV
         # file is written.
@@ -48,7 +51,7 @@ def merge_rows(
         gone = np.zeros(n, dtype=bool)
         gone[positions[outcome.updated]] = True
         gone[positions[outcome.deleted]] = True
-        _drop_rows(ctx, out, row, table, live, gone)
+        _drop_rows(ctx, out, files.slice(at, 1), table, live, gone)
         out.updated += int(outcome.updated.size)
         out.deleted += int(outcome.deleted.size)
         if outcome.updated.size:
