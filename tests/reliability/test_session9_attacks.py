@@ -11,13 +11,15 @@ Strict xfails pin: the c0096ad check refusing commits that write no Parquet (who
 delete, set_properties, add_constraint, an unrelated add_column) on a table whose log already
 holds decimal(5,7), and rewrites of such a table failing as CommitStorageError; log paths whose
 trailing ``/.`` or ``/`` (or a bare ``.``/empty path) carry no normalising marker; DML, append
-and restore on a year-0 date partition raising a raw OverflowError (63883ca fixed reads only).
+and restore on a year-0 date partition raising a raw OverflowError (63883ca fixed reads only;
+30c1302 the writes).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import os
 import shutil
 from pathlib import Path
@@ -433,8 +435,8 @@ def test_an_add_naming_the_root_through_a_marker_is_a_corrupt_log(
         lakecore.open(b.uri).to_arrow()
 
 
-# 63883ca fixed reads of partition values Python cannot hold (a date of year 0); the DML
-# paths still turn the file index's partition values into Python.
+# 63883ca fixed reads of partition values Python cannot hold (a date of year 0); 30c1302 fixed
+# the write paths (DML, append, restore), which turned them into Python.
 
 YEAR_0_DAYS = -719_528
 
@@ -448,6 +450,15 @@ def _year_0_table(tmp_path: Path, cdf: bool = False) -> lakecore.Table:
     return lakecore.open(b.uri)
 
 
+def _delta_rs_rows(uri: str) -> list[tuple[int, int]]:
+    """Sorted (i, p as days) as delta-rs reads them (its DataFusion reader: ``to_pyarrow_table``
+    goes through Python dates, which cannot hold year 0)."""
+    query = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(uri))
+    got = pa.table(query.execute("select i, p from t").read_all())
+    days = got.column("p").cast(pa.int32()).to_pylist()
+    return sorted(zip(got.column("i").to_pylist(), days, strict=True))
+
+
 def test_a_year_0_partition_reads_counts_and_filters(tmp_path: Path) -> None:
     table = _year_0_table(tmp_path)
     assert table.count("i = 1") == 1
@@ -455,14 +466,11 @@ def test_a_year_0_partition_reads_counts_and_filters(tmp_path: Path) -> None:
     assert table.head(1).column("p").cast(pa.int32()).to_pylist() == [YEAR_0_DAYS]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DML on a table with a year-0 date partition raises a raw OverflowError: "
-    "write/dml.py touched_files (line ~111) turns the index's partition values into Python "
-    "(to_pylist), which 63883ca avoided for reads only",
-)
 @pytest.mark.parametrize("op", ["delete", "update", "merge"])
 def test_dml_on_a_year_0_partition(tmp_path: Path, op: str) -> None:
+    """Fixed in 30c1302; was: raw OverflowError from write/dml.py touched_files (and
+    merge.py merge_rows), which turned the index's partition values into Python (to_pylist)
+    """
     table = _year_0_table(tmp_path)
     if op == "delete":
         table.delete("i = 1")
@@ -474,37 +482,46 @@ def test_dml_on_a_year_0_partition(tmp_path: Path, op: str) -> None:
     got = lakecore.open(table.uri).to_arrow()
     assert got.column("p").cast(pa.int32()).to_pylist() == [YEAR_0_DAYS] * got.num_rows
     assert sorted(got.column("i").to_pylist()) == ([2] if op != "update" else [2, 11])
+    expected = [(i, YEAR_0_DAYS) for i in ([2] if op != "update" else [2, 11])]
+    assert _delta_rs_rows(table.uri) == expected
+    log = (Path(table.uri) / "_delta_log" / f"{2:020d}.json").read_text()
+    assert '"partitionValues":{"p":"0000-01-01"}' in log
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="appending a year-0 date to a date-partitioned Delta table raises a raw "
-    "OverflowError (write/data_files.py partition_slices, line ~104: Scalar.as_py) instead "
-    "of writing it or refusing it with a typed LakecoreError",
-)
-def test_append_of_a_year_0_partition_value_is_written_or_typed(tmp_path: Path) -> None:
+def test_append_of_a_year_0_partition_value_is_written(tmp_path: Path) -> None:
+    """Fixed in 30c1302; was: raw OverflowError from write/data_files.py partition_slices
+    (Scalar.as_py of the partition key)
+    """
     table = _year_0_table(tmp_path)
     year_0 = pa.array([YEAR_0_DAYS], pa.int32()).cast(pa.date32())
-    try:
-        table.append(pa.table({"i": pa.array([5], pa.int64()), "p": year_0}))
-    except LakecoreError:
-        assert lakecore.open(table.uri).version == 1
-    else:
-        assert lakecore.open(table.uri).count() == 3
+    table.append(pa.table({"i": pa.array([5], pa.int64()), "p": year_0}))
+    table = lakecore.open(table.uri)
+    assert table.version == 2
+    got = table.to_arrow()
+    assert sorted(got.column("i").to_pylist()) == [1, 2, 5]
+    assert got.column("p").cast(pa.int32()).to_pylist() == [YEAR_0_DAYS] * 3
+    assert _delta_rs_rows(table.uri) == [(i, YEAR_0_DAYS) for i in (1, 2, 5)]
+    (add,) = [
+        json.loads(line)["add"]
+        for line in (Path(table.uri) / "_delta_log" / f"{2:020d}.json").read_text().splitlines()
+        if '"add"' in line
+    ]
+    assert add["partitionValues"] == {"p": "0000-01-01"}
+    assert add["path"].startswith("p=0000-01-01/")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="restore to before a year-0 date partition's file raises a raw OverflowError: "
-    "the remove action's partition values are rendered through Python "
-    "(write/log_out.py _rows, line ~83, via remove_lines)",
-)
 def test_restore_before_a_year_0_partition_file(tmp_path: Path) -> None:
+    """Fixed in 30c1302; was: raw OverflowError from write/log_out.py _rows (the remove
+    action's partition values rendered through Python, via remove_lines)
+    """
     table = _year_0_table(tmp_path)
     table.restore(0)
     assert lakecore.open(table.uri).count() == 0
+    removes = (Path(table.uri) / "_delta_log" / f"{2:020d}.json").read_text()
+    assert '"partitionValues":{"p":"0000-01-01"}' in removes
     lakecore.open(table.uri).restore(1)
     assert lakecore.open(table.uri).count() == 2
+    assert _delta_rs_rows(table.uri) == [(1, YEAR_0_DAYS), (2, YEAR_0_DAYS)]
 
 
 def test_adding_an_unrelated_column_to_a_wide_scale_table(tmp_path: Path) -> None:
