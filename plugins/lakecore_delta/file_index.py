@@ -43,7 +43,9 @@ def index_actions(
         fields = [f for f in fields if f.name in set(stats_columns)]
     stats = _stats(adds, fields, counts_only=stats_columns is not None and not fields)
     stats = drop_imprecise_bounds(stats, fields)
-    deletion = deletion_column(adds.column("deletionVector").combine_chunks())
+    deletion = pa.chunked_array(
+        [deletion_column(chunk) for chunk in adds.column("deletionVector").chunks], DELETION_TYPE
+    )
     return pa.table(
         {
             fi.PATH: adds.column("path"),
@@ -81,6 +83,8 @@ def deletion_column(dv: pa.StructArray) -> pa.StructArray:
     size and path or inline bitmap joined by ``|``; the path comes last, so a ``'p'`` path
     holding ``|`` still splits right (Z85 text and UUID prefixes never hold it).
     """
+    if len(dv) == 0 or pc.struct_field(dv, "storageType").null_count == len(dv):
+        return pa.nulls(len(dv), DELETION_TYPE)  # most tables: no joined text to build
     parts = [pc.cast(pc.struct_field(dv, name), pa.string()) for name in _DV_FIELDS]
     text = pc.binary_join_element_wise(
         *parts, _SEPARATOR, null_handling="replace", null_replacement=""

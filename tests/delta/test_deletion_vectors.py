@@ -549,3 +549,26 @@ def test_corpus_latest_rows_match_the_reference_reader(table: str) -> None:
     assert actual.num_rows == version["num_rows"] == expected.num_rows
     assert sorted(actual.to_pylist(), key=repr) == sorted(expected.to_pylist(), key=repr)
     assert with_dv == CORPUS_DV_TABLES[table][1]
+
+
+def test_deletion_column_of_files_without_vectors_is_all_null_and_keeps_the_others() -> None:
+    """``deletion_column`` skips building descriptor text when no file has a vector; a chunk
+    that has one still builds it for exactly its rows."""
+    from lakecore_delta.file_index import DELETION_TYPE, deletion_column
+    from lakecore_delta.log.schemas import DV_TYPE
+
+    none = deletion_column(pa.nulls(4, DV_TYPE))
+    assert none.type == DELETION_TYPE and none.null_count == 4
+    one = {
+        "storageType": "u",
+        "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
+        "offset": 4,
+        "sizeInBytes": 40,
+        "cardinality": 6,
+    }
+    mixed = deletion_column(pa.array([None, one, None], DV_TYPE))
+    assert mixed.to_pylist() == [
+        None,
+        {"cardinality": 6, "descriptor": b"u|4|40|ab^-aqEH.-t@S}K{vb[*k^"},
+        None,
+    ]

@@ -164,6 +164,8 @@ def _live_rows(
 
 
 def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    if column.num_chunks == 1:
+        return column.chunk(0)  # combine_chunks copies even a single chunk
     return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
 
 
