@@ -267,10 +267,13 @@ def _parse_pieces(jobs: list[tuple[pa.Buffer, int]], schema: pa.Schema) -> pa.Ta
     return pa.concat_tables(_regrouped([t for t in tables if t is not None]))
 
 
-_MIN_CHUNK_ROWS = 1 << 16
-"""Parsed pieces smaller than this are joined before typing: each chunk is typed column by
-column (a few kernel calls per stats field), and the commits of a JSON log are parsed one by
-one (100 commits of 1,000 adds cost 0.15 s of calls unjoined)."""
+_SMALL_PIECE_ROWS = 4_096
+_JOINED_ROWS = 1 << 16
+"""Parsed pieces of fewer than ``_SMALL_PIECE_ROWS`` rows are joined (runs of up to
+``_JOINED_ROWS``) before typing: each chunk is typed column by column (~1.5 ms of kernel calls
+for five stats columns), and the commits of a JSON log are parsed one by one (100 commits of
+1,000 adds cost 0.15 s unjoined). Bigger pieces stay as they are: joining copies, and copying
+the 39 pieces of a 1M-file checkpoint cost 0.24 s, more than typing them apart."""
 
 
 def _regrouped(tables: list[pa.Table]) -> list[pa.Table]:
@@ -278,14 +281,24 @@ def _regrouped(tables: list[pa.Table]) -> list[pa.Table]:
     out: list[pa.Table] = []
     run: list[pa.Table] = []
     rows = 0
-    for table in tables:
-        if run and rows + table.num_rows > _MIN_CHUNK_ROWS:
+
+    def flush() -> None:
+        if run:
             out.append(pa.concat_tables(run).combine_chunks() if len(run) > 1 else run[0])
-            run, rows = [], 0
+            run.clear()
+
+    for table in tables:
+        if table.num_rows >= _SMALL_PIECE_ROWS:
+            flush()
+            out.append(table)
+            rows = 0
+            continue
+        if rows + table.num_rows > _JOINED_ROWS:
+            flush()
+            rows = 0
         run.append(table)
         rows += table.num_rows
-    if run:
-        out.append(pa.concat_tables(run).combine_chunks() if len(run) > 1 else run[0])
+    flush()
     return out
 
 

@@ -243,15 +243,19 @@ def test_stats_of_columns_with_special_names(builder: DeltaTableBuilder, name: s
 
 def test_small_parsed_pieces_are_joined_in_order_before_typing() -> None:
     """The commits of a JSON log are parsed one by one; their small pieces are typed as a few
-    chunks (``_regrouped``), rows unchanged and in order."""
-    from lakecore_delta.stats import _MIN_CHUNK_ROWS, _regrouped
+    chunks (``_regrouped``), big pieces are left alone (joining copies), rows in order."""
+    from lakecore_delta.stats import _JOINED_ROWS, _SMALL_PIECE_ROWS, _regrouped
 
-    sizes = [10, 10, _MIN_CHUNK_ROWS, 5, 0, 7]
+    small = _SMALL_PIECE_ROWS - 1
+    sizes = [10, 10, _SMALL_PIECE_ROWS, 5, 0, 7, *[small] * (_JOINED_ROWS // small + 1)]
     tables, start = [], 0
     for n in sizes:
         tables.append(pa.table({"numRecords": pa.array(range(start, start + n), pa.int64())}))
         start += n
     out = _regrouped(tables)
-    assert [t.num_rows for t in out] == [20, _MIN_CHUNK_ROWS, 12]
+    fit = (_JOINED_ROWS - 12) // small  # small pieces that join the run of 5 + 0 + 7 rows
+    rest = len(sizes) - 6 - fit
+    assert [t.num_rows for t in out] == [20, _SMALL_PIECE_ROWS, 12 + fit * small, rest * small]
+    assert out[1] is tables[2]  # not copied
     assert all(t.column(0).num_chunks <= 1 for t in out)
     assert pa.concat_tables(out).column(0).to_pylist() == list(range(start))
