@@ -54,11 +54,11 @@ def _decode_array(paths: pa.Array, root: str, source: str | None) -> pa.Array:
     return pc.replace_with_mask(paths, needs, fixed)
 
 
-_MARKERS = ("%", ":", "..", "./", "//", "/.")
+_MARKERS = ("%", ":", "..", "./", "//", "/.", "\x00")
 """Substrings that send a path through Python: escapes, URIs, ``..`` (a possible escape of the
 table root; resolved, or refused), and ``./`` or ``//`` (``./a`` and ``a`` are one file: an
 add and a remove must reconcile however the log spells it, as Hadoop paths normalise; ``/.``
-for a trailing dot segment)."""
+for a trailing dot segment), and NUL (no file name holds it: refused as corruption)."""
 
 
 def _odd_ends(paths: pa.Array) -> pa.Array:
@@ -74,7 +74,8 @@ _GATE_BLOCK = 1 << 20
 
 
 def _may_need_decoding(paths: pa.Array) -> bool:
-    """False when no path holds a marker or has an odd end (``_odd_ends``).
+    """False when no path holds a marker or has an odd end (``_odd_ends``); must flag
+    every marker of ``_MARKERS``.
 
     Byte tests over the text buffer, a block at a time into reused scratch arrays: a substring
     search per marker costs several times more, and whole-buffer temporaries (a million paths
@@ -98,7 +99,7 @@ def _may_need_decoding(paths: pa.Array) -> bool:
             np.equal(np.bitwise_and(block, 0xFE, out=scratch[:n]), 0x2E, out=hits[:n])
             if bool(np.any(np.logical_and(hits[: n - 1], hits[1:n], out=hits[: n - 1]))):
                 return True
-            for byte in (ord("%"), ord(":")):
+            for byte in (ord("%"), ord(":"), 0):
                 if bool(np.any(np.equal(block, byte, out=hits[:n]))):
                     return True
     return bool(pc.any(_odd_ends(paths)).as_py())

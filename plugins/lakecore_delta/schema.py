@@ -166,17 +166,23 @@ def to_delta_field(field: pa.Field) -> dict[str, Any]:
     Metadata comes from ``delta.metadata`` (what lakecore read) plus any plain field metadata
     keys starting with ``delta.`` (how users declare e.g. ``delta.generationExpression``).
     """
+    return {
+        "name": field.name,
+        "type": to_delta_type(field.type, field.name),
+        "nullable": field.nullable,
+        "metadata": declared_metadata(field),
+    }
+
+
+def declared_metadata(field: pa.Field) -> dict[str, Any]:
+    """The Delta metadata of ``field``: its ``delta.metadata`` object plus any plain field
+    metadata keys starting with ``delta.`` that the object does not hold."""
     meta = delta_metadata(field)
     for key, value in (field.metadata or {}).items():
         name = key.decode()
         if name.startswith("delta.") and key != DELTA_METADATA and name not in meta:
             meta[name] = value.decode()
-    return {
-        "name": field.name,
-        "type": to_delta_type(field.type, field.name),
-        "nullable": field.nullable,
-        "metadata": meta,
-    }
+    return meta
 
 
 GENERATION_EXPRESSION = "delta.generationExpression"
@@ -227,7 +233,8 @@ def to_delta_type(t: pa.DataType, name: str = "") -> Any:
 
 def check_storable(t: pa.DataType, name: str) -> None:
     """Raise ``SchemaError`` naming column ``name`` when ``t`` holds a decimal whose scale is
-    outside 0..precision: Parquet's DECIMAL logical type cannot store it.
+    outside 0..precision (Parquet's DECIMAL logical type cannot store it) or whose precision
+    is above 38 (the protocol's limit; delta-rs cannot open such a table).
 
     For types a write brings in (a new table, column or data file); a table whose log
     already holds such a type stays readable and committable (nothing checks it again until
@@ -237,6 +244,10 @@ def check_storable(t: pa.DataType, name: str) -> None:
         raise SchemaError(
             f"column {name!r}: {t} has a scale outside 0..precision, which Parquet cannot "
             "store; rescale the values (e.g. to decimal(precision - scale, 0))"
+        )
+    if pa.types.is_decimal(t) and t.precision > 38:
+        raise SchemaError(
+            f"column {name!r}: {t} has a precision above 38, the most a Delta decimal holds"
         )
     if pa.types.is_struct(t):
         for i in range(t.num_fields):

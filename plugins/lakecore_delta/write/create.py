@@ -21,7 +21,7 @@ from lakecore_delta.schema import (
     CM_PHYSICAL,
     DELTA_METADATA,
     check_storable,
-    delta_metadata,
+    declared_metadata,
     schema_string,
 )
 from lakecore_delta.write.features import protocol_for, required_features
@@ -46,7 +46,7 @@ def with_column_mapping(schema: pa.Schema, start: int = 0) -> tuple[pa.Schema, i
             t = pa.list_(_nested(t.value_field))
         elif pa.types.is_map(t):
             t = pa.map_(_nested(t.key_field).with_nullable(False), _nested(t.item_field))
-        meta = delta_metadata(f)
+        meta = declared_metadata(f)  # plain delta.* keys too (a generation expression)
         if CM_ID not in meta:
             counter[0] += 1
             meta = {CM_PHYSICAL: f"col-{uuid.uuid4()}", **meta, CM_ID: counter[0]}

@@ -32,10 +32,21 @@ def partition_texts(values: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
     Dates are ``YYYY-MM-DD``; timestamps ``YYYY-MM-DD HH:MM:SS.ffffff`` (instants in UTC,
     wall-clock times as they are). Raises ``InvalidArgumentError`` for a date or timestamp
     outside years 0000..9999: its text (``-0001-12-31``, ``+10000-01-01``) is not the
-    protocol's ``{year}-{month}-{day}`` and does not parse back as a partition value.
+    protocol's ``{year}-{month}-{day}`` and does not parse back as a partition value, and
+    for a binary value that is not UTF-8. An empty string or binary value is null.
     """
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks else pa.nulls(0, values.type)
+    texts = _texts(values, name)
+    # The protocol reads an empty partition value as null, and Delta Spark writes null for
+    # an empty string (delta-rs would read a logged "" back as "").
+    empty = pc.fill_null(pc.equal(texts, ""), False)
+    if pc.any(empty).as_py():
+        texts = pc.if_else(empty, pa.scalar(None, pa.string()), texts)
+    return texts
+
+
+def _texts(values: pa.Array, name: str) -> pa.Array:
     t = values.type
     if pa.types.is_date(t):
         return _date_texts(values.cast(pa.date32()), name)
@@ -45,7 +56,13 @@ def partition_texts(values: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
         return values.cast(pa.string())
     if pa.types.is_boolean(t):  # Arrow's text is Hive's: true / false
         return values.cast(pa.string())
-    return pa.array([partition_text(v) for v in values.to_pylist()], pa.string())
+    try:
+        return pa.array([partition_text(v) for v in values.to_pylist()], pa.string())
+    except UnicodeEncodeError as exc:  # bytes that are no UTF-8 text (surrogate-escaped)
+        raise InvalidArgumentError(
+            f"partition column {name!r}: a binary value is not UTF-8 text, which a Delta "
+            "partition value (a string in the log) must be"
+        ) from exc
 
 
 def _date_texts(days: pa.Array, name: str) -> pa.Array:

@@ -117,11 +117,12 @@ _HELD: list[tuple[pa.DataType, list[Any]]] = [
 
 
 def test_texts_equal_partition_text_for_values_python_holds() -> None:
-    """The Arrow rendering agrees with the Python one wherever Python holds the value."""
+    """The Arrow rendering agrees with the Python one wherever Python holds the value, but
+    for an empty value: logged as null, as the protocol reads it and Delta Spark writes it."""
     ran = 0
     for t, values in _HELD:
         array = pa.array(values, t)
-        expected = [partition_text(v) for v in array.to_pylist()]
+        expected = [partition_text(v) or None for v in array.to_pylist()]
         assert partition_texts(array, "c").to_pylist() == expected, t
         ran += 1
     assert ran == len(_HELD) == 13
