@@ -17,7 +17,8 @@
 - d7d22a3/4c1f2a9 (``stats.py`` ``_regrouped``) and 821ec6d (``deletion_column`` fast path):
   the file index is the same for every grouping of parsed pieces.
 
-Strict xfails (bugs found; see each reason): an empty-string partition value written as
+Bugs found, fixed in 775c118 and pinned as regressions (each docstring says what it was): an
+empty-string partition value written as
 ``""`` (Spark writes null; delta-rs then reads ``''`` where lakecore reads null); a non-UTF-8
 binary partition value refused with a message that does not name the column; and four
 older bugs met on the way: ``create`` with column mapping drops ``delta.generationExpression``,
@@ -554,14 +555,11 @@ def test_a_non_utf8_binary_partition_value_leaves_no_file(tmp_path: Path) -> Non
     assert lakecore.open(uri).version == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="partition_out.partition_texts renders binary through partition_text (bytes "
-    "decoded with surrogateescape) and pa.array(..., pa.string()) raises a raw "
-    "UnicodeEncodeError; the boundary wraps it as 'Transaction.append failed: "
-    "UnicodeEncodeError ... surrogates not allowed', naming neither column nor value",
-)
 def test_a_non_utf8_binary_partition_value_is_refused_naming_the_column(tmp_path: Path) -> None:
+    """Fixed in 775c118; was: partition_out.partition_texts renders binary through partition_text
+    (bytes decoded with surrogateescape) and pa.array(..., pa.string()) raises a raw
+    UnicodeEncodeError; the boundary wraps it as 'Transaction.append failed: UnicodeEncodeError
+    ... surrogates not allowed', naming neither column nor value"""
     uri = str(tmp_path / "t")
     _binary_table(uri)
     data = pa.table({"i": pa.array([1], pa.int64()), "p": pa.array([b"\xff\xfe"])})
@@ -569,14 +567,11 @@ def test_a_non_utf8_binary_partition_value_is_refused_naming_the_column(tmp_path
         lakecore.open(uri).append(data)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="partition_out.partition_texts casts an empty string to '' and log_out writes "
-    "partitionValues {'p': ''}; the protocol reads '' as null (lakecore does) while delta-rs "
-    "1.6 reads '' back as '', so the two disagree on the row; Delta Spark writes null for "
-    "an empty partition value (its directory is __HIVE_DEFAULT_PARTITION__, as lakecore's)",
-)
 def test_an_empty_string_partition_value_is_logged_as_null(tmp_path: Path) -> None:
+    """Fixed in 775c118; was: partition_out.partition_texts casts an empty string to '' and log_out
+    writes partitionValues {'p': ''}; the protocol reads '' as null (lakecore does) while
+    delta-rs 1.6 reads '' back as '', so the two disagree on the row; Delta Spark writes null
+    for an empty partition value (its directory is __HIVE_DEFAULT_PARTITION__, as lakecore's)"""
     uri = str(tmp_path / "t")
     table = lakecore.create(
         uri, pa.schema([("i", pa.int64()), ("p", pa.string())]), partition_by=["p"]
@@ -593,14 +588,11 @@ def test_an_empty_string_partition_value_is_logged_as_null(tmp_path: Path) -> No
 # ----------------------------------------------------------------------------- older bugs met
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="write/create.py with_column_mapping rebuilds each field's metadata from "
-    "delta_metadata(f) (the 'delta.metadata' key) only: a 'delta.generationExpression' key "
-    "given on the Arrow field is dropped, so the table has no generated column and an "
-    "append without it raises SchemaError (without column mapping it works)",
-)
 def test_a_generated_column_survives_create_with_column_mapping(tmp_path: Path) -> None:
+    """Fixed in 775c118; was: write/create.py with_column_mapping rebuilds each field's metadata
+    from delta_metadata(f) (the 'delta.metadata' key) only: a 'delta.generationExpression' key
+    given on the Arrow field is dropped, so the table has no generated column and an append
+    without it raises SchemaError (without column mapping it works)"""
     schema = pa.schema(
         [
             ("i", pa.int64()),
@@ -613,27 +605,21 @@ def test_a_generated_column_survives_create_with_column_mapping(tmp_path: Path) 
     assert sorted(lakecore.open(uri).to_arrow().column("g").to_pylist()) == [2, 4]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="schema.to_delta_type writes decimal(40,20) for an Arrow decimal256 and create "
-    "accepts it; the protocol caps precision at 38 and delta-rs cannot open the table "
-    "('precision must be in range 1..38'); check_storable should refuse it (SchemaError)",
-)
 def test_create_refuses_decimal_precision_over_38(tmp_path: Path) -> None:
+    """Fixed in 775c118; was: schema.to_delta_type writes decimal(40,20) for an Arrow decimal256
+    and create accepts it; the protocol caps precision at 38 and delta-rs cannot open the table
+    ('precision must be in range 1..38'); check_storable should refuse it (SchemaError)"""
     schema = pa.schema([("i", pa.int64()), ("x", pa.decimal256(40, 20))])
     with pytest.raises(SchemaError, match="38"):
         lakecore.create(str(tmp_path / "t"), schema)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="file_index.deletion_column masks the deletion column by storageType alone (and "
-    "821ec6d's fast path returns all-null when every storageType is null): an add whose "
-    "deletionVector object has cardinality 2 but no storageType reads as a file without "
-    "deletes, so rows it deletes come back; a DV object with fields but no storageType "
-    "should raise CorruptTableError (validate.py checks no DV field)",
-)
 def test_a_deletion_vector_without_storage_type_is_refused(tmp_path: Path) -> None:
+    """Fixed in 775c118; was: file_index.deletion_column masks the deletion column by storageType
+    alone (and 821ec6d's fast path returns all-null when every storageType is null): an add
+    whose deletionVector object has cardinality 2 but no storageType reads as a file without
+    deletes, so rows it deletes come back; a DV object with fields but no storageType should
+    raise CorruptTableError (validate.py checks no DV field)"""
     b = DeltaTableBuilder(tmp_path / "t")
     b.init([field("i", "long")], [], {"delta.enableDeletionVectors": "true"}, proto=DV_PROTOCOL)
     dv = {"pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "sizeInBytes": 40}
@@ -809,15 +795,12 @@ def test_a_dot_segment_at_the_gate_block_boundary_reconciles(
     assert not any(p.endswith("y.parquet") for p in paths)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="paths._may_need_decoding (and _MARKERS) flag '%', ':' and dot/slash pairs only: a "
-    "raw NUL in a log path (JSON \\u0000) with no marker skips contained_path, whose NUL "
-    "check raises CorruptTableError; the read then fails as InvalidArgumentError "
-    "('Scan.to_batches failed: ValueError: embedded null byte'), while './a\\x00b' or "
-    "'a%00b' are CorruptTableError (older than the byte gate; add 0x00 to the gate and markers)",
-)
 def test_a_nul_byte_in_a_plain_log_path_is_corruption(tmp_path: Path) -> None:
+    """Fixed in 775c118; was: paths._may_need_decoding (and _MARKERS) flag '%', ':' and dot/slash
+    pairs only: a raw NUL in a log path (JSON \\u0000) with no marker skips contained_path,
+    whose NUL check raises CorruptTableError; the read then fails as InvalidArgumentError
+    ('Scan.to_batches failed: ValueError: embedded null byte'), while './a\\x00b' or 'a%00b' are
+    CorruptTableError (older than the byte gate; add 0x00 to the gate and markers)"""
     b = DeltaTableBuilder(tmp_path / "t")
     b.init([field("i", "long")])
     b.commit(1, commit_info(), add("a\x00b.parquet", stats={"numRecords": 1}))
