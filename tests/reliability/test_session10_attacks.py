@@ -62,14 +62,7 @@ from tests.delta.builders import (
 )
 
 UTC = dt.timezone.utc
-DV_PROTOCOL = {
-    "protocol": {
-        "minReaderVersion": 3,
-        "minWriterVersion": 7,
-        "readerFeatures": ["deletionVectors"],
-        "writerFeatures": ["deletionVectors"],
-    }
-}
+DV_PROTOCOL = protocol(3, 7, ["deletionVectors"], ["deletionVectors"])
 
 
 # ----------------------------------------------------------------------------- log helpers

@@ -25,7 +25,7 @@ from lakecore_delta.write.partition_out import partition_texts
 import lakecore
 from lakecore.errors import InvalidArgumentError
 from lakecore.model.partition_paths import partition_text
-from tests.delta.builders import DeltaTableBuilder, field
+from tests.delta.builders import DeltaTableBuilder, field, protocol
 
 YEAR_0 = -719_528
 """0000-01-01 as days since 1970-01-01 (proleptic Gregorian)."""
@@ -275,14 +275,7 @@ def test_dv_delete_of_a_file_whose_stats_hold_year_0(tmp_path: Path) -> None:
     render is left out of the stats (Delta stats are optional) and the rows still read."""
     b = DeltaTableBuilder(tmp_path / "t")
     configuration = CONFIGURATIONS["dv"]
-    proto = {
-        "protocol": {
-            "minReaderVersion": 3,
-            "minWriterVersion": 7,
-            "readerFeatures": ["deletionVectors"],
-            "writerFeatures": ["deletionVectors"],
-        }
-    }
+    proto = protocol(3, 7, ["deletionVectors"], ["deletionVectors"])
     b.init(
         [field("i", "long"), field("d", "date"), field("p", "date")],
         ["p"],
@@ -352,14 +345,7 @@ def test_whole_file_deletes_count_live_rows_without_python_partition_values(
     from the index (deletion vector cardinality subtracted) and, for a file whose add has no
     ``numRecords``, from its footer."""
     b = DeltaTableBuilder(tmp_path / "t")
-    proto = {
-        "protocol": {
-            "minReaderVersion": 3,
-            "minWriterVersion": 7,
-            "readerFeatures": ["deletionVectors"],
-            "writerFeatures": ["deletionVectors"],
-        }
-    }
+    proto = protocol(3, 7, ["deletionVectors"], ["deletionVectors"])
     b.init([field("i", "long"), field("p", "date")], ["p"], CONFIGURATIONS["dv"], proto=proto)
     year_0 = {"p": "0000-01-01"}
     b.commit(
