@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -48,8 +49,8 @@ def parse_partition_strings(strings: pa.Array, field: pa.Field) -> pa.Array:
             return strings.cast(t)
         if pa.types.is_binary(t):
             return strings.cast(t)
-        if pa.types.is_timestamp(t):
-            return _parse_timestamp(strings, t)
+        if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            return _parse_signed_years(strings, field)
         if pa.types.is_boolean(t):
             return _parse_boolean(strings, field)
         return strings.cast(t)
@@ -69,6 +70,72 @@ def _parse_boolean(strings: pa.Array, field: pa.Field) -> pa.Array:
             f"partition column {field.name!r}: value {example!r} is not a boolean (true/false)"
         )
     return pc.equal(lowered, "true")
+
+
+_SIGNED = re.compile(r"([+-])([0-9]{4,})-([0-9]{2})-([0-9]{2})(.*)", re.DOTALL)
+_DAY_US = 86_400_000_000
+
+
+def _parse_signed_years(strings: pa.Array, field: pa.Field) -> pa.Array:
+    """Dates or timestamps; a year outside 0000..9999 is written with a sign (delta-rs writes
+    ``+10000-01-01`` and ``-0001-12-31``, as ISO 8601 extends years), which Arrow's parsers
+    and Python's ``datetime`` do not read: those few values are computed here."""
+    t = field.type
+    signed = pc.fill_null(pc.or_(pc.starts_with(strings, "+"), pc.starts_with(strings, "-")), False)
+    if not pc.any(signed).as_py():
+        return _parse_timestamp(strings, t) if pa.types.is_timestamp(t) else strings.cast(t)
+    plain = pc.if_else(signed, pa.scalar(None, pa.string()), strings)
+    typed = _parse_timestamp(plain, t) if pa.types.is_timestamp(t) else plain.cast(t)
+    values = [_signed_value(text, field) for text in strings.filter(signed).to_pylist()]
+    if pa.types.is_date(t):
+        return pc.replace_with_mask(
+            typed, signed, pa.array(values, pa.int32()).cast(pa.date32()).cast(t)
+        )
+    micros = pa.array(values, pa.int64()).cast(pa.timestamp("us", t.tz))
+    return pc.replace_with_mask(typed, signed, micros.cast(t))
+
+
+def _signed_value(text: str, field: pa.Field) -> int:
+    """Days since the epoch (a date) or microseconds (a timestamp) of a signed-year text."""
+    match = _SIGNED.fullmatch(text)
+    bad = CorruptTableError(
+        f"partition column {field.name!r}: value {text!r} does not parse as {field.type}"
+    )
+    if match is None:
+        raise bad
+    sign, year, month, day, rest = match.groups()
+    y, m, d = int(year) * (-1 if sign == "-" else 1), int(month), int(day)
+    if not (1 <= m <= 12 and 1 <= d <= _month_days(y, m)):
+        raise bad
+    days = _days_from_civil(y, m, d)
+    if pa.types.is_date(field.type):
+        if rest or not -(2**31) <= days < 2**31:
+            raise bad
+        return days
+    # The time of day as the unsigned form has it (" HH:MM:SS[.ffffff]", "T...Z").
+    try:
+        clock = _parse_timestamp(pa.array([f"1970-01-01{rest}"]), pa.timestamp("us"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise bad from exc
+    micros = days * _DAY_US + int(clock.cast(pa.int64())[0].as_py())
+    if not -(2**63) <= micros < 2**63:
+        raise bad
+    return micros
+
+
+def _month_days(year: int, month: int) -> int:
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (any year; H. Hinnant's method)."""
+    y = year - (month <= 2)
+    era = y // 400  # floor division: the era of negative years too
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146_097 + doe - 719_468
 
 
 def _parse_timestamp(strings: pa.Array, t: pa.TimestampType) -> pa.Array:
