@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import pyarrow as pa
 
-from lakecore.errors import CorruptTableError, StorageError
+from lakecore.errors import CorruptTableError, SchemaError, StorageError
 from lakecore.model import files as fi
 from lakecore.model.parquet_read import open_parquet
 from lakecore.planning.tasks import FileRows
@@ -176,7 +176,10 @@ class FileReader:
             values = data.column(i)
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
-            columns.append(conform(values, file_fields[i], f, self._by_id))
+            try:
+                columns.append(conform(values, file_fields[i], f, self._by_id))
+            except SchemaError as exc:  # name the file: the column alone does not find it
+                raise SchemaError(f"data file {row.get(fi.PATH)}: {exc}") from exc
         if not columns:
             return _no_columns(n)
         return pa.RecordBatch.from_arrays(columns, schema=out_schema)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -200,3 +201,14 @@ def test_empty_table_has_the_schema(builder: DeltaTableBuilder) -> None:
     assert out.num_rows == 0
     assert out.schema.names == ["id", "v"]
     assert out.schema.field("id").type == pa.int64()
+
+
+def test_a_data_file_whose_column_does_not_convert_is_named(tmp_path: Path) -> None:
+    """The error names the data file, not only the column (a table has many files)."""
+    uri = str(tmp_path / "t")
+    table = lakecore.create(uri, pa.schema([("i", pa.int64()), ("s", pa.string())]))
+    table.append(pa.table({"i": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}))
+    (path,) = (tmp_path / "t").glob("*.parquet")
+    pq.write_table(pa.table({"i": ["x", "y"], "s": ["a", "b"]}), path)
+    with pytest.raises(SchemaError, match=rf"data file {path.name}: column 'i': file type string"):
+        lakecore.open(uri).to_arrow()
