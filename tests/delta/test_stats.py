@@ -244,7 +244,7 @@ def test_stats_of_columns_with_special_names(builder: DeltaTableBuilder, name: s
 def test_small_parsed_pieces_are_joined_in_order_before_typing() -> None:
     """The commits of a JSON log are parsed one by one; their small pieces are typed as a few
     chunks (``_regrouped``), big pieces are left alone (joining copies), rows in order."""
-    from lakecore_delta.stats import _JOINED_ROWS, _SMALL_PIECE_ROWS, _regrouped
+    from lakecore_delta.stats_text import _JOINED_ROWS, _SMALL_PIECE_ROWS, _regrouped
 
     small = _SMALL_PIECE_ROWS - 1
     sizes = [10, 10, _SMALL_PIECE_ROWS, 5, 0, 7, *[small] * (_JOINED_ROWS // small + 1)]

@@ -84,7 +84,7 @@ def test_stats_depend_on_their_own_text_only_many(
 
 
 def test_slices_of_one_buffer_are_parsed_as_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lakecore_delta.stats as stats_module
+    import lakecore_delta.stats_text as stats_module
 
     texts = [f'{{"numRecords":{i},"minValues":{{"id":{i}}}}}' for i in range(6)]
     one = pa.array([texts[0], None, texts[1], texts[2], None, texts[3], texts[4], texts[5]])

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from lakecore_delta import stats as st
+from lakecore_delta import stats_text as stt
 from lakecore_delta.file_index import build_file_index
 from lakecore_delta.source import DeltaSnapshotSource
 
@@ -48,7 +49,7 @@ def _arrow_fields(builder: DeltaTableBuilder) -> list[pa.Field]:
 
 def _careful(monkeypatch: pytest.MonkeyPatch, values: Any, fields: list[pa.Field]) -> pa.Table:
     with monkeypatch.context() as m:
-        m.setattr(st, "_read_stats_direct", lambda *_: None)
+        m.setattr(stt, "_read_stats_direct", lambda *_: None)
         return st.parse_stats(values, fields)
 
 
@@ -61,7 +62,7 @@ def test_direct_parse_equals_the_careful_parse(
     expected = _careful(monkeypatch, values, fields)
     # One chunk, then split in chunks with tiny pieces (several threads, piece boundaries).
     assert st.parse_stats(values, fields).equals(expected)
-    monkeypatch.setattr(st, "_PIECE_BYTES", 64)
+    monkeypatch.setattr(stt, "_PIECE_BYTES", 64)
     chunked = pa.chunked_array([values.slice(0, 1), values.slice(1)])
     assert st.parse_stats(chunked, fields).equals(expected)
     assert st.record_counts(chunked).to_pylist() == expected.column("numRecords").to_pylist()
@@ -74,15 +75,15 @@ def test_mixes_ran() -> None:
 def test_direct_parse_takes_clean_values_only() -> None:
     schema = st.stats_json_schema([pa.field("id", pa.int64())])
     clean = pa.chunked_array([pa.array([SMALL, None, "", SMALL])])
-    parsed = st._read_stats_direct(clean, schema)
+    parsed = stt._read_stats_direct(clean, schema)
     assert parsed is not None
     assert parsed.column("numRecords").to_pylist() == [2, None, None, 2]
     for unclean in ([SMALL, " " + SMALL], [SMALL, "null"], ['{"a":1}{"b":2}', SMALL]):
-        assert st._read_stats_direct(pa.chunked_array([pa.array(unclean)]), schema) is None
+        assert stt._read_stats_direct(pa.chunked_array([pa.array(unclean)]), schema) is None
 
 
 def test_many_values_in_many_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(st, "_PIECE_BYTES", 4096)
+    monkeypatch.setattr(stt, "_PIECE_BYTES", 4096)
     values = pa.array(
         [json.dumps({"numRecords": i, "minValues": {"id": -i}}) for i in range(20_000)]
     )

@@ -14,7 +14,7 @@
 - b773f3f (``log/commits.py``): commits parsed in place as memoryview pieces give the
   snapshot of a clean log (CRLF, CR, blank lines, no final newline, whitespace-only
   commits) and a bad line in a big (cut) commit names that commit.
-- d7d22a3/4c1f2a9 (``stats.py`` ``_regrouped``) and 821ec6d (``deletion_column`` fast path):
+- d7d22a3/4c1f2a9 (``stats_text.py`` ``_regrouped``) and 821ec6d (``deletion_column`` fast path):
   the file index is the same for every grouping of parsed pieces.
 
 Bugs found, fixed in 775c118 and pinned as regressions (each docstring says what it was): an
@@ -43,7 +43,7 @@ import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakecore_delta import stats as delta_stats
+from lakecore_delta import stats_text
 from lakecore_delta.log import commits
 from lakecore_delta.paths import _GATE_BLOCK, decode_paths
 
@@ -985,9 +985,9 @@ def test_the_file_index_is_the_same_for_every_grouping_of_stats_pieces(
     assert expected.num_rows > 500
     ran = 0
     for small, joined, piece in [(0, 1, 1 << 20), (1 << 30, 7, 300), (50, 100, 2_000), (1, 1, 64)]:
-        monkeypatch.setattr(delta_stats, "_SMALL_PIECE_ROWS", small)
-        monkeypatch.setattr(delta_stats, "_JOINED_ROWS", joined)
-        monkeypatch.setattr(delta_stats, "_PIECE_BYTES", piece)
+        monkeypatch.setattr(stats_text, "_SMALL_PIECE_ROWS", small)
+        monkeypatch.setattr(stats_text, "_JOINED_ROWS", joined)
+        monkeypatch.setattr(stats_text, "_PIECE_BYTES", piece)
         got = lakecore.open(uri).snapshot().files().sort_by("path")
         assert got.equals(expected), (small, joined, piece)
         ran += 1
