@@ -60,7 +60,8 @@ def open(
         format: ``"delta"``, ``"hudi"`` or ``"lance"`` to skip detection.
         storage_options: passed to the filesystem (e.g. S3 ``endpoint_url``, ``key``).
         options: the format's reading options (Hudi: ``read_optimized``, ``drop_meta_fields``;
-            see docs/formats). A format raises ``ValueError`` for options it does not know.
+            see docs/formats), checked here: one the format does not know or cannot take
+            raises ``InvalidArgumentError`` before any read.
         storage: a ready ``Storage`` rooted at the table to read and write through, instead of
             one opened from ``uri`` and ``storage_options`` (which must then be None), e.g. a
             wrapper that caches, meters or injects faults (``lakecore.testing.faults``).
@@ -73,6 +74,8 @@ def open(
         UnsupportedFeatureError: the URI's scheme is unknown, or its filesystem package is
             not installed.
         StorageError: the storage cannot be reached or read (names the location).
+        InvalidArgumentError: ``options`` names an option the format does not know, or a
+            value it cannot take.
 
     Example:
         >>> import lakecore
@@ -90,6 +93,8 @@ def open(
         check_format(storage, fmt)
     else:
         fmt = detect_format(storage, registry)
+    if options:
+        fmt.check_options(options)  # a misspelt option fails here, not at the first read
     return Table(uri, storage, fmt, options)
 
 

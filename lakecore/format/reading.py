@@ -61,6 +61,12 @@ class TableFormat(Protocol):
         """Return the newest version without loading files; raises ``TableNotFoundError``."""
         ...
 
+    def check_options(self, options: Mapping[str, str]) -> None:
+        """Raise ``ValueError`` for reading options (``lakecore.open(options=...)``) this
+        format does not know or whose value it cannot take. ``lakecore.open`` calls it, so a
+        misspelt option fails at open, not at the first read; must not read storage."""
+        ...
+
     def load_snapshot(
         self,
         storage: Storage,

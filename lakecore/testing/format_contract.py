@@ -194,6 +194,11 @@ class FormatFixtures:
 class ReadContract:
     """Reading: schema, partitioning, rows, projection, predicates, snapshots, history."""
 
+    def test_an_unknown_reading_option_fails_at_open(self, table: Table) -> None:
+        with pytest.raises(InvalidArgumentError, match="no_such_option"):
+            lakecore.open(table.uri, options={"no_such_option": "true"})
+        assert lakecore.open(table.uri).version == table.version
+
     def test_new_table_is_empty_with_the_schema(self, table: Table) -> None:
         snapshot = table.snapshot()
         for field in SCHEMA:

@@ -87,6 +87,10 @@ class DeltaFormat:
             raise TableNotFoundError(f"no Delta table at {storage.root}: _delta_log is empty")
         return version
 
+    def check_options(self, options: Mapping[str, str]) -> None:
+        if options:
+            raise ValueError(f"the delta format has no reading options; got {sorted(options)}")
+
     def load_snapshot(
         self,
         storage: Storage,
@@ -95,8 +99,7 @@ class DeltaFormat:
         previous: Snapshot | None = None,
         options: Mapping[str, str] | None = None,
     ) -> Snapshot:
-        if options:
-            raise ValueError(f"the delta format has no reading options; got {sorted(options)}")
+        self.check_options(options or {})
         if timestamp is not None:
             version = delta_history.version_at(storage, timestamp)
         if not self.detect(storage):

@@ -131,6 +131,9 @@ class HudiFormat:
         latest = load_timeline(storage, config).latest_completed_write()
         return "" if latest is None else latest.timestamp
 
+    def check_options(self, options: Mapping[str, str]) -> None:
+        ReadOptions.parse(options)
+
     def load_snapshot(
         self,
         storage: Storage,

@@ -77,6 +77,10 @@ class LanceFormat:
     def latest_version(self, storage: Storage) -> int:
         return latest_manifest(storage).version
 
+    def check_options(self, options: Mapping[str, str]) -> None:
+        if options:
+            raise ValueError(f"the lance format has no reading options; got {sorted(options)}")
+
     def load_snapshot(
         self,
         storage: Storage,
@@ -85,8 +89,7 @@ class LanceFormat:
         previous: Snapshot | None = None,
         options: Mapping[str, str] | None = None,
     ) -> Snapshot:
-        if options:
-            raise ValueError(f"the lance format has no reading options; got {sorted(options)}")
+        self.check_options(options or {})
         if timestamp is not None:
             version = lance_history.version_at(storage, timestamp)
         number = None if version is None else _version_number(storage, version)
