@@ -81,21 +81,12 @@ def deletion_column(dv: pa.StructArray) -> pa.StructArray:
 
     The descriptor is ``encode_descriptor``'s text: storage type, offset (empty when absent),
     size and path or inline bitmap joined by ``|``; the path comes last, so a ``'p'`` path
-    holding ``|`` still splits right (Z85 text and UUID prefixes never hold it). Raises
-    ``CorruptTableError`` for a vector with fields but no ``storageType``.
+    holding ``|`` still splits right (Z85 text and UUID prefixes never hold it). A vector
+    without ``storageType`` is none: log replay refuses one that has other fields
+    (``log.validate.file_action_problem``).
     """
-    storage = pc.struct_field(dv, "storageType")
-    others = [pc.struct_field(dv, f.name) for f in dv.type if f.name != "storageType"]
-    if storage.null_count == len(dv) and all(o.null_count == len(dv) for o in others):
+    if pc.struct_field(dv, "storageType").null_count == len(dv):
         return pa.nulls(len(dv), DELETION_TYPE)  # most tables: no joined text to build
-    # A vector with fields but no storage type cannot be read; taking it for "no deletes"
-    # would bring its deleted rows back.
-    orphan = pc.is_null(storage)
-    orphan = pc.and_(orphan, _any_valid(others)) if others else pc.and_(orphan, False)
-    if pc.any(orphan).as_py():
-        raise CorruptTableError(
-            "a deletionVector without a storageType: its deleted rows cannot be read"
-        )
     parts = [pc.cast(pc.struct_field(dv, name), pa.string()) for name in _DV_FIELDS]
     text = pc.binary_join_element_wise(
         *parts, _SEPARATOR, null_handling="replace", null_replacement=""
@@ -105,13 +96,6 @@ def deletion_column(dv: pa.StructArray) -> pa.StructArray:
         fields=list(DELETION_TYPE),
         mask=pc.is_null(pc.struct_field(dv, "storageType")),
     )
-
-
-def _any_valid(arrays: list[pa.Array]) -> pa.Array:
-    out = pc.is_valid(arrays[0])
-    for a in arrays[1:]:
-        out = pc.or_(out, pc.is_valid(a))
-    return out
 
 
 def encode_descriptor(descriptor: DeletionVectorDescriptor) -> bytes:

@@ -221,25 +221,31 @@ class OptimizePlan:
 def plan_optimize(files: pa.Table, target_size: int) -> OptimizePlan:
     """Group small files (and files with deletion vectors) per partition into bins of about
     ``target_size`` bytes; a bin of one file without deletes is left alone."""
-    rows = files.select([fi.SIZE, fi.DELETION]).to_pylist()
+    # Candidates by Arrow compute: the Python below runs over them only, not every file.
+    wanted = pc.or_(
+        pc.fill_null(pc.less(files.column(fi.SIZE), target_size), False),
+        pc.is_valid(files.column(fi.DELETION)),
+    )
+    candidates = pc.indices_nonzero(wanted.combine_chunks())
+    sizes = files.column(fi.SIZE).take(candidates).to_pylist()
+    rows = candidates.to_pylist()
     # Keyed by the partition values' log text: Python cannot hold every value (year 0).
-    parts = partition_text_struct(files.column(fi.PARTITION)).to_pylist()
+    parts = partition_text_struct(files.column(fi.PARTITION).take(candidates)).to_pylist()
     by_partition: dict[str, list[int]] = {}
-    for i, row in enumerate(rows):
-        if row[fi.SIZE] < target_size or row[fi.DELETION] is not None:
-            by_partition.setdefault(repr(sorted((parts[i] or {}).items())), []).append(i)
+    for k, part in enumerate(parts):
+        by_partition.setdefault(repr(sorted((part or {}).items())), []).append(k)
     bins: list[pa.Table] = []
-    for indexes in by_partition.values():
+    for ks in by_partition.values():
         current: list[int] = []
         size = 0
-        for i in sorted(indexes, key=lambda j: rows[j][fi.SIZE]):
-            if current and size + rows[i][fi.SIZE] > target_size:
-                bins.append(files.take(pa.array(current)))
+        for k in sorted(ks, key=lambda j: sizes[j]):
+            if current and size + sizes[k] > target_size:
+                bins.append(files.take(pa.array(current, pa.int64())))
                 current, size = [], 0
-            current.append(i)
-            size += rows[i][fi.SIZE]
+            current.append(rows[k])
+            size += sizes[k]
         if current:
-            bins.append(files.take(pa.array(current)))
+            bins.append(files.take(pa.array(current, pa.int64())))
     keep = [b for b in bins if b.num_rows > 1 or b.column(fi.DELETION).null_count < b.num_rows]
     return OptimizePlan(keep)
 

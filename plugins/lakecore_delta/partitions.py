@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Sequence
 
@@ -124,7 +125,8 @@ def _signed_value(text: str, field: pa.Field) -> int:
 
 
 def _month_days(year: int, month: int) -> int:
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    # calendar.monthrange needs a datetime year (1..9999); isleap takes any.
+    leap = calendar.isleap(year)
     return [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
 
 

@@ -618,7 +618,30 @@ def test_a_deletion_vector_without_storage_type_is_refused(tmp_path: Path) -> No
     dv = {"pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "sizeInBytes": 40}
     rows = {"i": pa.array([1, 2, 3], pa.int64())}
     b.commit(1, b.data_file("a.parquet", rows, deletion_vector={**dv, "cardinality": 2}))
-    with pytest.raises(CorruptTableError):
+    with pytest.raises(CorruptTableError, match=r"00000000000000000001\.json.*without storageType"):
+        lakecore.open(b.uri).to_arrow()
+
+
+def test_a_deletion_vector_without_storage_type_in_a_checkpoint_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The check is part of log validation, so a checkpoint's adds go through it too (an
+    unreadable checkpoint falls back to JSON replay, which refuses the same add: see the
+    test above) and the error names the checkpoint file."""
+    b = DeltaTableBuilder(tmp_path / "t")
+    configuration = {"delta.enableDeletionVectors": "true"}
+    b.init([field("i", "long")], [], configuration, proto=DV_PROTOCOL)
+    dv = {"pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "sizeInBytes": 40}
+    rows = {"i": pa.array([1, 2, 3], pa.int64())}
+    plain = b.data_file("b.parquet", rows)
+    orphan = b.data_file("a.parquet", rows, deletion_vector={**dv, "cardinality": 2})
+    b.commit(1, plain, orphan)
+    meta = metadata([field("i", "long")], [], configuration)
+    b.checkpoint(1, [DV_PROTOCOL, meta, plain, orphan])
+    b.last_checkpoint(1)
+    for version in (0, 1):  # cleaned up: no JSON replay to fall back to
+        b.commit_path(version).unlink()
+    with pytest.raises(CorruptTableError, match=r"checkpoint.*without storageType"):
         lakecore.open(b.uri).to_arrow()
 
 

@@ -13,6 +13,7 @@ runs only to name the file once something is wrong.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -139,7 +140,33 @@ def file_action_problem(actions: pa.Table) -> str | None:
             problem = _negative_size(kind, column, present)
             if problem is not None:
                 return problem
+        problem = _vector_without_storage_type(kind, column)
+        if problem is not None:
+            return problem
     return None
+
+
+def _vector_without_storage_type(kind: str, column: pa.ChunkedArray) -> str | None:
+    """A ``deletionVector`` with fields but no ``storageType`` cannot be read, and taking it
+    for "no deletes" would bring its deleted rows back (an all-null one is no vector)."""
+    if column.type.get_field_index("deletionVector") < 0:
+        return None
+    dv = pc.struct_field(column, "deletionVector")
+    if not pa.types.is_struct(dv.type) or dv.type.get_field_index("storageType") < 0:
+        return None  # a deletionVector of another type fails where the adds are laid out
+    others = [pc.struct_field(dv, f.name) for f in dv.type if f.name != "storageType"]
+    if all(o.null_count == len(o) for o in others):
+        return None  # no vector has any field: the common case, no mask to build
+    has_fields = functools.reduce(pc.or_, [pc.is_valid(o) for o in others])
+    orphan = pc.and_(pc.is_null(pc.struct_field(dv, "storageType")), has_fields)
+    count = pc.sum(orphan).as_py() or 0
+    if not count:
+        return None
+    row = pc.index(orphan, True).as_py()
+    return (
+        f"{count} {kind} action(s) with a deletionVector without storageType (the first in "
+        f"row {row + 1}: {column[row].as_py().get('path')!r}); its deleted rows cannot be read"
+    )
 
 
 # File actions whose ``size`` is required: "the size of this data file in bytes" (a negative

@@ -118,20 +118,15 @@ class DmlContext:
     """The table's string stats prefix length (``stats_out.string_prefix_length``)."""
 
 
-_ROW = "_row"
-"""The key of a ``file_rows`` entry holding its file's position in the file index."""
-
-
 def file_rows(files: pa.Table) -> list[dict[str, Any]]:
     """One entry per file of ``files`` (file-index rows) for ``FileReader`` and
     ``live_count``: its ``path``, ``record_count`` and ``deletion`` as Python values, its
     ``partition`` as the Arrow struct scalar (Python cannot hold every partition value: a
-    date of year 0) and its position in ``files`` (``_ROW``). Stats stay in ``files``."""
+    date of year 0). Stats stay in ``files``."""
     names = [c for c in (fi.PATH, fi.RECORD_COUNT, fi.DELETION) if c in files.column_names]
     rows: list[dict[str, Any]] = files.select(names).to_pylist()
     parts = files.column(fi.PARTITION) if fi.PARTITION in files.column_names else None
     for i, row in enumerate(rows):
-        row[_ROW] = i
         row[fi.PARTITION] = None if parts is None else parts[i]
     return rows
 
@@ -152,7 +147,7 @@ def touched_files(
 ) -> Iterator[tuple[pa.Table, pa.Table, np.ndarray, np.ndarray]]:
     """Yield (index row: one row of ``files``, all physical rows, live mask, match mask) of
     the files with matches."""
-    for row in file_rows(files):
+    for at, row in enumerate(file_rows(files)):
         table, live = read_file(ctx, row)
         if where is None:
             match = live.copy()
@@ -160,7 +155,7 @@ def touched_files(
             truth = pc.fill_null(evaluate_predicate(where, table), False)
             match = truth.to_numpy(zero_copy_only=False) & live
         if match.any():
-            yield files.slice(row[_ROW], 1), table, live, match
+            yield files.slice(at, 1), table, live, match
 
 
 def tagged(rows: pa.Table, change: str) -> pa.Table:
