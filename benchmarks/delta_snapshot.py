@@ -515,7 +515,25 @@ def machine(lakecore_src: Path = REPO, baseline: str | None = None) -> dict[str,
         "lakecore_commit": _git_head() if lakecore_src.resolve() == REPO else None,
         "lakecore_src": str(lakecore_src),
         "baseline": baseline,
+        "allocator": allocator(),
     }
+
+
+def allocator() -> str:
+    """pyarrow's memory pool in the children and the allocator settings they inherit.
+
+    Peak RSS depends on them: mimalloc (pyarrow's default) keeps freed memory in its arenas,
+    so a process that allocates and frees a lot peaks well above what it holds at once.
+    """
+    import pyarrow
+
+    settings = sorted(
+        f"{k}={v}"
+        for k, v in os.environ.items()
+        if k.startswith(("MIMALLOC_", "JE_ARROW_", "ARROW_DEFAULT_MEMORY_POOL"))
+    )
+    backend = pyarrow.default_memory_pool().backend_name
+    return backend + (f" ({', '.join(settings)})" if settings else " (default settings)")
 
 
 def _lines(path: str) -> list[str]:
@@ -662,7 +680,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, {m['os']}; "
         f"Python {m['python']}, pyarrow {m['pyarrow']}, deltalake {m['deltalake']} "
-        f"(delta-rs), numpy {m['numpy']}; lakecore at `{lakecore}`. "
+        f"(delta-rs), numpy {m['numpy']}; lakecore at `{lakecore}`; pyarrow memory pool "
+        f"{m.get('allocator', 'not recorded')}. "
         f"Medians of {_plural(results['repetitions'], 'repetition')}, run "
         f"{results['finished_at']} in {_run_time(results)}.",
     ]

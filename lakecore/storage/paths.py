@@ -43,11 +43,20 @@ def contained_path(path: str, root: str, *, source: str, allow_outside: bool = F
 
     Raises:
         CorruptTableError: a relative path escapes the root (``../x``, ``a/../../x``), the path
-            names no file (empty, ``.``, the root itself), contains a NUL byte, or is absolute
-            and outside the root without ``allow_outside``; names ``source`` and ``path``.
+            names no file (empty, ``.``, the root itself), contains a NUL byte, starts with
+            ``//`` (a network-path reference: a host, not a file), or is absolute and outside
+            the root without ``allow_outside``; names ``source`` and ``path``.
     """
     if "\x00" in path:
         raise CorruptTableError(f"{source}: file path {path!r} contains a NUL byte")
+    if path.startswith("//"):
+        # RFC 3986 reads "//x/y" as a network-path reference (host "x"): neither a file of
+        # the table nor a local absolute path, whatever a reader guesses (delta-rs takes it
+        # as "<root>/x/y", Python's posixpath as "//x/y" or "/x/y").
+        raise CorruptTableError(
+            f"{source}: file path {path!r} is a network-path reference (//host/...), "
+            "which names no file of the table"
+        )
     if is_absolute(path):
         absolute = _normalise_absolute(path)
         unaliased = _same_scheme(absolute)

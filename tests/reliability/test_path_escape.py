@@ -135,6 +135,10 @@ ESCAPING = [
     "file:///r/t/../../x",
     "s3://bucket/x",
     "a\x00b",
+    # A network-path reference (RFC 3986: host "a.parquet"): lakecore read it as the local
+    # "/a.parquet" before, delta-rs as "<root>/a.parquet".
+    "//a.parquet",
+    "//r/t/a.parquet",
 ]
 
 
@@ -154,7 +158,7 @@ def test_absolute_references_outside_are_kept_only_when_allowed() -> None:
     )
     with pytest.raises(CorruptTableError):
         contained_path("s3://b/t/../u/k", "s3://b/t", source="l")
-    assert len(ESCAPING) == 15
+    assert len(ESCAPING) == 17
 
 
 # ----------------------------------------------------------------------------- Delta
@@ -215,6 +219,21 @@ def test_delta_escaping_log_paths_are_refused(
     _commit(root, 3, _add(escape) if action == "add" else _remove(escape))
     touched.clear()
     with pytest.raises(CorruptTableError, match="escapes the table root"):
+        DELTA_OPERATIONS[operation](str(root))
+    _assert_untouched(sentinels, touched, root)
+
+
+@pytest.mark.parametrize("operation", sorted(DELTA_OPERATIONS))
+def test_delta_network_path_reference_is_refused(
+    tmp_path: Path, sentinels: list[Path], touched: list[str], operation: str
+) -> None:
+    """``//host/x`` in a log names a host (RFC 3986), not a file: every operation refuses
+    it. Fixed in session 11; was: read as the local absolute path ``/host/x``."""
+    root, _ = _delta_table(tmp_path)
+    outside = sentinels[1].as_posix()
+    _commit(root, 3, _add("/" + outside))
+    touched.clear()
+    with pytest.raises(CorruptTableError, match="network-path reference"):
         DELTA_OPERATIONS[operation](str(root))
     _assert_untouched(sentinels, touched, root)
 
