@@ -9,6 +9,9 @@ Layout of a generated table (``LogSpec``): ``commits`` commits of ``adds_per_com
 actions each (version 0 also holds protocol + metaData), every commit starting with a
 commitInfo; optionally one classic single-file Parquet checkpoint at ``checkpoint_version`` with
 ``_last_checkpoint``; commits before ``first_kept_commit`` deleted, as log cleanup leaves them.
+With ``stats_as_struct`` the table sets ``delta.checkpoint.writeStatsAsStruct`` and its
+checkpoint carries each add's stats twice, as Delta writers then do: the JSON text and the
+typed ``stats_parsed`` struct.
 
 The table has five data columns (long, int, string, double, timestamp) with full stats
 (numRecords, minValues, maxValues, nullCount, as Spark writes them) and one string partition
@@ -27,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 GENERATOR_VERSION = 1
@@ -67,6 +71,7 @@ class LogSpec:
     checkpoint_version: int | None = None
     first_kept_commit: int = 0
     seed: int = 20240601
+    stats_as_struct: bool = False
 
     @property
     def version(self) -> int:
@@ -279,21 +284,28 @@ def protocol_action() -> dict[str, int]:
     return {"minReaderVersion": 1, "minWriterVersion": 2}
 
 
-def metadata_action() -> dict[str, object]:
+def _configuration(spec: LogSpec) -> dict[str, str]:
+    return {STATS_AS_STRUCT: "true"} if spec.stats_as_struct else {}
+
+
+def metadata_action(spec: LogSpec) -> dict[str, object]:
     return {
         "id": TABLE_ID,
         "format": {"provider": "parquet", "options": {}},
         "schemaString": SCHEMA_STRING,
         "partitionColumns": list(PARTITION_COLUMNS),
-        "configuration": {},
+        "configuration": _configuration(spec),
         "createdTime": BASE_TIME_MS,
     }
 
 
-def _commit_bytes(version: int, lines: pa.Array) -> bytes:
+STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
+
+
+def _commit_bytes(spec: LogSpec, version: int, lines: pa.Array) -> bytes:
     head = [commit_info(version, len(lines))]
     if version == 0:
-        head += [{"protocol": protocol_action()}, {"metaData": metadata_action()}]
+        head += [{"protocol": protocol_action()}, {"metaData": metadata_action(spec)}]
     text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in head)
     body = _join(lines, "\n") if len(lines) else pa.array([], pa.string())
     return text.encode() + b"".join(_string_data(body))
@@ -322,7 +334,7 @@ def write_commits(spec: LogSpec, log: Path) -> None:
         )
         for version in range(first, last):
             offset = (version - first) * spec.adds_per_commit
-            data = _commit_bytes(version, lines.slice(offset, spec.adds_per_commit))
+            data = _commit_bytes(spec, version, lines.slice(offset, spec.adds_per_commit))
             commit_path(log, version).write_bytes(data)
 
 
@@ -377,20 +389,46 @@ METADATA_TYPE = pa.struct(
     ]
 )
 PROTOCOL_TYPE = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
-CHECKPOINT_SCHEMA = pa.schema(
+_VALUES_TYPE = pa.struct(
     [
-        ("txn", TXN_TYPE),
-        ("add", ADD_TYPE),
-        ("remove", REMOVE_TYPE),
-        ("metaData", METADATA_TYPE),
-        ("protocol", PROTOCOL_TYPE),
+        ("id", pa.int64()),
+        ("qty", pa.int32()),
+        ("name", pa.string()),
+        ("price", pa.float64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
+STATS_PARSED_TYPE = pa.struct(
+    [
+        ("numRecords", pa.int64()),
+        ("minValues", _VALUES_TYPE),
+        ("maxValues", _VALUES_TYPE),
+        ("nullCount", pa.struct([(f.name, pa.int64()) for f in _VALUES_TYPE])),
+    ]
+)
+ADD_STRUCT_TYPE = pa.struct([*ADD_TYPE, ("stats_parsed", STATS_PARSED_TYPE)])
+"""``add`` of a checkpoint written with ``delta.checkpoint.writeStatsAsStruct``."""
+
+
+def checkpoint_schema(spec: LogSpec) -> pa.Schema:
+    """The protocol's checkpoint schema (with ``add.stats_parsed`` for ``stats_as_struct``)."""
+    return pa.schema(
+        [
+            ("txn", TXN_TYPE),
+            ("add", ADD_STRUCT_TYPE if spec.stats_as_struct else ADD_TYPE),
+            ("remove", REMOVE_TYPE),
+            ("metaData", METADATA_TYPE),
+            ("protocol", PROTOCOL_TYPE),
+        ]
+    )
+
+
 ROW_GROUP_BYTES = 128 << 20  # Spark's parquet.block.size
 
 
-def add_struct(adds: pa.Table) -> pa.StructArray:
-    """Checkpoint ``add`` structs for the rows of ``add_columns``."""
+def add_struct(adds: pa.Table, stats_as_struct: bool = False) -> pa.StructArray:
+    """Checkpoint ``add`` structs for the rows of ``add_columns`` (with ``stats_parsed``, the
+    stats text's values typed, when ``stats_as_struct``)."""
     n = adds.num_rows
     pvs = pa.MapArray.from_arrays(
         pa.array(np.arange(n + 1, dtype=np.int32)),
@@ -407,7 +445,25 @@ def add_struct(adds: pa.Table) -> pa.StructArray:
         pa.nulls(n, DV_TYPE),
         adds["stats"].combine_chunks(),
     ]
-    return pa.StructArray.from_arrays(children, fields=list(ADD_TYPE))
+    if not stats_as_struct:
+        return pa.StructArray.from_arrays(children, fields=list(ADD_TYPE))
+    children.append(stats_parsed(adds["stats"].combine_chunks()))
+    return pa.StructArray.from_arrays(children, fields=list(ADD_STRUCT_TYPE))
+
+
+def stats_parsed(stats: pa.Array) -> pa.StructArray:
+    """The ``stats`` JSON texts as ``STATS_PARSED_TYPE`` structs (pyarrow's JSON reader)."""
+    lines = pc.binary_join_element_wise(stats, "\n", "")
+    parsed = pj.read_json(
+        pa.BufferReader(lines.buffers()[2]),
+        parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(STATS_PARSED_TYPE))),
+    )
+    if parsed.num_rows != len(stats):
+        raise RuntimeError(f"{parsed.num_rows} parsed stats for {len(stats)} texts")
+    return pa.StructArray.from_arrays(
+        [parsed.column(f.name).combine_chunks() for f in STATS_PARSED_TYPE],
+        fields=list(STATS_PARSED_TYPE),
+    )
 
 
 def checkpoint_table(spec: LogSpec, version: int) -> pa.Table:
@@ -415,26 +471,28 @@ def checkpoint_table(spec: LogSpec, version: int) -> pa.Table:
     adds = add_columns(spec, 0, (version + 1) * spec.adds_per_commit)
     head = 2
     protocol = pa.array([protocol_action()], PROTOCOL_TYPE)
-    meta = metadata_action()
+    meta = metadata_action(spec)
     meta_row = {
         **meta,
         "name": None,
         "description": None,
         "format": {"provider": "parquet", "options": []},
-        "configuration": [],
+        "configuration": list(_configuration(spec).items()),
     }
     metadata = pa.array([meta_row], METADATA_TYPE)
     n = adds.num_rows
+    schema = checkpoint_schema(spec)
+    add_type = schema.field("add").type
     columns = {
         "txn": pa.nulls(head + n, TXN_TYPE),
-        "add": pa.concat_arrays([pa.nulls(head, ADD_TYPE), add_struct(adds)]),
+        "add": pa.concat_arrays([pa.nulls(head, add_type), add_struct(adds, spec.stats_as_struct)]),
         "remove": pa.nulls(head + n, REMOVE_TYPE),
         "metaData": pa.concat_arrays(
             [pa.nulls(1, METADATA_TYPE), metadata, pa.nulls(n, METADATA_TYPE)]
         ),
         "protocol": pa.concat_arrays([protocol, pa.nulls(1 + n, PROTOCOL_TYPE)]),
     }
-    return pa.table(columns, schema=CHECKPOINT_SCHEMA)
+    return pa.table(columns, schema=schema)
 
 
 def write_checkpoint(spec: LogSpec, log: Path, version: int) -> None:

@@ -77,6 +77,23 @@ FULL_CASES = (
         LogSpec("checkpoint_1m", 1_000, 1_000, checkpoint_version=999, first_kept_commit=999),
         "1,000,000 files in one checkpoint",
     ),
+    Case(
+        LogSpec(
+            "commits_100x1000_cp90_struct", 100, 1000, checkpoint_version=90, stats_as_struct=True
+        ),
+        "as commits_100x1000_cp90, the checkpoint with stats_parsed (writeStatsAsStruct)",
+    ),
+    Case(
+        LogSpec(
+            "checkpoint_1m_struct",
+            1_000,
+            1_000,
+            checkpoint_version=999,
+            first_kept_commit=999,
+            stats_as_struct=True,
+        ),
+        "as checkpoint_1m, the checkpoint with stats_parsed (writeStatsAsStruct)",
+    ),
 )
 QUICK_CASES = (
     Case(LogSpec("commits_10x1000", 10, 1000), "10 commits x 1,000 adds, no checkpoint"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -64,16 +65,30 @@ def index_actions(
 
 
 def _stats(adds: pa.Table, fields: list[pa.Field], counts_only: bool) -> pa.Table:
-    """``numRecords`` and the ``min``/``max``/``null_count`` structs of ``fields``."""
+    """``numRecords`` and the ``min``/``max``/``null_count`` structs of ``fields``.
+
+    Where a checkpoint holds an add's ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``)
+    the typed struct is used and that add's ``stats`` text is never parsed: the protocol makes
+    both the same statistics, and the struct needs no JSON parse. The text is parsed only for
+    the adds without a struct (later JSON commits, older checkpoints).
+    """
     text = adds.column("stats")
     parsed = adds.column("stats_parsed") if "stats_parsed" in adds.column_names else None
-    if counts_only and parsed is None:
-        return parse_stats(text, fields, records=record_counts(text))
-    stats = parse_stats(text, fields)
-    if parsed is not None:
-        use_struct = pc.and_(pc.is_null(text), pc.is_valid(parsed))
-        stats = merge_stats(stats, stats_from_struct(parsed, fields), use_struct)
-    return stats
+    if parsed is None or parsed.null_count == len(parsed):
+        records = record_counts(text) if counts_only else None
+        return parse_stats(text, fields, records=records)
+    struct_stats = stats_from_struct(parsed, fields)
+    if parsed.null_count == 0:
+        return struct_stats
+    use_struct = pc.is_valid(parsed).combine_chunks()
+    # Only the text of the adds without a struct is parsed (a filtered copy: masking the
+    # others as null would keep their bytes, which sends the parse down its careful path),
+    # then spread back to one row per add, null where the struct stands.
+    rest = text.filter(pc.invert(use_struct))
+    from_text = parse_stats(rest, fields, records=record_counts(rest) if counts_only else None)
+    need = np.invert(use_struct.to_numpy(zero_copy_only=False))
+    rows = pa.array(np.cumsum(need, dtype=np.int64) - 1, pa.int64(), mask=~need)
+    return merge_stats(from_text.take(rows), struct_stats, use_struct)
 
 
 def deletion_column(dv: pa.StructArray) -> pa.StructArray:

@@ -1,0 +1,124 @@
+"""Reading checkpoint ``stats_parsed``: the typed struct stands for an add's stats text.
+
+Where a checkpoint holds ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``), the file
+index takes the struct and never parses that add's JSON ``stats``; adds without a struct
+(later commits, checkpoints without the column) keep the text. Both give the same index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from lakecore_delta import file_index
+from lakecore_delta.state import load_state
+
+import lakecore
+from lakecore.model import files as fi
+
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("qty", pa.int32()),
+        ("name", pa.string()),
+        ("price", pa.float64()),
+        ("amount", pa.decimal128(10, 2)),
+        ("day", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("p", pa.string()),
+    ]
+)
+STRUCT = {"delta.checkpoint.writeStatsAsStruct": "true"}
+STATS = [fi.RECORD_COUNT, fi.MIN, fi.MAX, fi.NULL_COUNT]
+
+
+def _batch(i: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": [i * 10, i * 10 + 1, None],
+            "qty": [i, -i, 7],
+            "name": [f"n{i}", None, "z" * 40],  # a long string: its max is left out
+            "price": [1.5 * i, None, -2.0],
+            "amount": [Decimal(f"{i}.25"), Decimal("-3.10"), None],
+            "day": [dt.date(2024, 1, 1 + i), None, dt.date(1999, 12, 31)],
+            "ts": [dt.datetime(2024, 5, 1, 12, i, tzinfo=dt.timezone.utc), None, None],
+            "p": ["a" if i % 2 else "b"] * 3,
+        },
+        schema=SCHEMA,
+    )
+
+
+def _table(tmp_path: Path, name: str, appends: int, **props: str) -> lakecore.Table:
+    t = lakecore.create(str(tmp_path / name), SCHEMA, partition_by=["p"], properties=props)
+    for i in range(appends):
+        t.append(_batch(i))
+    return t
+
+
+def _index(uri: str) -> pa.Table:
+    return lakecore.open(uri).snapshot().files().sort_by(fi.PATH)
+
+
+def _checkpoint_adds(t: lakecore.Table, version: int) -> pa.Table:
+    return pq.read_table(os.path.join(t.uri, "_delta_log", f"{version:020d}.checkpoint.parquet"))
+
+
+def test_struct_stats_give_the_index_of_the_text(tmp_path: Path) -> None:
+    t = _table(tmp_path, "t", 5, **STRUCT)
+    from_text = _index(t.uri)
+    version = t.checkpoint()
+    adds = pc.drop_null(_checkpoint_adds(t, version).column("add"))
+    assert pc.struct_field(adds, "stats_parsed").null_count == 0
+    t.append(_batch(9))  # one add after the checkpoint: text only
+    from_struct = _index(t.uri)
+    assert from_struct.num_rows == 6
+    before = from_struct.filter(pc.is_in(from_struct.column(fi.PATH), from_text.column(fi.PATH)))
+    assert before.select(STATS) == from_text.select(STATS)
+    assert len(set(from_struct.column(fi.RECORD_COUNT).to_pylist())) == 1
+    rows = t.scan(where="id >= 40 AND id < 50").to_arrow()
+    assert sorted(rows.column("id").to_pylist()) == [40, 41]
+
+
+def test_the_struct_is_taken_and_the_text_of_its_add_never_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = _table(tmp_path, "t", 3, **STRUCT)
+    version = t.checkpoint()
+    t.append(_batch(7))
+    parsed_texts: list[int] = []
+    real = file_index.parse_stats
+
+    def counting(text: pa.ChunkedArray, *args: object, **kwargs: object) -> pa.Table:
+        parsed_texts.append(len(text) - text.null_count)
+        return real(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(file_index, "parse_stats", counting)
+    index = _index(t.uri)
+    assert index.num_rows == 4
+    assert parsed_texts == [1]  # the commit after the checkpoint only
+    assert version == 3
+
+
+def test_struct_and_text_disagreeing_the_struct_wins_where_present(tmp_path: Path) -> None:
+    t = _table(tmp_path, "t", 2, **STRUCT)
+    version = t.checkpoint()
+    path = os.path.join(t.uri, "_delta_log", f"{version:020d}.checkpoint.parquet")
+    cp = pq.read_table(path)
+    rows = cp.to_pylist()
+    adds = [r["add"] for r in rows if r["add"]]
+    adds[0]["stats_parsed"]["numRecords"] = 99  # the struct says 99, the text 3
+    adds[1]["stats_parsed"] = None  # no struct: its text is read
+    pq.write_table(pa.Table.from_pylist(rows, schema=cp.schema), path)
+    index = lakecore.open(t.uri).snapshot().files()
+    paths, records = index.column(fi.PATH).to_pylist(), index[fi.RECORD_COUNT].to_pylist()
+    counts = dict(zip(paths, records, strict=True))
+    assert counts == {adds[0]["path"]: 99, adds[1]["path"]: 3}
+    # Planning without a predicate asks for record counts only: the same sources.
+    records = file_index.build_file_index(load_state(t.storage), stats_columns=[])
+    assert sorted(records.column(fi.RECORD_COUNT).to_pylist()) == [3, 99]
