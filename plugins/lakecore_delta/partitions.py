@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Sequence
 
@@ -10,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import CorruptTableError
+from lakecore.model.civil_days import DAY_US, days_from_civil, month_days
 from lakecore.model.schema import physical_name
 
 
@@ -74,7 +74,6 @@ def _parse_boolean(strings: pa.Array, field: pa.Field) -> pa.Array:
 
 
 _SIGNED = re.compile(r"([+-])([0-9]{4,})-([0-9]{2})-([0-9]{2})(.*)", re.DOTALL)
-_DAY_US = 86_400_000_000
 
 
 def _parse_signed_years(strings: pa.Array, field: pa.Field) -> pa.Array:
@@ -106,9 +105,9 @@ def _signed_value(text: str, field: pa.Field) -> int:
         raise bad
     sign, year, month, day, rest = match.groups()
     y, m, d = int(year) * (-1 if sign == "-" else 1), int(month), int(day)
-    if not (1 <= m <= 12 and 1 <= d <= _month_days(y, m)):
+    if not (1 <= m <= 12 and 1 <= d <= month_days(y, m)):
         raise bad
-    days = _days_from_civil(y, m, d)
+    days = days_from_civil(y, m, d)
     if pa.types.is_date(field.type):
         if rest or not -(2**31) <= days < 2**31:
             raise bad
@@ -118,26 +117,10 @@ def _signed_value(text: str, field: pa.Field) -> int:
         clock = _parse_timestamp(pa.array([f"1970-01-01{rest}"]), pa.timestamp("us"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise bad from exc
-    micros = days * _DAY_US + int(clock.cast(pa.int64())[0].as_py())
+    micros = days * DAY_US + int(clock.cast(pa.int64())[0].as_py())
     if not -(2**63) <= micros < 2**63:
         raise bad
     return micros
-
-
-def _month_days(year: int, month: int) -> int:
-    # calendar.monthrange needs a datetime year (1..9999); isleap takes any.
-    leap = calendar.isleap(year)
-    return [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-
-
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (any year; H. Hinnant's method)."""
-    y = year - (month <= 2)
-    era = y // 400  # floor division: the era of negative years too
-    yoe = y - era * 400
-    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146_097 + doe - 719_468
 
 
 def _parse_timestamp(strings: pa.Array, t: pa.TimestampType) -> pa.Array:

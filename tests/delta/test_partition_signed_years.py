@@ -10,10 +10,11 @@ from pathlib import Path
 import deltalake
 import pyarrow as pa
 import pytest
-from lakecore_delta.partitions import _days_from_civil, parse_partition_strings
+from lakecore_delta.partitions import parse_partition_strings
 
 import lakecore
 from lakecore.errors import CorruptTableError
+from lakecore.model.civil_days import days_from_civil
 
 _DAY_US = 86_400_000_000
 # +10000-01-01, -0001-12-31, 1970-01-01, 0000-01-01, -0400-02-29 (a leap day)
@@ -41,7 +42,7 @@ def test_days_from_civil_agrees_with_python_where_python_holds_the_date() -> Non
     ran = 0
     for _ in range(2_000):
         d = dt.date.fromordinal(rng.randint(1, dt.date.max.toordinal()))
-        assert _days_from_civil(d.year, d.month, d.day) == (d - epoch).days
+        assert days_from_civil(d.year, d.month, d.day) == (d - epoch).days
         ran += 1
     assert ran == 2_000
 
