@@ -1,11 +1,13 @@
 """Hive-style partition paths: ``col=value/...`` rendered and parsed as Hive and Spark do.
 
 The one place lakecore turns typed partition values into directory names and back (Delta data
-files, Hudi's hive-style partitioning, files written by Spark):
+files and log partition values, Hudi's hive-style partitioning, files written by Spark):
 
-- a value's text (``partition_text``): booleans ``true``/``false``, dates ``YYYY-MM-DD``,
-  timestamps ``YYYY-MM-DD HH:MM:SS.ffffff`` (instants in UTC, wall-clock times as they are),
-  decimals in plain notation, numbers as Python prints them; null stays None;
+- values' texts (``hive_texts``, a whole Arrow column at once): booleans ``true``/``false``,
+  integers and strings as they are, dates ``YYYY-MM-DD``, timestamps
+  ``YYYY-MM-DD HH:MM:SS.ffffff`` (instants in UTC, wall-clock times as they are), floats as
+  Python prints them (``1.0``, ``-0.0``, ``1e+20``), decimals in plain notation, binary as
+  its UTF-8 text; null stays null and ``""`` stays ``""``;
 - a segment (``partition_segment``): ``name=value`` with the characters Hive escapes written
   ``%XX`` (``escape_path_name``), a null or empty value as ``__HIVE_DEFAULT_PARTITION__``;
 - parsing (``parse_partition_path``, ``parse_value``): the reverse, typed by the table schema.
@@ -15,13 +17,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lakecore.errors import SchemaError, UnsupportedFeatureError
+from lakecore.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
+from lakecore.model.civil_days import DAY_US, YEAR_0_DAY, YEAR_10000_DAY
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 """The directory value Hive, Spark, Delta and Hudi write for a null (or empty) value."""
@@ -31,24 +35,110 @@ _ESCAPE = frozenset("\"#%'*/:=?\\\x7f{[]^") | {chr(c) for c in range(0x20)}
 _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 _TIMESTAMP = re.compile(r"^(-?\d{4,})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 
+_STRING_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+_BINARY_TYPES = (
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_binary_view,
+    pa.types.is_fixed_size_binary,
+)
 
-def partition_text(value: Any) -> str | None:
-    """A typed partition value as text (None stays None); see the module docstring."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        return str(value.isoformat(sep=" ", timespec="microseconds"))
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, bytes):
-        return str(value.decode("utf-8", errors="surrogateescape"))
-    return str(value)
+
+def hive_texts(values: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
+    """The Hive text of each value of partition column ``name`` (a string array; null stays
+    null, ``""`` stays ``""``); see the module docstring for the texts.
+
+    Dates, timestamps, integers, strings and booleans are rendered by Arrow casts, never
+    through Python's ``datetime``, which cannot hold every date Arrow can (a date of year 0
+    is ``0000-01-01``); floats, decimals and binary through their exact Python values
+    (Arrow's float text differs from Python's: ``1`` for ``1.0``, ``-0`` for ``-0.0``).
+
+    Raises:
+        InvalidArgumentError: a date or timestamp outside years 0000..9999 (its text,
+            ``-0001-12-31`` or ``10000-01-01``, is not ``YYYY-MM-DD`` and does not parse back
+            as a partition value), a timestamp finer than microseconds, or a binary value that
+            is not UTF-8 text; the message names the column.
+        SchemaError: a type that has no partition text (nested, time of day, ...).
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.nulls(0, values.type)
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    t = values.type
+    if pa.types.is_date(t):
+        return _date_texts(values.cast(pa.date32()), name)
+    if pa.types.is_timestamp(t):
+        return _timestamp_texts(values, name)
+    if _is_any(t, pa.types.is_integer, pa.types.is_boolean, *_STRING_TYPES):
+        return values.cast(pa.string())  # Arrow's texts are Hive's here: 12, true, false
+    if pa.types.is_floating(t):
+        return _python_texts(values, str)  # repr: the shortest text that reads back
+    if pa.types.is_decimal(t):
+        return _python_texts(values, lambda v: format(v, "f"))
+    if _is_any(t, *_BINARY_TYPES):
+        return _utf8_texts(values, name)
+    raise SchemaError(f"partition column {name!r} has type {t}, which has no partition text")
+
+
+def _is_any(t: pa.DataType, *tests: Callable[[pa.DataType], bool]) -> bool:
+    return any(test(t) for test in tests)
+
+
+def _python_texts(values: pa.Array, text: Callable[[Any], str]) -> pa.Array:
+    return pa.array([None if v is None else text(v) for v in values.to_pylist()], pa.string())
+
+
+def _utf8_texts(values: pa.Array, name: str) -> pa.Array:
+    texts = []
+    for v in values.to_pylist():
+        try:
+            texts.append(None if v is None else v.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InvalidArgumentError(
+                f"partition column {name!r}: binary value {v[:32]!r} is not UTF-8 text, which "
+                "a partition value's text must be"
+            ) from exc
+    return pa.array(texts, pa.string())
+
+
+def _date_texts(days: pa.Array, name: str) -> pa.Array:
+    _check_years(days.view(pa.int32()), YEAR_0_DAY, YEAR_10000_DAY, days, name)
+    return days.cast(pa.string())
+
+
+_UNITS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": DAY_US}
+
+
+def _timestamp_texts(values: pa.Array, name: str) -> pa.Array:
+    t = values.type
+    # Years are checked in the stored unit: a value of seconds far outside them would
+    # overflow microseconds. Nanoseconds (int64) hold years 1677..2262 only.
+    per_day = _UNITS_PER_DAY.get(t.unit)
+    if per_day is not None:
+        first, end = YEAR_0_DAY * per_day, YEAR_10000_DAY * per_day
+        _check_years(values.view(pa.int64()), first, end, values, name)
+    # The stored values are UTC instants (or wall-clock times): dropping the zone keeps them.
+    try:
+        micros = values.cast(pa.timestamp("us", t.tz)).cast(pa.timestamp("us"))
+    except pa.ArrowInvalid as exc:  # a nanosecond part a microsecond text cannot hold
+        raise InvalidArgumentError(
+            f"partition column {name!r}: a timestamp value is finer than microseconds, which "
+            f"partition text (YYYY-MM-DD HH:MM:SS.ffffff) cannot hold: {exc}"
+        ) from exc
+    return micros.cast(pa.string())
+
+
+def _check_years(raw: pa.Array, first: int, end: int, values: pa.Array, name: str) -> None:
+    outside = pc.fill_null(pc.or_(pc.less(raw, first), pc.greater_equal(raw, end)), False)
+    if pc.any(outside).as_py():
+        example = values.filter(outside).slice(0, 1)
+        if pa.types.is_timestamp(example.type):  # as the text would be: UTC, no zone
+            example = example.cast(pa.timestamp(example.type.unit))
+        raise InvalidArgumentError(
+            f"partition column {name!r}: value {example.cast(pa.string())[0]} is outside "
+            "years 0000..9999; a partition value of its type is {year}-{month}-{day} with a "
+            "four-digit year, which cannot spell it"
+        )
 
 
 def escape_path_name(text: str) -> str:
@@ -69,14 +159,6 @@ def partition_segment(name: str, text: str | None, escape: bool = True) -> str:
     quote = escape_path_name if escape else str
     value = HIVE_NULL if text is None or text == "" else quote(text)
     return f"{quote(name)}={value}"
-
-
-def partition_path(names: Sequence[str], values: Sequence[Any]) -> str:
-    """``col=value/...`` of one partition (directory names, typed values), Hive-escaped."""
-    return "/".join(
-        partition_segment(name, partition_text(value))
-        for name, value in zip(names, values, strict=True)
-    )
 
 
 def split_segment(segment: str, escaped: bool = True) -> tuple[str, str | None]:

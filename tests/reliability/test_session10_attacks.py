@@ -4,7 +4,7 @@
   (``write/partition_out.py``), DML keeps touched files' index rows as Arrow (``dml.py``,
   ``merge.py``: ``file_rows``, ``live_counts``, ``_index_rows``), ``plan_optimize`` groups by
   partition text. Pinned: every partition type's log text and Hive directory are what the
-  Python rendering (``lakecore.model.partition_paths``, the previous writer) gives; DML,
+  Python rendering (the previous writer, ``tests/model/partition_text_reference``) gives; DML,
   restore and optimize re-render a file's partition values to the exact text of its add;
   rows, metrics and change data agree with the expected rows and with delta-rs; whole-file
   deletes count live rows of files lacking stats; a value the log cannot hold leaves no file.
@@ -49,7 +49,6 @@ from lakecore_delta.paths import _GATE_BLOCK, decode_paths
 
 import lakecore
 from lakecore.errors import CorruptTableError, InvalidArgumentError, SchemaError
-from lakecore.model.partition_paths import partition_path, partition_text
 from lakecore.storage.paths import contained_path, is_absolute
 from tests.delta.builders import (
     DeltaTableBuilder,
@@ -60,6 +59,7 @@ from tests.delta.builders import (
     protocol,
     remove,
 )
+from tests.model.partition_text_reference import partition_path, partition_text
 
 UTC = dt.timezone.utc
 DV_PROTOCOL = protocol(3, 7, ["deletionVectors"], ["deletionVectors"])

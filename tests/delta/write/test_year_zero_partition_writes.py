@@ -24,8 +24,8 @@ from lakecore_delta.write.partition_out import partition_texts
 
 import lakecore
 from lakecore.errors import InvalidArgumentError
-from lakecore.model.partition_paths import partition_text
 from tests.delta.builders import DeltaTableBuilder, field, protocol
+from tests.model.partition_text_reference import partition_text
 
 YEAR_0 = -719_528
 """0000-01-01 as days since 1970-01-01 (proleptic Gregorian)."""
