@@ -19,6 +19,7 @@ from lakecore.storage import Storage
 from lakecore_hudi.names import LogFile
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, parse_commit_metadata
 from lakecore_hudi.timeline.instants import (
     COMPLETED,
     REPLACE_COMMIT,
@@ -26,7 +27,6 @@ from lakecore_hudi.timeline.instants import (
     Instant,
     completed_action,
 )
-from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
 from lakecore_hudi.view import SliceFile, Visible
 
 

@@ -9,7 +9,7 @@ from lakecore_hudi.archived_writes import timeline_start
 from lakecore_hudi.state import REPLACE_ACTIONS, instant_epoch_ms
 from lakecore_hudi.table_config import TableConfig, read_table_config
 from lakecore_hudi.timeline.active import Timeline, load_timeline
-from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, parse_commit_metadata
 
 _WITH_COMMIT_METADATA = ("commit", "deltacommit", *REPLACE_ACTIONS)
 RESERVED_EXTRA_METADATA = frozenset({"schema"})

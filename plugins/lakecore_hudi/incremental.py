@@ -59,8 +59,8 @@ from lakecore_hudi.state import (
     instant_epoch_ms,
     load_state,
 )
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 from lakecore_hudi.timeline.instants import Instant
-from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.view import FileSlice, SliceFile, data_files, split_path
 from lakecore_hudi.view_walk import SliceWalker
 from lakecore_hudi.written_files import all_written_listed

@@ -27,12 +27,9 @@ from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.partitions import formats_timestamps, prunable_partition_columns
 from lakecore_hudi.table_config import TableConfig, read_table_config
 from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, parse_commit_metadata
 from lakecore_hudi.timeline.instants import COMPLETED, REQUESTED, Instant
-from lakecore_hudi.timeline.metadata import (
-    CommitMetadata,
-    parse_clustering_plan,
-    parse_commit_metadata,
-)
+from lakecore_hudi.timeline.rewrite_plans import parse_clustering_plan
 from lakecore_hudi.view import FileSlice, SliceFile, Visible, latest_slices
 from lakecore_hudi.view_walk import SliceWalker
 from lakecore_hudi.written_files import check_written_files

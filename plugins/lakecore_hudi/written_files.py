@@ -21,7 +21,7 @@ from lakecore.storage.paths import contained_path
 from lakecore_hudi.listing import parse_external_name
 from lakecore_hudi.mdt.files_records import EXTERNAL_SUFFIX
 from lakecore_hudi.names import BaseFile, LogFile, parse_base_file_name, parse_log_file_name
-from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 from lakecore_hudi.view import FileSlice, SliceFile, Visible, in_latest_slice, split_path
 
 Group = tuple[str, str]

@@ -326,7 +326,7 @@ def _write_cdc_log(root: Path, instant: str, mode: str, records: pa.Table) -> No
 
     from lakecore_hudi.log.blocks import encode_avro_data_block
     from lakecore_hudi.log.format import BlockType, encode_log_block, read_log_blocks
-    from lakecore_hudi.timeline.metadata import encode_commit_metadata, parse_commit_metadata
+    from lakecore_hudi.timeline.commit_metadata import encode_commit_metadata, parse_commit_metadata
 
     schema = json.loads(json.dumps(CDC_SCHEMAS[mode]))
     if mode == "DATA_BEFORE_AFTER":

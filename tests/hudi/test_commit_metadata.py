@@ -21,30 +21,35 @@ from lakecore_hudi.table_config import (
 )
 from lakecore_hudi.timeline import lifecycle
 from lakecore_hudi.timeline.active import Timeline, load_timeline
-from lakecore_hudi.timeline.instants import COMPLETED, REPLACE_COMMIT, WRITE_ACTIONS, Instant
-from lakecore_hudi.timeline.metadata import (
-    AVRO_MAGIC,
+from lakecore_hudi.timeline.clean_metadata import (
     CleanerPlan,
     CleanMetadata,
     CleanPartitionMetadata,
+    encode_clean_metadata,
+    encode_cleaner_plan,
+    parse_clean_metadata,
+    parse_cleaner_plan,
+)
+from lakecore_hudi.timeline.commit_metadata import (
     CommitMetadata,
+    WriteStat,
+    encode_commit_metadata,
+    parse_commit_metadata,
+)
+from lakecore_hudi.timeline.instants import COMPLETED, REPLACE_COMMIT, WRITE_ACTIONS, Instant
+from lakecore_hudi.timeline.payload import AVRO_MAGIC, decode_payload
+from lakecore_hudi.timeline.rewrite_plans import (
+    encode_requested_replace,
+    parse_clustering_plan,
+    parse_compaction_plan,
+)
+from lakecore_hudi.timeline.rollback_metadata import (
     RollbackMetadata,
     RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
-    WriteStat,
-    decode_payload,
-    encode_clean_metadata,
-    encode_cleaner_plan,
-    encode_commit_metadata,
-    encode_requested_replace,
     encode_rollback_metadata,
     encode_rollback_plan,
-    parse_clean_metadata,
-    parse_cleaner_plan,
-    parse_clustering_plan,
-    parse_commit_metadata,
-    parse_compaction_plan,
     parse_rollback_metadata,
     parse_rollback_plan,
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from lakecore_hudi.timeline.metadata import parse_commit_metadata
+from lakecore_hudi.timeline.commit_metadata import parse_commit_metadata
 
 import lakecore
 from lakecore.errors import CommitError, InvalidArgumentError

@@ -22,6 +22,12 @@ from lakecore_hudi.table_config import (
 from lakecore_hudi.timeline import avro_schemas
 from lakecore_hudi.timeline.active import Timeline, format_instant_time, load_timeline
 from lakecore_hudi.timeline.archived import load_archived_timeline
+from lakecore_hudi.timeline.commit_metadata import (
+    CommitMetadata,
+    WriteStat,
+    encode_commit_metadata,
+    parse_commit_metadata,
+)
 from lakecore_hudi.timeline.instants import (
     COMPLETED,
     INFLIGHT,
@@ -37,14 +43,7 @@ from lakecore_hudi.timeline.lifecycle import (
     write_inflight,
     write_requested,
 )
-from lakecore_hudi.timeline.metadata import (
-    CommitMetadata,
-    RollbackMetadata,
-    WriteStat,
-    encode_commit_metadata,
-    encode_rollback_metadata,
-    parse_commit_metadata,
-)
+from lakecore_hudi.timeline.rollback_metadata import RollbackMetadata, encode_rollback_metadata
 
 from lakecore.errors import CommitConflictError, CorruptTableError
 from lakecore.storage import Storage, open_storage

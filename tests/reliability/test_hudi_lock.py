@@ -18,7 +18,11 @@ from typing import Any
 
 import pytest
 from lakecore_hudi.timeline.instants import COMMIT
-from lakecore_hudi.timeline.metadata import RollbackPlan, RollbackRequest, encode_rollback_plan
+from lakecore_hudi.timeline.rollback_metadata import (
+    RollbackPlan,
+    RollbackRequest,
+    encode_rollback_plan,
+)
 from lakecore_hudi.write import commit as commit_module
 from lakecore_hudi.write import heartbeat, planned, rollback
 from lakecore_hudi.write import lock as lock_module

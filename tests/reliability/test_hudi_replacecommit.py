@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 from lakecore_hudi.timeline import avro_schemas
 from lakecore_hudi.timeline.active import load_timeline
-from lakecore_hudi.timeline.metadata import AVRO_MAGIC, decode_payload, encode_avro
+from lakecore_hudi.timeline.payload import AVRO_MAGIC, decode_payload, encode_avro
 from lakecore_hudi.write.writer import state_of
 
 import lakecore

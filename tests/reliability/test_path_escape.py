@@ -19,14 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.commit_metadata import encode_commit_metadata, parse_commit_metadata
 from lakecore_hudi.timeline.instants import ROLLBACK
 from lakecore_hudi.timeline.lifecycle import new_instant_time, write_requested
-from lakecore_hudi.timeline.metadata import (
+from lakecore_hudi.timeline.rollback_metadata import (
     RollbackPlan,
     RollbackRequest,
-    encode_commit_metadata,
     encode_rollback_plan,
-    parse_commit_metadata,
 )
 from lakecore_hudi.write.heartbeat import heartbeat_path
 from lakecore_hudi.write.planned import PlannedInstant

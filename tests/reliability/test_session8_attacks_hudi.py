@@ -324,7 +324,7 @@ def test_the_rolled_back_instant_and_instants_around_a_clean_are_refused(tmp_pat
     rollback = next(e for e in table.history() if e.info["action"] == "rollback")
     # The rolled-back write's timestamp names no completed instant any more.
     from lakecore_hudi.timeline.active import load_timeline
-    from lakecore_hudi.timeline.metadata import parse_rollback_metadata
+    from lakecore_hudi.timeline.rollback_metadata import parse_rollback_metadata
     from lakecore_hudi.write.writer import state_of
 
     timeline = load_timeline(table.storage, state_of(table.snapshot()).config)

@@ -18,19 +18,19 @@ from lakecore_hudi.mdt.prefixed import PrefixedStorage
 from lakecore_hudi.names import BaseFile, LogFile, parse_base_file_name, parse_log_file_name
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.clean_metadata import (
+    CleanerPlan,
+    CleanMetadata,
+    CleanPartitionMetadata,
+    encode_clean_metadata,
+    encode_cleaner_plan,
+)
 from lakecore_hudi.timeline.instants import CLEAN, COMMIT
 from lakecore_hudi.timeline.lifecycle import (
     complete,
     new_instant_time,
     write_inflight,
     write_requested,
-)
-from lakecore_hudi.timeline.metadata import (
-    CleanerPlan,
-    CleanMetadata,
-    CleanPartitionMetadata,
-    encode_clean_metadata,
-    encode_cleaner_plan,
 )
 
 __all__ = ["clean_metadata", "doomed_files"]

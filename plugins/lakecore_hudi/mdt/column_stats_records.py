@@ -50,7 +50,7 @@ from lakecore_hudi.mdt.stats_values import (
 )
 from lakecore_hudi.mdt.stats_wrappers import stats_payload, wrap
 from lakecore_hudi.table_config import TableConfig
-from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 
 __all__ = [
     "DEFAULT_FILE_GROUPS",

@@ -24,9 +24,9 @@ from lakecore_hudi.mdt.prefixed import PrefixedStorage
 from lakecore_hudi.mdt.table import files_hfile
 from lakecore_hudi.names import base_file_name
 from lakecore_hudi.table_config import TableConfig
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from lakecore_hudi.timeline.instants import COMPACTION
 from lakecore_hudi.timeline.lifecycle import complete, write_inflight, write_requested
-from lakecore_hudi.timeline.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from lakecore_hudi.view import FileSlice
 
 __all__ = ["compact_metadata"]

@@ -32,9 +32,9 @@ from lakecore_hudi.mdt.prefixed import PrefixedStorage
 from lakecore_hudi.mdt.record_codec import delete_block, encode_record_cells, is_deletion
 from lakecore_hudi.names import log_file_name
 from lakecore_hudi.table_config import TableConfig
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from lakecore_hudi.timeline.instants import DELTA_COMMIT
 from lakecore_hudi.timeline.lifecycle import complete, write_inflight, write_requested
-from lakecore_hudi.timeline.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 
 __all__ = ["LogWrite", "merge_in_commit", "plan_log_writes", "write_delta_commit"]
 

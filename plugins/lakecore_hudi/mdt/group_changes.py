@@ -37,8 +37,8 @@ from lakecore_hudi.mdt.index_context import IndexContext
 from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import HudiState, _schema
 from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 from lakecore_hudi.timeline.instants import COMMIT, COMPLETED, Instant
-from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.view import FileSlice, SliceFile, Visible, data_files, latest_slices
 from lakecore_hudi.write.changes import SliceRows
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from lakecore.storage import Storage
 from lakecore_hudi.table_config import TableConfig
-from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 
 __all__ = ["IndexContext"]
 

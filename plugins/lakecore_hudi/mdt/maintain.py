@@ -44,9 +44,10 @@ from lakecore_hudi.mdt.recovery import recover_table_services
 from lakecore_hudi.mdt.table import metadata_config, metadata_storage
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.clean_metadata import parse_cleaner_plan
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 from lakecore_hudi.timeline.instants import CLEAN, COMMIT, DELTA_COMMIT, REQUESTED
 from lakecore_hudi.timeline.lifecycle import new_instant_time
-from lakecore_hudi.timeline.metadata import CommitMetadata, parse_cleaner_plan
 
 __all__ = [
     "MAX_DELTA_COMMITS",

@@ -18,7 +18,7 @@ from typing import Any
 
 from lakecore_hudi.mdt.files_records import FileListing, listing_records
 from lakecore_hudi.mdt.index_context import IndexContext
-from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 
 __all__ = [
     "FILES",

@@ -61,8 +61,8 @@ from lakecore_hudi.mdt.stored_file_ranges import stored_file_ranges
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, parse_commit_metadata
 from lakecore_hudi.timeline.instants import REPLACE_COMMIT, WRITE_ACTIONS
-from lakecore_hudi.timeline.metadata import CommitMetadata, parse_commit_metadata
 from lakecore_hudi.view import FileSlice, Visible, data_files, latest_slices
 
 __all__ = [

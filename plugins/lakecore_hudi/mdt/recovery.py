@@ -22,14 +22,14 @@ from lakecore_hudi.mdt.prefixed import PrefixedStorage
 from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
-from lakecore_hudi.timeline.instants import CLEAN, COMPACTION, REQUESTED, Instant
-from lakecore_hudi.timeline.lifecycle import complete, write_inflight
-from lakecore_hudi.timeline.metadata import (
+from lakecore_hudi.timeline.clean_metadata import (
     CleanMetadata,
     CleanPartitionMetadata,
     encode_clean_metadata,
     parse_cleaner_plan,
 )
+from lakecore_hudi.timeline.instants import CLEAN, COMPACTION, REQUESTED, Instant
+from lakecore_hudi.timeline.lifecycle import complete, write_inflight
 
 __all__ = ["recover_table_services"]
 

@@ -28,7 +28,7 @@ from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.timeline.instants import COMPLETED, DELTA_COMMIT, ROLLBACK
 from lakecore_hudi.timeline.lifecycle import complete, write_inflight, write_requested
-from lakecore_hudi.timeline.metadata import (
+from lakecore_hudi.timeline.rollback_metadata import (
     RollbackMetadata,
     RollbackPartitionMetadata,
     RollbackPlan,

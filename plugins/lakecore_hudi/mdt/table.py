@@ -40,9 +40,9 @@ from lakecore_hudi.table_config import (
     parse_properties,
     render_table_config,
 )
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from lakecore_hudi.timeline.instants import DELTA_COMMIT
 from lakecore_hudi.timeline.lifecycle import complete, write_inflight, write_requested
-from lakecore_hudi.timeline.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 
 __all__ = [
     "FILES_FILE_ID",

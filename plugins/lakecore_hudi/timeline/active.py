@@ -22,7 +22,10 @@ from lakecore_hudi.timeline.instants import (
     Instant,
     parse_instant_file,
 )
-from lakecore_hudi.timeline.metadata import parse_restore_rolled_back, parse_rollback_metadata
+from lakecore_hudi.timeline.rollback_metadata import (
+    parse_restore_rolled_back,
+    parse_rollback_metadata,
+)
 
 
 def format_instant_time(moment: dt.datetime) -> str:

@@ -42,7 +42,8 @@ from lakecore.errors import CommitConflictError, CorruptTableError
 from lakecore.storage import Storage
 from lakecore_hudi.log.format import BlockType, HeaderKey, encode_log_block, read_log_blocks
 from lakecore_hudi.timeline import avro_schemas
-from lakecore_hudi.timeline.metadata import decode_payload, parse_commit_metadata
+from lakecore_hudi.timeline.commit_metadata import parse_commit_metadata
+from lakecore_hudi.timeline.payload import decode_payload
 
 ARCHIVE_FILE = ".commits_.archive.1_1-0-1"
 _WRITE_TOKEN = "1-0-1"

@@ -50,7 +50,7 @@ _V1_DETAIL_FIELDS = {
 class ArchivedInstant:
     """One completed instant of the archived timeline.
 
-    ``metadata`` is the instant's completed details in a form the ``timeline.metadata``
+    ``metadata`` is the instant's completed details in a form the ``timeline.payload``
     decoders accept (Avro container or JSON), or None when not loaded / not recorded.
     ``completion_time`` is only recorded by the LSM timeline.
     """

@@ -45,14 +45,10 @@ from lakecore_hudi.names import BaseFile
 from lakecore_hudi.partitions import partition_struct, prunable_partition_columns
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
 from lakecore_hudi.timeline.lifecycle import write_inflight
-from lakecore_hudi.timeline.metadata import (
-    CommitMetadata,
-    WriteStat,
-    encode_commit_metadata,
-    encode_requested_replace,
-)
+from lakecore_hudi.timeline.rewrite_plans import encode_requested_replace
 from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.create import CreateOptions
 from lakecore_hudi.write.layout import layout_for

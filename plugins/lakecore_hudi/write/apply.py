@@ -31,7 +31,7 @@ from lakecore_hudi.names import (
     parse_log_file_name,
     write_token,
 )
-from lakecore_hudi.timeline.metadata import WriteStat
+from lakecore_hudi.timeline.commit_metadata import WriteStat
 from lakecore_hudi.view import FileSlice, split_path
 from lakecore_hudi.write.changes import ChangeSet, SliceRows
 from lakecore_hudi.write.files_out import (

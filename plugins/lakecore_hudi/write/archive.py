@@ -39,6 +39,7 @@ from lakecore.storage import Storage
 from lakecore_hudi.table_config import META_DIR, TableConfig, read_table_config
 from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.archive_v1_writer import append_entries, entry_record
+from lakecore_hudi.timeline.clean_metadata import parse_clean_metadata
 from lakecore_hudi.timeline.instants import (
     CLEAN,
     COMMIT,
@@ -49,7 +50,6 @@ from lakecore_hudi.timeline.instants import (
     parse_instant_file,
 )
 from lakecore_hudi.timeline.lsm_writer import LsmEntry, compact_and_clean, write_entries
-from lakecore_hudi.timeline.metadata import parse_clean_metadata
 from lakecore_hudi.write.archive_plan import ArchivedAction, ArchiveSettings, TableFacts, select
 from lakecore_hudi.write.lock import TableLock, acquire
 

@@ -24,15 +24,15 @@ from lakecore_hudi.names import LogFile
 from lakecore_hudi.state import REPLACE_ACTIONS, HudiState, commit_metadata
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
-from lakecore_hudi.timeline.instants import CLEAN, Instant
-from lakecore_hudi.timeline.lifecycle import complete, write_inflight
-from lakecore_hudi.timeline.metadata import (
+from lakecore_hudi.timeline.clean_metadata import (
     CleanerPlan,
     CleanMetadata,
     CleanPartitionMetadata,
     encode_clean_metadata,
     encode_cleaner_plan,
 )
+from lakecore_hudi.timeline.instants import CLEAN, Instant
+from lakecore_hudi.timeline.lifecycle import complete, write_inflight
 from lakecore_hudi.view import SliceFile, data_files, split_path
 from lakecore_hudi.write.archive import archive_after_commit
 from lakecore_hudi.write.layout import ensure_writable

@@ -47,13 +47,13 @@ from lakecore_hudi.mdt.maintain import record_commit
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
-from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, Instant, make_instant
-from lakecore_hudi.timeline.lifecycle import complete
-from lakecore_hudi.timeline.metadata import (
+from lakecore_hudi.timeline.commit_metadata import (
     CommitMetadata,
     encode_commit_metadata,
     parse_commit_metadata,
 )
+from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, Instant, make_instant
+from lakecore_hudi.timeline.lifecycle import complete
 from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.archive import archive_after_commit
 from lakecore_hudi.write.lock import TableLock, acquire

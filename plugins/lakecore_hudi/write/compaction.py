@@ -19,9 +19,9 @@ from lakecore.storage import Storage
 from lakecore_hudi.mdt.index_gate import ensure_index_partitions_writable
 from lakecore_hudi.names import base_file_name, write_token
 from lakecore_hudi.state import HudiState
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from lakecore_hudi.timeline.instants import COMPACTION, INFLIGHT, make_instant
 from lakecore_hudi.timeline.lifecycle import write_inflight
-from lakecore_hudi.timeline.metadata import CommitMetadata, WriteStat
 from lakecore_hudi.view import FileSlice
 from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.changes import SliceRows

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from lakecore.model.metrics import WriteMetrics
 from lakecore.storage import FileInfo
-from lakecore_hudi.timeline.metadata import WriteStat
+from lakecore_hudi.timeline.commit_metadata import WriteStat
 from lakecore_hudi.view import FileSlice
 
 

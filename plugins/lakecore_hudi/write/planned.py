@@ -16,9 +16,9 @@ from lakecore.errors import CommitConflictError, CommitError
 from lakecore.storage import Storage
 from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 from lakecore_hudi.timeline.instants import REQUESTED
 from lakecore_hudi.timeline.lifecycle import new_instant_time, write_requested
-from lakecore_hudi.timeline.metadata import CommitMetadata
 from lakecore_hudi.write.heartbeat import beat, stop
 from lakecore_hudi.write.lock import table_lock
 

@@ -43,6 +43,7 @@ from lakecore_hudi.mdt.rollback import rollback_in_metadata
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
 from lakecore_hudi.table_config import META_DIR, TableConfig
 from lakecore_hudi.timeline.active import Timeline, load_timeline
+from lakecore_hudi.timeline.commit_metadata import parse_commit_metadata
 from lakecore_hudi.timeline.instants import (
     COMMIT,
     COMPACTION,
@@ -55,15 +56,14 @@ from lakecore_hudi.timeline.instants import (
     Instant,
 )
 from lakecore_hudi.timeline.lifecycle import complete, write_inflight
-from lakecore_hudi.timeline.metadata import (
+from lakecore_hudi.timeline.rewrite_plans import parse_clustering_plan
+from lakecore_hudi.timeline.rollback_metadata import (
     RollbackMetadata,
     RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
     encode_rollback_metadata,
     encode_rollback_plan,
-    parse_clustering_plan,
-    parse_commit_metadata,
     parse_rollback_plan,
 )
 from lakecore_hudi.view import split_path

@@ -27,8 +27,8 @@ from lakecore.errors import SchemaError, UnsupportedFeatureError
 from lakecore.model.actions import Action, FormatPayload
 from lakecore_hudi.avro_schema import arrow_to_avro, avro_to_arrow
 from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, encode_commit_metadata
 from lakecore_hudi.timeline.lifecycle import write_inflight
-from lakecore_hudi.timeline.metadata import CommitMetadata, encode_commit_metadata
 from lakecore_hudi.write.planned import PlannedInstant, start_instant
 from lakecore_hudi.write.rollback import rollback_failed_writes
 

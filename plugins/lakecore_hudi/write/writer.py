@@ -46,14 +46,10 @@ from lakecore_hudi.mdt.index_gate import ensure_index_partitions_writable
 from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.source import HudiSnapshotSource
 from lakecore_hudi.state import HudiState, instant_text
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
 from lakecore_hudi.timeline.lifecycle import write_inflight
-from lakecore_hudi.timeline.metadata import (
-    CommitMetadata,
-    WriteStat,
-    encode_commit_metadata,
-    encode_requested_replace,
-)
+from lakecore_hudi.timeline.rewrite_plans import encode_requested_replace
 from lakecore_hudi.write import heartbeat
 from lakecore_hudi.write.apply import FileJob, plan_jobs, planned_stat, run_job
 from lakecore_hudi.write.candidates import candidate_slices, slices_for_keys

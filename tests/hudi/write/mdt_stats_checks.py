@@ -43,8 +43,9 @@ from lakecore_hudi.options import ReadOptions
 from lakecore_hudi.state import load_state
 from lakecore_hudi.table_config import read_table_config
 from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.clean_metadata import parse_clean_metadata
+from lakecore_hudi.timeline.commit_metadata import parse_commit_metadata
 from lakecore_hudi.timeline.instants import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
-from lakecore_hudi.timeline.metadata import parse_clean_metadata, parse_commit_metadata
 from lakecore_hudi.view import data_files, latest_slices
 
 from lakecore.storage import Storage, open_storage

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from lakecore_hudi.timeline.active import load_timeline
-from lakecore_hudi.timeline.metadata import parse_rollback_metadata
+from lakecore_hudi.timeline.rollback_metadata import parse_rollback_metadata
 from lakecore_hudi.write import apply
 from lakecore_hudi.write.heartbeat import heartbeat_path
 from lakecore_hudi.write.planned import PlannedInstant

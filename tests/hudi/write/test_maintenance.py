@@ -7,12 +7,9 @@ from pathlib import Path
 import pytest
 from lakecore_hudi.names import parse_base_file_name, parse_log_file_name
 from lakecore_hudi.timeline.active import load_timeline
-from lakecore_hudi.timeline.metadata import (
-    parse_clean_metadata,
-    parse_cleaner_plan,
-    parse_commit_metadata,
-    parse_compaction_plan,
-)
+from lakecore_hudi.timeline.clean_metadata import parse_clean_metadata, parse_cleaner_plan
+from lakecore_hudi.timeline.commit_metadata import parse_commit_metadata
+from lakecore_hudi.timeline.rewrite_plans import parse_compaction_plan
 from lakecore_hudi.write.writer import state_of
 
 import lakecore

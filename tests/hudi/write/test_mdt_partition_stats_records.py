@@ -25,7 +25,7 @@ from lakecore_hudi.mdt.stats_values import (
     standardize,
 )
 from lakecore_hudi.table_config import read_table_config
-from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 
 from lakecore.errors import SchemaError
 from lakecore.storage import open_storage

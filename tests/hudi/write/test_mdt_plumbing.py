@@ -235,7 +235,7 @@ def _hudi_write_stats(mdt: Any) -> dict[str, dict[str, tuple[int, int]]]:
     """instant -> partition/file id -> (numWrites, numDeletes) of Hudi's delta commits, whose
     every write stat names one log file of the instant itself (prevCommit = the instant)."""
     from lakecore_hudi.timeline.active import load_timeline
-    from lakecore_hudi.timeline.metadata import parse_commit_metadata
+    from lakecore_hudi.timeline.commit_metadata import parse_commit_metadata
 
     mconfig = metadata_config(mdt)
     timeline = load_timeline(mdt, mconfig)

@@ -31,7 +31,7 @@ from lakecore_hudi.mdt.record_index import (
     record_locations,
 )
 from lakecore_hudi.table_config import read_table_config
-from lakecore_hudi.timeline.metadata import CommitMetadata
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata
 
 from lakecore.errors import ConstraintViolationError, CorruptTableError, UnsupportedFeatureError
 from lakecore.storage import FileInfo, FsspecStorage, open_storage
