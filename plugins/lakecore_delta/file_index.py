@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -14,7 +13,7 @@ from lakecore.model import files as fi
 from lakecore_delta.deletion_vectors import DeletionVectorDescriptor
 from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.state import DeltaState
-from lakecore_delta.stats import merge_stats, parse_stats, record_counts, stats_from_struct
+from lakecore_delta.stats import add_stats
 from lakecore_delta.widened_stats import drop_imprecise_bounds
 
 DELETION_TYPE = fi.DELETION_TYPE
@@ -42,7 +41,7 @@ def index_actions(
     fields = state.data_fields()
     if stats_columns is not None:
         fields = [f for f in fields if f.name in set(stats_columns)]
-    stats = _stats(adds, fields, counts_only=stats_columns is not None and not fields)
+    stats = add_stats(adds, fields, counts_only=stats_columns is not None and not fields)
     stats = drop_imprecise_bounds(stats, fields)
     deletion = pa.chunked_array(
         [deletion_column(chunk) for chunk in adds.column("deletionVector").chunks], DELETION_TYPE
@@ -62,33 +61,6 @@ def index_actions(
             fi.DELETION: deletion,
         }
     )
-
-
-def _stats(adds: pa.Table, fields: list[pa.Field], counts_only: bool) -> pa.Table:
-    """``numRecords`` and the ``min``/``max``/``null_count`` structs of ``fields``.
-
-    Where a checkpoint holds an add's ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``)
-    the typed struct is used and that add's ``stats`` text is never parsed: the protocol makes
-    both the same statistics, and the struct needs no JSON parse. The text is parsed only for
-    the adds without a struct (later JSON commits, older checkpoints).
-    """
-    text = adds.column("stats")
-    parsed = adds.column("stats_parsed") if "stats_parsed" in adds.column_names else None
-    if parsed is None or parsed.null_count == len(parsed):
-        records = record_counts(text) if counts_only else None
-        return parse_stats(text, fields, records=records)
-    struct_stats = stats_from_struct(parsed, fields)
-    if parsed.null_count == 0:
-        return struct_stats
-    use_struct = pc.is_valid(parsed).combine_chunks()
-    # Only the text of the adds without a struct is parsed (a filtered copy: masking the
-    # others as null would keep their bytes, which sends the parse down its careful path),
-    # then spread back to one row per add, null where the struct stands.
-    rest = text.filter(pc.invert(use_struct))
-    from_text = parse_stats(rest, fields, records=record_counts(rest) if counts_only else None)
-    need = np.invert(use_struct.to_numpy(zero_copy_only=False))
-    rows = pa.array(np.cumsum(need, dtype=np.int64) - 1, pa.int64(), mask=~need)
-    return merge_stats(from_text.take(rows), struct_stats, use_struct)
 
 
 def deletion_column(dv: pa.StructArray) -> pa.StructArray:

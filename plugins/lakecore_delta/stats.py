@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -42,6 +43,35 @@ def stats_json_schema(fields: Sequence[pa.Field]) -> pa.Schema:
         if st is not None:
             out.append(pa.field(key, st))
     return pa.schema(out)
+
+
+def add_stats(adds: pa.Table, fields: Sequence[pa.Field], counts_only: bool = False) -> pa.Table:
+    """``numRecords`` and the ``min``/``max``/``null_count`` structs of ``fields`` for add
+    actions (columns ``stats`` and, from checkpoints, maybe ``stats_parsed``); ``counts_only``
+    as ``parse_stats`` with ``records`` (no JSON parsed for an empty ``fields``).
+
+    Where a checkpoint holds an add's ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``)
+    the typed struct is used and that add's ``stats`` text is never parsed: the protocol makes
+    both the same statistics, and the struct needs no JSON parse. The text is parsed only for
+    the adds without a struct (later JSON commits, older checkpoints).
+    """
+    text = adds.column("stats")
+    parsed = adds.column("stats_parsed") if "stats_parsed" in adds.column_names else None
+    if parsed is None or parsed.null_count == len(parsed):
+        records = record_counts(text) if counts_only else None
+        return parse_stats(text, fields, records=records)
+    struct_stats = stats_from_struct(parsed, fields)
+    if parsed.null_count == 0:
+        return struct_stats
+    use_struct = pc.is_valid(parsed).combine_chunks()
+    # Only the text of the adds without a struct is parsed (a filtered copy: masking the
+    # others as null would keep their bytes, which sends the parse down its careful path),
+    # then spread back to one row per add, null where the struct stands.
+    rest = text.filter(pc.invert(use_struct))
+    from_text = parse_stats(rest, fields, records=record_counts(rest) if counts_only else None)
+    need = np.invert(use_struct.to_numpy(zero_copy_only=False))
+    rows = pa.array(np.cumsum(need, dtype=np.int64) - 1, pa.int64(), mask=~need)
+    return merge_stats(from_text.take(rows), struct_stats, use_struct)
 
 
 def parse_stats(

@@ -8,7 +8,9 @@ index takes the struct and never parses that add's JSON ``stats``; adds without 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from lakecore_delta import file_index
+from lakecore_delta import file_index, stats
 from lakecore_delta.state import load_state
 
 import lakecore
@@ -92,13 +94,13 @@ def test_the_struct_is_taken_and_the_text_of_its_add_never_parsed(
     version = t.checkpoint()
     t.append(_batch(7))
     parsed_texts: list[int] = []
-    real = file_index.parse_stats
+    real = stats.parse_stats
 
     def counting(text: pa.ChunkedArray, *args: object, **kwargs: object) -> pa.Table:
         parsed_texts.append(len(text) - text.null_count)
         return real(text, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(file_index, "parse_stats", counting)
+    monkeypatch.setattr(stats, "parse_stats", counting)
     index = _index(t.uri)
     assert index.num_rows == 4
     assert parsed_texts == [1]  # the commit after the checkpoint only
@@ -122,3 +124,53 @@ def test_struct_and_text_disagreeing_the_struct_wins_where_present(tmp_path: Pat
     # Planning without a predicate asks for record counts only: the same sources.
     records = file_index.build_file_index(load_state(t.storage), stats_columns=[])
     assert sorted(records.column(fi.RECORD_COUNT).to_pylist()) == [3, 99]
+
+
+CORPUS = Path(os.environ.get("LAKECORE_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
+STRUCT_ONLY = CORPUS / "delta" / "deltars__delta-1.2.1-only-struct-stats"
+
+
+def test_a_checkpoint_of_struct_only_stats_keeps_them(tmp_path: Path) -> None:
+    """A table whose checkpoint holds stats only as structs (delta-rs, writeStatsAsJson=false):
+    lakecore's next checkpoint renders them as text. Fixed in session 11; was: written as
+    null, so every file of the table lost its statistics (record counts included)."""
+    if not (STRUCT_ONLY / "_delta_log").is_dir():
+        pytest.fail(f"corpus table {STRUCT_ONLY} is missing; set LAKECORE_CORPUS")
+    root = tmp_path / "t"
+    shutil.copytree(STRUCT_ONLY, root)
+    table = lakecore.open(str(root))
+    before = table.snapshot().files().sort_by(fi.PATH)
+    assert before.column(fi.RECORD_COUNT).null_count == 0
+    version = table.checkpoint()
+    cp = pq.read_table(root / "_delta_log" / f"{version:020d}.checkpoint.parquet")
+    adds = pc.drop_null(cp.column("add"))
+    assert pc.struct_field(adds, "stats").null_count == 0
+    after = _index(str(root))
+    assert after.select(STATS) == before.select(STATS)
+    deltalake = pytest.importorskip("deltalake")
+    theirs = pa.table(deltalake.DeltaTable(str(root)).get_add_actions(flatten=True))
+    assert theirs.column("num_records").null_count == 0
+    assert theirs.column("min.integer").null_count == 0
+
+
+def test_rendered_stats_of_a_file_with_a_deletion_vector_are_not_tight(tmp_path: Path) -> None:
+    props = {**STRUCT, "delta.enableDeletionVectors": "true"}
+    t = _table(tmp_path, "t", 2, **props)
+    t.delete(where="id = 0")  # a deletion vector on the first file
+    version = t.checkpoint()
+    path = os.path.join(t.uri, "_delta_log", f"{version:020d}.checkpoint.parquet")
+    cp = pq.read_table(path)
+    rows = cp.to_pylist()
+    for row in rows:  # as a writer with writeStatsAsJson=false leaves it: structs only
+        if row["add"]:
+            row["add"]["stats"] = None
+            row["add"]["stats_parsed"].pop("tightBounds", None)
+    pq.write_table(pa.Table.from_pylist(rows, schema=cp.schema), path)
+    t.append(_batch(5))
+    again = lakecore.open(t.uri).checkpoint()
+    adds = pc.drop_null(_checkpoint_adds(t, again).column("add")).to_pylist()
+    texts = {a["path"]: json.loads(a["stats"]) for a in adds}
+    with_dv = {a["path"] for a in adds if a["deletionVector"]}
+    assert len(with_dv) == 1 and len(texts) == 3
+    assert all(texts[p].get("tightBounds") is False for p in with_dv)
+    assert all("tightBounds" not in s for p, s in texts.items() if p not in with_dv)

@@ -24,8 +24,9 @@ from lakecore_delta.log.files import LAST_CHECKPOINT, LOG_DIR
 from lakecore_delta.log.schemas import DV_TYPE
 from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.state import DeltaState, load_state
-from lakecore_delta.stats import parse_stats
+from lakecore_delta.stats import add_stats, stats_from_struct
 from lakecore_delta.write.log_out import encode_path
+from lakecore_delta.write.stats_out import render_stats_json
 
 log = logging.getLogger(__name__)
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
@@ -97,6 +98,36 @@ def _partition_map(pvs: pa.Array | pa.ChunkedArray, n: int) -> pa.Array:
     return pa.MapArray.from_arrays(offsets, keys, items)
 
 
+def _stats_text(adds: pa.Table, fields: list[pa.Field]) -> pa.Array:
+    """The adds' ``stats`` JSON: as the log holds it, and rendered from ``stats_parsed`` for
+    adds that have only the struct (a checkpoint written with
+    ``delta.checkpoint.writeStatsAsJson=false``), so that no add loses its statistics when the
+    table's next checkpoint keeps them as text only."""
+    text = adds.column("stats").combine_chunks().cast(pa.string())
+    if "stats_parsed" not in adds.column_names:
+        return text
+    parsed = adds.column("stats_parsed").combine_chunks()
+    missing = pc.and_(pc.is_null(text), pc.is_valid(parsed))
+    if not pc.any(missing).as_py():
+        return text
+    rows = pa.array(np.flatnonzero(missing.to_numpy(zero_copy_only=False)))
+    only = parsed.take(rows)
+    typed = stats_from_struct(only, fields).to_pylist()
+    tight: list[Any] = [None] * len(only)
+    if only.type.get_field_index("tightBounds") >= 0:
+        tight = pc.struct_field(only, "tightBounds").to_pylist()
+    # Bounds of a file with a deletion vector may describe deleted rows: never claim them tight.
+    vectors = pc.is_valid(
+        pc.struct_field(adds.column("deletionVector").combine_chunks().take(rows), "storageType")
+    )
+    tight = [False if dv else t for t, dv in zip(tight, vectors.to_pylist(), strict=True)]
+    rendered = [
+        render_stats_json(s["numRecords"], s["min"], s["max"], s["null_count"], fields, t)
+        for s, t in zip(typed, tight, strict=True)
+    ]
+    return pc.replace_with_mask(text, missing, pa.array(rendered, pa.string()))
+
+
 def checkpoint_table(state: DeltaState) -> pa.Table:
     """The rows of the checkpoint of ``state``: protocol, metadata, txns, then every add."""
     adds = state.adds
@@ -108,7 +139,7 @@ def checkpoint_table(state: DeltaState) -> pa.Table:
         adds.column("size").combine_chunks(),
         adds.column("modificationTime").combine_chunks(),
         pa.array(np.zeros(n, dtype=bool)),
-        adds.column("stats").combine_chunks().cast(pa.string()),
+        _stats_text(adds, state.data_fields()),
         adds.column("deletionVector").combine_chunks().cast(DV_TYPE),
     ]
     fields = list(ADD_TYPE)
@@ -172,7 +203,7 @@ def parsed_columns(state: DeltaState) -> list[tuple[str, pa.Array]]:
     adds = state.adds
     out: list[tuple[str, pa.Array]] = []
     fields = state.data_fields()
-    stats = parse_stats(adds.column("stats"), fields)
+    stats = add_stats(adds, fields)
     physical = {f.name: physical_name(f) for f in state.schema}
     parts = {
         "numRecords": stats.column("numRecords").combine_chunks(),
