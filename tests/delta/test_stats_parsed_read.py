@@ -174,3 +174,38 @@ def test_rendered_stats_of_a_file_with_a_deletion_vector_are_not_tight(tmp_path:
     assert len(with_dv) == 1 and len(texts) == 3
     assert all(texts[p].get("tightBounds") is False for p in with_dv)
     assert all("tightBounds" not in s for p, s in texts.items() if p not in with_dv)
+
+
+def _with_child(array: pa.StructArray, path: list[str], child: pa.Array) -> pa.StructArray:
+    """``array`` with the child at ``path`` replaced (nulls of every level kept)."""
+    t = array.type
+    children = []
+    for i in range(t.num_fields):
+        c = array.field(i)
+        if t.field(i).name == path[0]:
+            c = child if len(path) == 1 else _with_child(c, path[1:], child)
+        children.append(c)
+    names = [t.field(i).name for i in range(t.num_fields)]
+    return pa.StructArray.from_arrays(children, names=names, mask=array.is_null())
+
+
+def test_a_year_zero_bound_in_a_struct_is_left_unknown_in_the_text(tmp_path: Path) -> None:
+    t = _table(tmp_path, "t", 2, **STRUCT)
+    version = t.checkpoint()
+    path = os.path.join(t.uri, "_delta_log", f"{version:020d}.checkpoint.parquet")
+    cp = pq.read_table(path)
+    add = cp.column("add").combine_chunks()
+    add = _with_child(add, ["stats"], pa.nulls(len(add), pa.string()))
+    year_zero = pa.array([-719_528] * len(add), pa.int32()).cast(pa.date32())  # 0000-01-01
+    add = _with_child(add, ["stats_parsed", "minValues", "day"], year_zero)
+    at = cp.schema.get_field_index("add")
+    pq.write_table(cp.set_column(at, cp.schema.field(at), add), path)
+    again = lakecore.open(t.uri).checkpoint()
+    adds = pc.drop_null(_checkpoint_adds(t, again).column("add"))
+    texts = [json.loads(s) for s in pc.struct_field(adds, "stats").to_pylist()]
+    assert len(texts) == 2
+    # The struct, which can hold it, keeps the bound.
+    days = pc.struct_field(adds, ["stats_parsed", "minValues", "day"]).cast(pa.int32())
+    assert days.to_pylist() == [-719_528] * 2
+    assert all("day" not in s["minValues"] and "day" in s["maxValues"] for s in texts)
+    assert all(s["numRecords"] == 3 and s["minValues"]["id"] >= 0 for s in texts)

@@ -25,7 +25,7 @@ from lakecore_delta.log.schemas import DV_TYPE
 from lakecore_delta.partitions import typed_partition_values
 from lakecore_delta.state import DeltaState, load_state
 from lakecore_delta.stats import add_stats, stats_from_struct
-from lakecore_delta.write.log_out import encode_path
+from lakecore_delta.write.log_out import encode_path, python_safe_bounds
 from lakecore_delta.write.stats_out import render_stats_json
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def _stats_text(adds: pa.Table, fields: list[pa.Field]) -> pa.Array:
         return text
     rows = pa.array(np.flatnonzero(missing.to_numpy(zero_copy_only=False)))
     only = parsed.take(rows)
-    typed = stats_from_struct(only, fields).to_pylist()
+    typed = python_safe_bounds(stats_from_struct(only, fields)).to_pylist()
     tight: list[Any] = [None] * len(only)
     if only.type.get_field_index("tightBounds") >= 0:
         tight = pc.struct_field(only, "tightBounds").to_pylist()

@@ -81,14 +81,20 @@ def _rows(files: pa.Table) -> list[dict[str, Any]]:
         at = files.column_names.index(PARTITION)
         texts = partition_text_struct(files.column(at))
         files = files.set_column(at, pa.field(PARTITION, texts.type), texts)
+    rows: list[dict[str, Any]] = python_safe_bounds(files).to_pylist()
+    return rows
+
+
+def python_safe_bounds(files: pa.Table) -> pa.Table:
+    """``files`` with each ``min``/``max`` date or timestamp Python cannot hold (before year 1
+    or after year 9999) made null (unknown), so that ``to_pylist`` never fails on them."""
     for name in (MIN, MAX):
         if name in files.column_names:
             at = files.column_names.index(name)
             column = files.column(at)
             safe = pa.chunked_array([_far_times_nulled(c) for c in column.chunks], column.type)
             files = files.set_column(at, files.field(at), safe)
-    rows: list[dict[str, Any]] = files.to_pylist()
-    return rows
+    return files
 
 
 def _far_times_nulled(array: pa.Array) -> pa.Array:
