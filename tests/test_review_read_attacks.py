@@ -23,7 +23,8 @@ import pytest
 from lakecore_hudi import scan as hudi_scan
 from lakecore_hudi.avro_schema import physical_avro_schema
 from lakecore_hudi.log import blocks
-from lakecore_hudi.log.blocks import _decode_with_fastavro, decode_avro_blocks, encode_delete_block
+from lakecore_hudi.log.blocks import _decode_with_fastavro, decode_avro_blocks
+from lakecore_hudi.log.delete_blocks import encode_delete_block
 from lakecore_hudi.log.format import (
     BlockType,
     HeaderKey,

@@ -18,14 +18,13 @@ from lakecore_hudi.log.blocks import (
     conform_table,
     decode_avro_block,
     decode_data_block,
-    decode_delete_block,
     decode_parquet_block,
     encode_avro_data_block,
-    encode_delete_block,
     encode_parquet_data_block,
     encode_rollback_command_block,
     hfile_content,
 )
+from lakecore_hudi.log.delete_blocks import decode_delete_block, encode_delete_block
 from lakecore_hudi.log.format import (
     BlockType,
     CommandType,

@@ -8,11 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from lakecore_hudi.avro_schema import arrow_to_avro, avro_to_arrow
-from lakecore_hudi.log.blocks import (
-    encode_avro_data_block,
-    encode_delete_block,
-    encode_rollback_command_block,
-)
+from lakecore_hudi.log.blocks import encode_avro_data_block, encode_rollback_command_block
+from lakecore_hudi.log.delete_blocks import encode_delete_block
 from lakecore_hudi.log.format import BlockType, HeaderKey, encode_log_block, read_log_blocks
 from lakecore_hudi.log.scanner import SEQ_COLUMN, order_log_blocks, read_log_records
 from lakecore_hudi.names import log_file_sort_key, parse_log_file_name

@@ -25,12 +25,8 @@ import pyarrow as pa
 
 from lakecore.errors import UnsupportedFeatureError
 from lakecore.storage import Storage
-from lakecore_hudi.log.blocks import (
-    avro_record_count,
-    decode_avro_blocks,
-    decode_data_block,
-    decode_delete_block,
-)
+from lakecore_hudi.log.blocks import avro_record_count, decode_avro_blocks, decode_data_block
+from lakecore_hudi.log.delete_blocks import decode_delete_block
 from lakecore_hudi.log.format import BlockType, CommandType, HeaderKey, LogBlock, read_log_blocks
 from lakecore_hudi.parallel import map_in_chunks
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakecore.storage import Storage
-from lakecore_hudi.log.blocks import decode_delete_block
+from lakecore_hudi.log.delete_blocks import decode_delete_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.log.scanner import order_log_blocks
 from lakecore_hudi.mdt.column_stats import (

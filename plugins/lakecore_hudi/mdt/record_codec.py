@@ -25,7 +25,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 
-from lakecore_hudi.log.blocks import encode_delete_block
+from lakecore_hudi.log.delete_blocks import encode_delete_block
 from lakecore_hudi.mdt.hfile_writer import java_hash_order
 from lakecore_hudi.mdt.record_schema import metadata_record_schema, metadata_record_schema_json
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from lakecore.errors import ConstraintViolationError, CorruptTableError
 from lakecore.storage import Storage
-from lakecore_hudi.log.blocks import decode_delete_block
+from lakecore_hudi.log.delete_blocks import decode_delete_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.log.scanner import order_log_blocks
 from lakecore_hudi.mdt.column_stats import (

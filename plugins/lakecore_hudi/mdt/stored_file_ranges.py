@@ -27,7 +27,7 @@ from typing import Any
 
 from lakecore.errors import CorruptTableError
 from lakecore.storage import Storage
-from lakecore_hudi.log.blocks import decode_delete_block
+from lakecore_hudi.log.delete_blocks import decode_delete_block
 from lakecore_hudi.log.format import BlockType, LogBlock, read_log_blocks
 from lakecore_hudi.log.scanner import order_log_blocks
 from lakecore_hudi.mdt import column_stats_records as csr

@@ -21,7 +21,8 @@ from lakecore.model.hidden_nulls import fill_hidden_nulls
 from lakecore.storage import Storage
 from lakecore_hudi.bloom import BloomSettings, footer_metadata
 from lakecore_hudi.keys import FILE_NAME, PARTITION_PATH, RECORD_KEY
-from lakecore_hudi.log.blocks import encode_avro_data_block, encode_delete_block
+from lakecore_hudi.log.blocks import encode_avro_data_block
+from lakecore_hudi.log.delete_blocks import encode_delete_block
 from lakecore_hudi.write.lance_base import is_lance_path, write_lance_base_file
 from lakecore_hudi.write.layout import WriteLayout
 

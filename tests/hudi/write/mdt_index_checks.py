@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 from lakecore_hudi.keys import PARTITION_PATH, RECORD_KEY
-from lakecore_hudi.log.blocks import decode_delete_block
+from lakecore_hudi.log.delete_blocks import decode_delete_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.mdt.column_stats import METADATA_DIR, _block_records
 from lakecore_hudi.mdt.file_groups import file_group_id, file_group_index

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lakecore_hudi.log.blocks import decode_delete_block
+from lakecore_hudi.log.delete_blocks import decode_delete_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
 from lakecore_hudi.mdt.column_stats import _block_records, _hfile_records, _load_timeline
 from lakecore_hudi.mdt.delta_commit import merge_in_commit
