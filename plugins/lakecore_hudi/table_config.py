@@ -1,10 +1,12 @@
-"""The Hudi table config: ``.hoodie/hoodie.properties`` read into typed accessors, and written back.
+"""The Hudi table config: ``.hoodie/hoodie.properties`` read into typed accessors.
 
-``hoodie.properties`` is a Java properties file (ISO-8859-1, ``\\:`` / ``\\uXXXX`` escapes,
-``#``/``!`` comments, backslash line continuations). Hudi guards it with ``hoodie.table.checksum``
-(CRC32 of ``"<database>.<table name>"``) and, while rewriting it, keeps a copy in
+``hoodie.properties`` is a Java properties file (ISO-8859-1, parsed by
+``lakecore_hudi.java_properties``). Hudi guards it with ``hoodie.table.checksum`` (CRC32 of
+``"<database>.<table name>"``) and, while rewriting it, keeps a copy in
 ``hoodie.properties.backup``; a reader falls back to the backup when the main file is missing or
-fails its checksum.
+fails its checksum. ``TableConfig`` validates the required keys and the table version when it is
+built; its accessors apply Hudi's defaults and alternative keys. Writing the file (a new table's
+properties, rendering with the checksum) is ``lakecore_hudi.table_config_out``'s.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Literal
 from lakecore.errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
 from lakecore.storage import Storage
 from lakecore.storage.paths import contained_path
+from lakecore_hudi.java_properties import parse_properties
 
 META_DIR = ".hoodie"
 PROPERTIES_PATH = f"{META_DIR}/hoodie.properties"
@@ -28,13 +31,10 @@ BACKUP_PROPERTIES_PATH = f"{META_DIR}/hoodie.properties.backup"
 SUPPORTED_TABLE_VERSIONS = frozenset({5, 6, 8, 9})
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
-_TABLE_TYPES: frozenset[str] = frozenset({"COPY_ON_WRITE", "MERGE_ON_READ"})
+TABLE_TYPES: frozenset[str] = frozenset({"COPY_ON_WRITE", "MERGE_ON_READ"})
 
-# Record merge strategy ids Hudi writes for its built-in merge modes.
-EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
-COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
-_DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-_OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 
 # Key generator class (simple name, "Avro" variants folded) -> hoodie.table.keygenerator.type.
 _KEYGEN_TYPES = {
@@ -94,7 +94,7 @@ class TableConfig:
         table_type = props.get("hoodie.table.type", "").strip().upper()
         if not table_type:
             raise CorruptTableError(f"{source}: required property hoodie.table.type is missing")
-        if table_type not in _TABLE_TYPES:
+        if table_type not in TABLE_TYPES:
             raise CorruptTableError(
                 f"{source}: hoodie.table.type={table_type!r} is neither COPY_ON_WRITE nor "
                 "MERGE_ON_READ"
@@ -266,9 +266,9 @@ class TableConfig:
         explicit = self.raw.get("hoodie.record.merge.mode")
         if explicit:
             return explicit.strip().upper()
-        if self.payload_class and self.payload_class not in (_DEFAULT_PAYLOAD, _OVERWRITE_PAYLOAD):
+        if self.payload_class and self.payload_class not in (DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD):
             return "CUSTOM"
-        if self.precombine_field and self.payload_class != _OVERWRITE_PAYLOAD:
+        if self.precombine_field and self.payload_class != OVERWRITE_PAYLOAD:
             return "EVENT_TIME_ORDERING"
         return "COMMIT_TIME_ORDERING"
 
@@ -342,122 +342,6 @@ def ensure_supported_version(version: int) -> None:
     )
 
 
-# ---------------------------------------------------------------- Java properties
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text (already decoded) into a dict; later keys win.
-
-    Raises:
-        ValueError: a malformed ``\\u`` escape.
-    """
-    props: dict[str, str] = {}
-    for logical in _logical_lines(text):
-        key, value = _split_key_value(logical)
-        props[_unescape(key)] = _unescape(value)
-    return props
-
-
-def _logical_lines(text: str) -> list[str]:
-    lines: list[str] = []
-    pending: str | None = None
-    for physical in text.splitlines():
-        stripped = physical.lstrip(" \t\f")
-        if pending is None and (not stripped or stripped[0] in "#!"):
-            continue
-        joined = stripped if pending is None else pending + stripped
-        # An odd number of trailing backslashes continues the line onto the next one.
-        trailing = len(joined) - len(joined.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending = joined[:-1]
-            continue
-        lines.append(joined)
-        pending = None
-    if pending is not None:
-        lines.append(pending)
-    return lines
-
-
-def _split_key_value(line: str) -> tuple[str, str]:
-    i, n = 0, len(line)
-    while i < n:
-        ch = line[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch in "=: \t\f":
-            break
-        i += 1
-    key = line[:i]
-    j = i
-    while j < n and line[j] in " \t\f":
-        j += 1
-    if j < n and line[j] in "=:":
-        j += 1
-        while j < n and line[j] in " \t\f":
-            j += 1
-    return key, line[j:]
-
-
-_UNESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(text: str) -> str:
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch != "\\" or i + 1 >= n:
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "u":
-            digits = text[i + 2 : i + 6]
-            if len(digits) != 4:
-                raise ValueError(f"malformed \\uXXXX escape {text[i : i + 6]!r}")
-            out.append(chr(int(digits, 16)))
-            i += 6
-            continue
-        out.append(_UNESCAPES.get(nxt, nxt))
-        i += 2
-    joined = "".join(out)
-    if any("\ud800" <= ch <= "\udfff" for ch in joined):
-        # Java escapes a non-BMP character as a UTF-16 surrogate pair: join the halves.
-        joined = joined.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return joined
-
-
-def _escape(text: str, is_key: bool) -> str:
-    out: list[str] = []
-    for index, ch in enumerate(text):
-        if ch == " ":
-            # Java escapes every space in a key but only a leading one in a value.
-            out.append("\\ " if is_key or index == 0 else " ")
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch in "\t\n\r\f":
-            out.append("\\" + {"\t": "t", "\n": "n", "\r": "r", "\f": "f"}[ch])
-        elif ch in "=:#!":
-            out.append("\\" + ch)
-        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
-            for unit in _utf16_units(ch):
-                out.append(f"\\u{unit:04X}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _utf16_units(ch: str) -> list[int]:
-    data = ch.encode("utf-16-be")
-    return [int.from_bytes(data[k : k + 2], "big") for k in range(0, len(data), 2)]
-
-
-# ---------------------------------------------------------------- read / write
-
-
 def table_checksum(props: Mapping[str, str]) -> int:
     """Hudi's ``hoodie.table.checksum``: CRC32 of ``"<database or ''>.<table name>"`` (UTF-8).
 
@@ -527,123 +411,3 @@ def read_table_config(storage: Storage) -> TableConfig:
             f"{BACKUP_PROPERTIES_PATH}: checksum does not match and {PROPERTIES_PATH} is missing"
         )
     raise TableNotFoundError(f"no Hudi table at {storage.root}: {PROPERTIES_PATH} does not exist")
-
-
-def render_table_config(props: Mapping[str, str], comment: str | None = None) -> bytes:
-    """Render ``props`` as ``hoodie.properties`` bytes (ASCII, Java escapes, sorted keys).
-
-    ``hoodie.table.checksum`` is (re)computed from the table and database names, so a reader
-    running Hudi's checksum validation accepts the file. ``comment`` becomes a ``#`` header line.
-
-    Raises:
-        ValueError: ``hoodie.table.name`` is missing.
-    """
-    if not props.get("hoodie.table.name"):
-        raise ValueError("hoodie.table.name must be set to render hoodie.properties")
-    full = dict(props)
-    full["hoodie.table.checksum"] = str(table_checksum(full))
-    lines = [f"#{_escape(comment, False)}"] if comment else []
-    lines += [f"{_escape(k, True)}={_escape(v, False)}" for k, v in sorted(full.items())]
-    return ("\n".join(lines) + "\n").encode("ascii")
-
-
-def new_table_properties(
-    name: str,
-    table_type: TableType,
-    record_key_fields: tuple[str, ...] | list[str],
-    precombine_field: str | None,
-    partition_fields: tuple[str, ...] | list[str],
-    table_version: int = 8,
-    hive_style: bool = False,
-    base_file_format: str = "PARQUET",
-    create_schema_json: str | None = None,
-    populate_meta_fields: bool = True,
-    database_name: str | None = None,
-) -> dict[str, str]:
-    """The properties Hudi 0.15 (``table_version=6``), 1.0 (``8``) or 1.1 (``9``) writes for a
-    new table.
-
-    The checksum is added by ``render_table_config``. Key generator: NON_PARTITION when there
-    are no partition fields, COMPLEX for several record key or partition fields, else SIMPLE.
-    Version 9 names the ordering column ``hoodie.table.ordering.fields`` and records the merge
-    mode without a payload class or merge strategy id (Hudi 1.1's ``EightToNineUpgradeHandler``
-    turns a version 8 table into that).
-
-    Raises:
-        ValueError: ``table_version`` is not 6, 8 or 9, the table type is unknown or the name
-            empty.
-    """
-    if table_version not in (6, 8, 9):
-        raise ValueError(f"lakecore creates Hudi tables of version 6, 8 or 9, not {table_version}")
-    if table_type not in _TABLE_TYPES:
-        raise ValueError(f"unknown Hudi table type {table_type!r}")
-    if not name:
-        raise ValueError("a Hudi table needs a name")
-    keygen = _keygen_for(tuple(record_key_fields), tuple(partition_fields))
-    props: dict[str, str] = {
-        "hoodie.table.name": name,
-        "hoodie.table.type": table_type,
-        "hoodie.table.version": str(table_version),
-        "hoodie.archivelog.folder": "archived",
-        "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.datasource.write.hive_style_partitioning": "true" if hive_style else "false",
-        "hoodie.datasource.write.partitionpath.urlencode": "false",
-    }
-    if base_file_format.upper() != "PARQUET":
-        # Hudi leaves the default format unrecorded.
-        props["hoodie.table.base.file.format"] = base_file_format.upper()
-    if database_name:
-        props["hoodie.database.name"] = database_name
-    if record_key_fields:
-        props["hoodie.table.recordkey.fields"] = ",".join(record_key_fields)
-    if partition_fields:
-        props["hoodie.table.partition.fields"] = ",".join(partition_fields)
-    if precombine_field:
-        ordering_key = "ordering.fields" if table_version >= 9 else "precombine.field"
-        props[f"hoodie.table.{ordering_key}"] = precombine_field
-    if create_schema_json:
-        props["hoodie.table.create.schema"] = create_schema_json
-    if not populate_meta_fields:
-        props["hoodie.populate.meta.fields"] = "false"
-    if table_version == 6:
-        props["hoodie.timeline.layout.version"] = "1"
-        props["hoodie.table.keygenerator.class"] = f"org.apache.hudi.keygen.{keygen[1]}"
-        if table_type == "MERGE_ON_READ":
-            # Hudi 0.x's default payload, recorded for MOR tables only.
-            props["hoodie.compaction.payload.class"] = _OVERWRITE_PAYLOAD
-            props["hoodie.compaction.record.merger.strategy"] = EVENT_TIME_STRATEGY_ID
-    else:
-        # Versions 8 and 9 share the timeline layout; 9 records the merge mode alone (Hudi
-        # 1.1's upgrade from 8 drops the payload class and strategy id of built-in modes).
-        event_time = precombine_field is not None
-        props.update(
-            {
-                "hoodie.table.initial.version": str(table_version),
-                "hoodie.timeline.layout.version": "2",
-                "hoodie.timeline.path": "timeline",
-                "hoodie.timeline.history.path": "history",
-                "hoodie.table.keygenerator.type": keygen[0],
-                "hoodie.record.merge.mode": (
-                    "EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING"
-                ),
-            }
-        )
-        if table_version == 9:
-            props["hoodie.table.format"] = "native"
-        else:
-            props["hoodie.record.merge.strategy.id"] = (
-                EVENT_TIME_STRATEGY_ID if event_time else COMMIT_TIME_STRATEGY_ID
-            )
-            props["hoodie.compaction.payload.class"] = (
-                _DEFAULT_PAYLOAD if event_time else _OVERWRITE_PAYLOAD
-            )
-    return props
-
-
-def _keygen_for(keys: tuple[str, ...], partitions: tuple[str, ...]) -> tuple[str, str]:
-    """(keygenerator.type, keygenerator class simple name) for the given key layout."""
-    if not partitions:
-        return "NON_PARTITION", "NonpartitionedKeyGenerator"
-    if len(keys) > 1 or len(partitions) > 1:
-        return "COMPLEX", "ComplexKeyGenerator"
-    return "SIMPLE", "SimpleKeyGenerator"

@@ -12,13 +12,8 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakecore_hudi.table_config import (
-    PROPERTIES_PATH,
-    TableConfig,
-    new_table_properties,
-    read_table_config,
-    render_table_config,
-)
+from lakecore_hudi.table_config import PROPERTIES_PATH, TableConfig, read_table_config
+from lakecore_hudi.table_config_out import new_table_properties, render_table_config
 from lakecore_hudi.timeline import lifecycle
 from lakecore_hudi.timeline.active import Timeline, load_timeline
 from lakecore_hudi.timeline.clean_metadata import (

@@ -6,16 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+from lakecore_hudi.java_properties import parse_properties
 from lakecore_hudi.table_config import (
     BACKUP_PROPERTIES_PATH,
     PROPERTIES_PATH,
     TableConfig,
-    new_table_properties,
-    parse_properties,
     read_table_config,
-    render_table_config,
     table_checksum,
 )
+from lakecore_hudi.table_config_out import new_table_properties, render_table_config
 
 from lakecore.errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
 from lakecore.storage import Storage, open_storage

@@ -12,13 +12,8 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakecore_hudi.table_config import (
-    PROPERTIES_PATH,
-    TableConfig,
-    new_table_properties,
-    read_table_config,
-    render_table_config,
-)
+from lakecore_hudi.table_config import PROPERTIES_PATH, TableConfig, read_table_config
+from lakecore_hudi.table_config_out import new_table_properties, render_table_config
 from lakecore_hudi.timeline import avro_schemas
 from lakecore_hudi.timeline.active import Timeline, format_instant_time, load_timeline
 from lakecore_hudi.timeline.archived import load_archived_timeline

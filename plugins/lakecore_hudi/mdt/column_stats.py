@@ -36,6 +36,7 @@ from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
 from lakecore.model.exact_values import CAST_ERRORS
 from lakecore.storage import FileInfo, Storage
+from lakecore_hudi.java_properties import parse_properties
 from lakecore_hudi.log.format import BlockType, LogBlock, read_log_blocks
 from lakecore_hudi.log.scanner import order_log_blocks
 from lakecore_hudi.mdt.hfile import read_file_info, read_hfile
@@ -49,7 +50,7 @@ from lakecore_hudi.mdt.records import (
     parse_schema,
 )
 from lakecore_hudi.names import BaseFile, LogFile, parse_base_file_name, parse_log_file_name
-from lakecore_hudi.table_config import TableConfig, parse_properties
+from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.timeline.instants import (
     COMMIT,
     DELTA_COMMIT,

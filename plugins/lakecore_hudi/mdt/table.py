@@ -24,6 +24,7 @@ import pyarrow as pa
 from lakecore.errors import UnsupportedFeatureError
 from lakecore.storage import Storage
 from lakecore_hudi.bloom import DYNAMIC_V0, BloomSettings, build_filter
+from lakecore_hudi.java_properties import parse_properties
 from lakecore_hudi.log.format import BlockType, HeaderKey, encode_log_block
 from lakecore_hudi.mdt.files_records import (
     ALL_PARTITIONS,
@@ -34,12 +35,8 @@ from lakecore_hudi.mdt.files_records import (
 from lakecore_hudi.mdt.hfile_writer import write_hfile
 from lakecore_hudi.mdt.prefixed import PrefixedStorage
 from lakecore_hudi.names import base_file_name, log_file_name
-from lakecore_hudi.table_config import (
-    PROPERTIES_PATH,
-    TableConfig,
-    parse_properties,
-    render_table_config,
-)
+from lakecore_hudi.table_config import PROPERTIES_PATH, TableConfig
+from lakecore_hudi.table_config_out import render_table_config
 from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from lakecore_hudi.timeline.instants import DELTA_COMMIT
 from lakecore_hudi.timeline.lifecycle import complete, write_inflight, write_requested

@@ -23,13 +23,8 @@ from lakecore.storage import Storage
 from lakecore_hudi.avro_schema import arrow_to_avro, avro_to_arrow
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.mdt.table import FILES_PARTITION, initialise_metadata_table
-from lakecore_hudi.table_config import (
-    PROPERTIES_PATH,
-    TableConfig,
-    TableType,
-    new_table_properties,
-    render_table_config,
-)
+from lakecore_hudi.table_config import PROPERTIES_PATH, TableConfig, TableType
+from lakecore_hudi.table_config_out import new_table_properties, render_table_config
 from lakecore_hudi.write.lock import table_lock
 from lakecore_hudi.write.rows_in import path_segments
 

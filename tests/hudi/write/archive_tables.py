@@ -14,12 +14,9 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
-from lakecore_hudi.table_config import (
-    PROPERTIES_PATH,
-    parse_properties,
-    read_table_config,
-    render_table_config,
-)
+from lakecore_hudi.java_properties import parse_properties
+from lakecore_hudi.table_config import PROPERTIES_PATH, read_table_config
+from lakecore_hudi.table_config_out import render_table_config
 from lakecore_hudi.timeline.active import load_timeline
 
 import lakecore

@@ -34,7 +34,8 @@ from lakecore_hudi.bloom import MAX_KEY, MIN_KEY, TYPE_CODE_KEY, filter_from_foo
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.mdt import column_stats_records as csr
 from lakecore_hudi.names import parse_base_file_name
-from lakecore_hudi.table_config import read_table_config, render_table_config
+from lakecore_hudi.table_config import read_table_config
+from lakecore_hudi.table_config_out import render_table_config
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.write.layout import ensure_writable
 

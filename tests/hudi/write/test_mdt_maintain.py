@@ -149,7 +149,8 @@ def test_unmaintained_partitions_are_refused_by_name(tmp_path: Path) -> None:
         "hoodie.table.metadata.partitions=files",
         "hoodie.table.metadata.partitions=files,bloom_filters",
     )
-    from lakecore_hudi.table_config import parse_properties, render_table_config
+    from lakecore_hudi.java_properties import parse_properties
+    from lakecore_hudi.table_config_out import render_table_config
 
     parsed = parse_properties(text)
     parsed.pop("hoodie.table.checksum", None)

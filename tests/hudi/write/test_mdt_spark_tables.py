@@ -18,7 +18,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from lakecore_hudi.table_config import parse_properties, render_table_config
+from lakecore_hudi.java_properties import parse_properties
+from lakecore_hudi.table_config_out import render_table_config
 
 import lakecore
 from tests.corpus import CORPUS

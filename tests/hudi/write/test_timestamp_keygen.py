@@ -10,7 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from lakecore_hudi.table_config import TableConfig, parse_properties
+from lakecore_hudi.java_properties import parse_properties
+from lakecore_hudi.table_config import TableConfig
 from lakecore_hudi.write import date_patterns as dp
 from lakecore_hudi.write import timestamp_keys as tk
 

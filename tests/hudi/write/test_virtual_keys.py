@@ -20,7 +20,8 @@ from lakecore_hudi.bloom import FILTER_KEY, MAX_KEY
 from lakecore_hudi.keys import FILE_NAME, META_FIELDS
 from lakecore_hudi.log.blocks import decode_data_block
 from lakecore_hudi.log.format import BlockType, read_log_blocks
-from lakecore_hudi.table_config import TableConfig, new_table_properties
+from lakecore_hudi.table_config import TableConfig
+from lakecore_hudi.table_config_out import new_table_properties
 from lakecore_hudi.write.layout import ensure_writable
 
 import lakecore
