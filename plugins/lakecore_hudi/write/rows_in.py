@@ -21,6 +21,7 @@ from lakecore.model.data_input import cast_lossless
 from lakecore.model.partition_paths import HIVE_NULL as DEFAULT_PARTITION
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.write import timestamp_keys
+from lakecore_hudi.write.java_floats import java_float_texts
 from lakecore_hudi.write.layout import WriteLayout
 
 KEY = "__lakecore_key"
@@ -68,6 +69,8 @@ def _text(column: pa.ChunkedArray) -> pa.ChunkedArray:
     if pa.types.is_timestamp(t):
         unit = "ms" if t.unit == "ms" else "us"
         column = column.cast(pa.timestamp(unit, tz=t.tz)).cast(pa.int64())
+    elif pa.types.is_floating(t):
+        return java_float_texts(column)  # "1.0", "1.0E-7": Java's toString, not Arrow's "1"
     elif pa.types.is_time(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
         raise SchemaError(f"columns of type {t} cannot be record key or partition columns")
     return column.cast(pa.string())
