@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.model.data_input import cast_lossless
 from lakecore.model.partition_paths import HIVE_NULL as DEFAULT_PARTITION
+from lakecore.model.partition_paths import escape_path_name
 from lakecore_hudi.keys import META_FIELDS
 from lakecore_hudi.write import timestamp_keys
 from lakecore_hudi.write.java_floats import java_float_texts
@@ -177,19 +178,10 @@ def path_segments(
     return text
 
 
-#: What Hudi's ``PartitionPathEncodeUtils.escapePathName`` (Hive's) writes as ``%XX``.
-_ESCAPED = frozenset([chr(c) for c in range(32)] + list("\"#%'*/:=?\\\x7f{[]^"))
-
-
-def escape_path_name(value: str) -> str:
-    """``value`` as a URL-encoded partition path value (``%XX``, upper-case hex, for control
-    characters and ``"#%'*/:=?\\{[]^`` and DEL; other characters as they are)."""
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
-
-
 def escape_path_names(text: pa.ChunkedArray) -> pa.ChunkedArray:
-    """``escape_path_name`` of every value (nulls stay null), computed once per distinct
-    value: partition values repeat."""
+    """Every value URL-encoded as Hudi's ``PartitionPathEncodeUtils.escapePathName`` does,
+    which is Hive's escaping (``lakecore.model.partition_paths.escape_path_name``); nulls stay
+    null; computed once per distinct value: partition values repeat."""
     distinct = pc.unique(text).drop_null()
     escaped = pa.array([escape_path_name(v) for v in distinct.to_pylist()], pa.string())
     if escaped.equals(distinct):

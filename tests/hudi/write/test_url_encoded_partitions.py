@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from lakecore_hudi.write.rows_in import escape_path_name, escape_path_names
+from lakecore_hudi.write.rows_in import escape_path_names
 
 import lakecore
 from lakecore.errors import ConstraintViolationError
+from lakecore.model.partition_paths import escape_path_name
 from tests.hudi.write.helpers import SCHEMA, assert_reads, create, model_of, rows, upsert
 
 ODD = ["a/b", "x:y=z", "50%", "q?#*", "é ü", "[1]^{2}", "back\\slash", "plain"]
