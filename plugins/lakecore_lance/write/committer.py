@@ -65,7 +65,7 @@ from lakecore_lance.write.changes import (
     txn_uuid,
 )
 from lakecore_lance.write.indices import ensure_index_safe, index_section
-from lakecore_lance.write.writer import state_of
+from lakecore_lance.write.writable import state_of
 
 FOOTER_VERSION = (0, 2)
 """The (major, minor) pylance 14 writes in a manifest's footer."""

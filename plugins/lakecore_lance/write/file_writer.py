@@ -63,7 +63,7 @@ class LanceDataFileWriter:
     def write(self, rows: pa.Table, task: int) -> pa.Table:
         """Write ``rows`` as data files (one per 1,048,576 rows); returns their write-layout
         rows. Raises ``SchemaError``/``ConstraintViolationError`` before writing any file."""
-        from lakecore_lance.write.writer import conform
+        from lakecore_lance.write.rows_in import conform
 
         table = conform(rows, self.table_schema)
         if self.where is not None:

@@ -22,7 +22,8 @@ from lakecore_lance.state import DATA_DIR, load_state
 from lakecore_lance.write.changes import FORMAT, LanceChange
 from lakecore_lance.write.files_out import write_fragments
 from lakecore_lance.write.metrics import change_metrics, new_rows
-from lakecore_lance.write.writer import LanceWriter, ensure_writable, state_of
+from lakecore_lance.write.writable import ensure_writable, state_of
+from lakecore_lance.write.writer import LanceWriter
 
 
 def restore_actions(

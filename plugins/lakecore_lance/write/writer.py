@@ -1,7 +1,8 @@
 """LanceWriter: plans appends, overwrites, deletes and updates against one Lance version.
 
-Rows are conformed to the dataset schema (lossless casts only, NOT NULL checked), written as
-new fragments (``files_out``), and deletes mark rows in per-fragment deletion files. Only
+Rows are conformed to the dataset schema (``rows_in``: lossless casts only, NOT NULL
+checked), written as new fragments (``files_out``), and deletes mark rows in per-fragment
+deletion files. A writer is made only for a dataset ``writable.ensure_writable`` accepts. Only
 the fragments the planner's pruning keeps (``candidate_files``) are read, through the
 reader's own read path (``lakecore_lance.scan``), deleted rows included so that row offsets
 are the fragment's. ``replace_files`` (migration) removes given fragments whole and adds the
@@ -29,7 +30,7 @@ from lakecore.expr.assign import assigned_values
 from lakecore.expr.evaluate import evaluate_predicate
 from lakecore.model import files as fi
 from lakecore.model.actions import Action, CommitInfo, FormatPayload
-from lakecore.model.data_input import cast_lossless, to_arrow_table
+from lakecore.model.data_input import to_arrow_table
 from lakecore.model.merge import MergeClauses
 from lakecore.model.schema import strip_metadata
 from lakecore.planning.candidates import candidate_files, dml_predicate
@@ -43,86 +44,17 @@ from lakecore.planning.merge_eval import (
 )
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
-from lakecore_lance import features
 from lakecore_lance.file_index import FRAGMENT_ID
 from lakecore_lance.proto import file_pb2, table_pb2
-from lakecore_lance.source import LanceSnapshotSource
-from lakecore_lance.state import LanceState
-from lakecore_lance.write.changes import FORMAT, WRITABLE_WRITER_FLAGS, LanceChange
-from lakecore_lance.write.files_out import (
-    WRITABLE_DATA_VERSIONS,
-    remove_quietly,
-    write_deletion_file,
-    write_fragments,
-)
+from lakecore_lance.write.changes import FORMAT, LanceChange
+from lakecore_lance.write.files_out import remove_quietly, write_deletion_file, write_fragments
 from lakecore_lance.write.metrics import change_metrics, live_rows, new_rows
+from lakecore_lance.write.rows_in import conform, typed_source
+from lakecore_lance.write.writable import ensure_writable, state_of
 
 if TYPE_CHECKING:
     from lakecore.expr.assign import SetValue
     from lakecore.format.writing import DataFileWriter, SchemaUpdate
-
-
-def state_of(snapshot: Snapshot) -> LanceState:
-    """The Lance state behind a lakecore Snapshot of a Lance dataset."""
-    source = snapshot.source
-    if not isinstance(source, LanceSnapshotSource):
-        raise TypeError("not a Lance snapshot")
-    return source.state
-
-
-def ensure_writable(state: LanceState) -> None:
-    """Raise ``UnsupportedFeatureError`` when lakecore cannot write to ``state``'s dataset:
-    writer feature flags it does not keep valid (stable row ids, base paths, ...) or a data
-    storage version lakecore does not write (legacy 0.1). Indices are kept as they are; the
-    operations they forbid are refused at commit (``lakecore_lance.write.indices``)."""
-    m = state.manifest
-    unknown = int(m.writer_feature_flags) & ~WRITABLE_WRITER_FLAGS
-    if unknown:
-        names = sorted(features.flag_names(unknown))
-        raise UnsupportedFeatureError(
-            f"lance:{names[0]}", f"lakecore does not write Lance datasets with features {names}"
-        )
-    version = m.data_format.version
-    if version not in WRITABLE_DATA_VERSIONS:
-        raise UnsupportedFeatureError(
-            f"lance:data_storage_version:{version or '0.1'}",
-            f"lakecore writes Lance data storage versions {sorted(WRITABLE_DATA_VERSIONS)}, "
-            f"not {version or '0.1 (legacy)'}",
-        )
-
-
-def _typed_source(source: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The merge source with the dataset's columns in the dataset's types (lossless casts, so
-    keys join exactly); other columns are kept for the SQL."""
-    for i, name in enumerate(source.column_names):
-        j = schema.get_field_index(name)
-        if j >= 0:
-            target = strip_metadata(schema).field(j).type
-            source = source.set_column(i, name, cast_lossless(source.column(i), target, name))
-    return source
-
-
-def conform(data: Any, schema: pa.Schema) -> pa.Table:
-    """``data`` as rows of ``schema`` (by name, lossless casts, missing nullable columns as
-    nulls). Raises ``SchemaError`` (unknown or missing columns, types that do not convert)
-    and ``ConstraintViolationError`` (nulls in a NOT NULL column)."""
-    table = to_arrow_table(data)
-    extra = [n for n in table.column_names if schema.get_field_index(n) < 0]
-    if extra:
-        raise SchemaError(f"columns {extra} are not in the dataset schema {schema.names}")
-    target = strip_metadata(schema)
-    columns = []
-    for f in target:
-        if f.name in table.column_names:
-            column = cast_lossless(table.column(f.name), f.type, f.name)
-        elif f.nullable:
-            column = pa.nulls(table.num_rows, f.type)
-        else:
-            raise SchemaError(f"the data has no column {f.name!r}, which is NOT NULL")
-        if not f.nullable and column.null_count:
-            raise ConstraintViolationError(f"column {f.name!r} is NOT NULL; the data has nulls")
-        columns.append(column)
-    return pa.Table.from_arrays(columns, schema=target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,7 +354,7 @@ class LanceWriter:
         not type-check, ``ConstraintViolationError`` when two source rows share a key,
         ``PredicateError`` for conditions that do not parse; all before any file is written.
         """
-        src = _typed_source(to_arrow_table(source), self._schema)
+        src = typed_source(to_arrow_table(source), self._schema)
         schema = strip_metadata(self._schema)
         empty = schema.empty_table()
         keys = merge_on(on, clauses)
