@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import lakecore_lance.data_files as data_files
 import lakecore_lance.fragment_tasks as fragment_tasks
 import lakecore_lance.read_plan as read_plan
 import lakecore_lance.scan as lance_scan
@@ -113,6 +114,7 @@ def test_a_small_file_is_one_batch_without_the_stream_end(
     assert calls == {"open": 4, "next": 4, "to_table": 0}
     # Files of more rows than one batch holds are read to the end as before.
     monkeypatch.setattr(lance_scan, "BATCH_ROWS", 8)
+    monkeypatch.setattr(data_files, "BATCH_ROWS", 8)
     calls.update(open=0, next=0, to_table=0)
     got = lakecore.open(str(path)).to_arrow()
     assert sort_rows(got).equals(sort_rows(reference(path)))
