@@ -31,18 +31,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.commit_metadata import encode_commit_metadata, parse_commit_metadata
 from lakecore_hudi.write.java_floats import java_float_texts
+from lakecore_hudi.write.writer import state_of
 
 import lakecore
+from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
 from lakecore.model.schema import physical_name
+from lakecore.storage.paths import contained_path
 from tests.hudi.write.helpers import hudi_rs_rows
 
 STRUCT = {"delta.checkpoint.writeStatsAsStruct": "true"}
 
 
-def _checkpoint_path(t: lakecore.Table, version: int) -> str:
-    return os.path.join(t.uri, "_delta_log", f"{version:020d}.checkpoint.parquet")
+def _checkpoint_path(t: lakecore.Table, version: int | str) -> str:
+    return os.path.join(t.uri, "_delta_log", f"{int(version):020d}.checkpoint.parquet")
 
 
 def _ids(t: lakecore.Table, where: str | None = None) -> list[Any]:
@@ -465,3 +470,98 @@ def test_float_edge_keys_and_partitions_in_hudi_tables(tmp_path: Path) -> None:
         after = sorted(lakecore.open(table.uri).to_arrow().column("v").to_pylist())
         assert after == [2, 3, 4, 5, 6, 7, 8, 100, 101]
     assert len(cases) == 7
+
+
+# --- '//' (network-path references) in metadata paths ---------------------------------------
+
+
+def _delta_with_add(tmp_path: Path, add_path: str) -> lakecore.Table:
+    schema = pa.schema([("id", pa.int64())])
+    t = lakecore.create(str(tmp_path / "d"), schema)
+    t.append(pa.table({"id": [1]}, schema=schema))
+    action = {
+        "add": {
+            "path": add_path,
+            "partitionValues": {},
+            "size": 10,
+            "modificationTime": 0,
+            "dataChange": True,
+        }
+    }
+    version = lakecore.open(t.uri).version + 1
+    log = Path(t.uri, "_delta_log", f"{version:020d}.json")
+    log.write_text(json.dumps(action) + "\n")
+    return lakecore.open(t.uri)
+
+
+NETWORK_SPELLINGS = ["%2F%2Fhost%2Fa.parquet", "%2F/host/a.parquet", "/%2Fhost/a.parquet"]
+
+
+@pytest.mark.parametrize("add_path", NETWORK_SPELLINGS)
+def test_percent_encoded_network_path_in_a_delta_add_is_refused(
+    tmp_path: Path, add_path: str
+) -> None:
+    """Delta add paths are URIs: ``%2F%2Fhost`` decodes to ``//host``, refused as the
+    plain spelling is (the check runs after decoding)."""
+    t = _delta_with_add(tmp_path, add_path)
+    with pytest.raises(CorruptTableError, match="network-path reference"):
+        t.snapshot().files()
+    with pytest.raises(CorruptTableError, match="network-path reference"):
+        t.scan().to_arrow()
+
+
+def test_network_spellings_ran() -> None:
+    assert len(NETWORK_SPELLINGS) == 3
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="contained_path drops the host of a file URI: file://x/r/t/a.parquet (RFC 8089: "
+    "host x) is read as the local /r/t/a.parquet, and with allow_outside (Delta absolute "
+    "paths) file://r/t/a.parquet as the local /t/a.parquet; a host other than localhost "
+    "names no local file, as //host/... does (now CorruptTableError)",
+)
+def test_file_uri_with_a_host_is_refused() -> None:
+    with pytest.raises(CorruptTableError):
+        contained_path("file://x/r/t/a.parquet", "/r/t", source="log")
+    with pytest.raises(CorruptTableError):
+        contained_path("file://r/t/a.parquet", "/r/t", source="log", allow_outside=True)
+
+
+def test_file_uri_of_localhost_stays_local() -> None:
+    assert contained_path("file://localhost/r/t/a.parquet", "/r/t", source="l") == "a.parquet"
+    assert contained_path("file:///r/t/a.parquet", "/r/t", source="l") == "a.parquet"
+
+
+def _hudi_with_write_stat_path(tmp_path: Path, stat_path: str) -> Path:
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    root = tmp_path / "h"
+    props = {"record_key": "id", "table_type": "COPY_ON_WRITE"}
+    table = lakecore.create(str(root), schema, "hudi", [], props)
+    table.append(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+    config = state_of(table.snapshot()).config
+    timeline = load_timeline(table.storage, config)
+    last = timeline.completed_write_instants()[-1]
+    path = Path(table.storage.resolve(timeline.path_of(last)))
+    meta = parse_commit_metadata(path.read_bytes(), str(path))
+    (partition,) = meta.partition_to_write_stats
+    first = meta.partition_to_write_stats[partition][0]
+    crafted = type(first)(file_id=first.file_id, path=stat_path)
+    stats = {partition: (*meta.partition_to_write_stats[partition], crafted)}
+    bad = type(meta)(stats, meta.operation_type, meta.extra_metadata)
+    path.write_bytes(encode_commit_metadata(bad, 8))
+    return root
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Hudi write-stat paths are lstrip('/')-ed before contained_path "
+    "(written_files._written_paths), so '//host/x.parquet' in commit metadata is read as "
+    "'<root>/host/x.parquet' and every operation goes on; the session's rule says a "
+    "metadata path starting with '//' is CorruptTableError for every format (Hudi Java's "
+    "Path(base, '//host/x') names host 'host')",
+)
+def test_hudi_network_path_in_commit_metadata_is_refused(tmp_path: Path) -> None:
+    root = _hudi_with_write_stat_path(tmp_path, "//host/x.parquet")
+    with pytest.raises(CorruptTableError):
+        lakecore.open(str(root)).to_arrow()
