@@ -193,12 +193,17 @@ def _convert(values: pa.Array | None, source: pa.Field, target: pa.DataType, n: 
         if values is None:
             values = pa.nulls(n, pa.struct([]))
         return _to_logical(values, list(source.type), target, n)
+    want = target if pa.types.is_integer(target) else source.type
     if values is None:
-        return pa.nulls(n, target if pa.types.is_integer(target) else source.type)
+        return pa.nulls(n, want)
+    if values.type == want:
+        return values
+    # Checkpoint structs may type a stat otherwise than the column now is (written before a
+    # type change, or by a writer typing every integer as long): cast it to the column's.
     try:
-        return values if pa.types.is_integer(target) else values.cast(source.type)
+        return values.cast(want)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return _cast_each(values, source.type)
+        return _cast_each(values, want)
 
 
 def _cast_each(values: pa.Array, t: pa.DataType) -> pa.Array:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -204,28 +204,34 @@ def parsed_columns(state: DeltaState) -> list[tuple[str, pa.Array]]:
     out: list[tuple[str, pa.Array]] = []
     fields = state.data_fields()
     stats = add_stats(adds, fields)
-    physical = {f.name: physical_name(f) for f in state.schema}
     parts = {
         "numRecords": stats.column("numRecords").combine_chunks(),
-        "minValues": _physical(stats.column("min").combine_chunks(), physical),
-        "maxValues": _physical(stats.column("max").combine_chunks(), physical),
-        "nullCount": _physical(stats.column("null_count").combine_chunks(), physical),
+        "minValues": _physical(stats.column("min").combine_chunks(), fields),
+        "maxValues": _physical(stats.column("max").combine_chunks(), fields),
+        "nullCount": _physical(stats.column("null_count").combine_chunks(), fields),
     }
     out.append(("stats_parsed", pa.StructArray.from_arrays(list(parts.values()), list(parts))))
     part_fields = state.partition_fields()
     if part_fields:
         typed = typed_partition_values(adds.column("partitionValues"), part_fields)
-        out.append(("partitionValues_parsed", _physical(typed, physical)))
+        out.append(("partitionValues_parsed", _physical(typed, part_fields)))
     return out
 
 
-def _physical(array: pa.Array, physical: Mapping[str, str]) -> pa.Array:
-    """Rename a struct's top-level children from logical to physical names."""
+def _physical(array: pa.Array, fields: Sequence[pa.Field]) -> pa.Array:
+    """A struct of values by logical column name (``fields``) renamed to physical names, at
+    every depth (the protocol names ``stats_parsed`` columns physically, nested ones too)."""
     t = array.type
     if not pa.types.is_struct(t) or t.num_fields == 0:
         return array
-    names = [physical.get(t.field(i).name, t.field(i).name) for i in range(t.num_fields)]
-    children = [pc.struct_field(array, [i]) for i in range(t.num_fields)]
+    by_name = {f.name: f for f in fields}
+    names, children = [], []
+    for i in range(t.num_fields):
+        child, field = pc.struct_field(array, [i]), by_name.get(t.field(i).name)
+        if field is not None and pa.types.is_struct(field.type):
+            child = _physical(child, list(field.type))
+        names.append(physical_name(field) if field is not None else t.field(i).name)
+        children.append(child)
     return pa.StructArray.from_arrays(
         children, names=names, mask=array.is_null() if array.null_count else None
     )
