@@ -70,27 +70,23 @@ def _widened_table(tmp_path: Path) -> lakecore.Table:
     return lakecore.open(t.uri)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="checkpoint stats_parsed of an int column widened to long (typeWidening) keeps "
-    "int32 min/max (stats._convert returns integer values uncast); merged with the int64 "
-    "stats of a later JSON add, pc.if_else raises ArrowTypeError: Snapshot.files and every "
-    "scan of the table fail after the first append following the widening",
-)
 def test_int_widened_to_long_struct_stats_then_an_append(tmp_path: Path) -> None:
+    """Fixed in e4dfca5; was (found by this review): checkpoint stats_parsed of an int column
+    widened to long (typeWidening) keeps int32 min/max (stats._convert returns integer
+    values uncast); merged with the int64 stats of a later JSON add, pc.if_else raises
+    ArrowTypeError: Snapshot.files and every scan of the table fail after the first
+    append following the widening."""
     t = _widened_table(tmp_path)
     t.append(pa.table({"id": [2**40], "s": ["c"]}, schema=t.schema))
     assert _ids(t, "id >= 10 AND id < 20") == [10, 15]
     assert _ids(t, "id > 1000") == [2**40]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a checkpoint lakecore writes after widening int->long holds stats_parsed "
-    "minValues/maxValues of the column as int32 (the old type, not the table's long), and "
-    "the file index's min/max child is int32 for a long column",
-)
 def test_checkpoint_after_widening_types_struct_stats_as_the_schema(tmp_path: Path) -> None:
+    """Fixed in e4dfca5; was (found by this review): a checkpoint lakecore writes after widening
+    int->long holds stats_parsed minValues/maxValues of the column as int32 (the old
+    type, not the table's long), and the file index's min/max child is int32 for a long
+    column."""
     t = _widened_table(tmp_path)
     assert t.snapshot().files().schema.field(fi.MIN).type.field("id").type == pa.int64()
     version = t.checkpoint()
@@ -174,14 +170,12 @@ def _nested_mins(index: pa.Table) -> list[Any]:
     return sorted((r[fi.MIN]["id"], r[fi.MIN]["st"]["a"]) for r in index.to_pylist())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="checkpoint_out.parsed_columns (_physical) renames only top-level stats_parsed "
-    "children to physical names; nested struct children keep logical names, so with "
-    "column mapping the struct path (now preferred over the text) finds no nested stats: "
-    "after lakecore's own checkpoint the file index loses st.a/st.b min/max/nullCount",
-)
 def test_column_mapping_nested_stats_survive_lakecores_checkpoint(tmp_path: Path) -> None:
+    """Fixed in e4dfca5; was (found by this review): checkpoint_out.parsed_columns (_physical)
+    renames only top-level stats_parsed children to physical names; nested struct
+    children keep logical names, so with column mapping the struct path (now preferred
+    over the text) finds no nested stats: after lakecore's own checkpoint the file index
+    loses st.a/st.b min/max/nullCount."""
     t = _mapped_nested(tmp_path)
     before = _nested_mins(lakecore.open(t.uri).snapshot().files())
     assert before == [(0, 0), (10, 1)]
@@ -189,13 +183,10 @@ def test_column_mapping_nested_stats_survive_lakecores_checkpoint(tmp_path: Path
     assert _nested_mins(lakecore.open(t.uri).snapshot().files()) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lakecore's checkpoint stats_parsed names nested children of a column-mapped "
-    "struct logically (spec: physical names), so delta-rs, which reads stats_parsed, loses "
-    "the nested min/max of every checkpointed file",
-)
 def test_column_mapping_nested_stats_parsed_read_by_deltalake(tmp_path: Path) -> None:
+    """Fixed in e4dfca5; was (found by this review): lakecore's checkpoint stats_parsed names
+    nested children of a column-mapped struct logically (spec: physical names), so delta-
+    rs, which reads stats_parsed, loses the nested min/max of every checkpointed file."""
     deltalake = pytest.importorskip("deltalake")
     t = _mapped_nested(tmp_path)
 
@@ -316,13 +307,11 @@ def test_struct_only_column_mapped_nested_stats_render_back_to_the_text(
     assert len(texts) == 2 and texts == original
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a checkpoint whose stats_parsed types an int column's min/max as long (int64; "
-    "any writer or an older schema) is taken uncast by stats._convert; merged with a JSON "
-    "add's int32 stats, pc.if_else raises ArrowTypeError and the table cannot be read",
-)
 def test_struct_stats_typed_wider_than_the_column(tmp_path: Path) -> None:
+    """Fixed in e4dfca5; was (found by this review): a checkpoint whose stats_parsed types an int
+    column's min/max as long (int64; any writer or an older schema) is taken uncast by
+    stats._convert; merged with a JSON add's int32 stats, pc.if_else raises
+    ArrowTypeError and the table cannot be read."""
     schema = pa.schema([("id", pa.int32()), ("s", pa.string())])
     t = lakecore.create(str(tmp_path / "i"), schema, properties=STRUCT)
     for i in range(2):
@@ -565,3 +554,67 @@ def test_hudi_network_path_in_commit_metadata_is_refused(tmp_path: Path) -> None
     root = _hudi_with_write_stat_path(tmp_path, "//host/x.parquet")
     with pytest.raises(CorruptTableError):
         lakecore.open(str(root)).to_arrow()
+
+
+# --- Delta: deletion vectors, time travel around checkpoints, peers ---------------------------
+
+
+def test_dv_table_struct_checkpoints_every_version_plans_like_a_full_read(
+    tmp_path: Path,
+) -> None:
+    """Deletion vectors and struct checkpoints (v5: struct-only, as writeStatsAsJson=false
+    leaves them; v7: lakecore's, rendered back to text): at every version each predicate's
+    scan and count equal the full read filtered; delta-rs reads lakecore's latest checkpoint
+    with the index's stats."""
+    deltalake = pytest.importorskip("deltalake")
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("p", pa.string())])
+    props = {**STRUCT, "delta.enableDeletionVectors": "true"}
+    t = lakecore.create(str(tmp_path / "dv"), schema, partition_by=["p"], properties=props)
+    for i in range(4):
+        rows = {
+            "id": list(range(i * 10, i * 10 + 5)),
+            "s": [None if k % 2 else f"s{k}" for k in range(5)],
+            "p": ["a" if i % 2 else "b"] * 5,
+        }
+        t.append(pa.table(rows, schema=schema))
+    t.delete(where="id = 2 OR id = 13")
+    first = t.checkpoint()
+    path = _checkpoint_path(t, first)
+    cp = pq.read_table(path)
+    n = cp.num_rows
+    pq.write_table(_replace_add_children(cp, stats=pa.nulls(n, pa.string())), path)
+    t = lakecore.open(t.uri)
+    t.delete(where="id = 21")
+    t.update(where="id = 30", set={"s": "'zz'"})
+    second = lakecore.open(t.uri).checkpoint()
+    t = lakecore.open(t.uri)
+    t.append(pa.table({"id": [100], "s": [None], "p": ["a"]}, schema=schema))
+    t = lakecore.open(t.uri)
+    cases = [
+        ("id = 2", pc.field("id") == 2),
+        ("id < 5", pc.field("id") < 5),
+        ("s IS NULL", pc.field("s").is_null()),
+        ("s IS NOT NULL", pc.field("s").is_valid()),
+        ("id >= 20 AND id <= 21", (pc.field("id") >= 20) & (pc.field("id") <= 21)),
+        ("p = 'a' AND id > 10", (pc.field("p") == "a") & (pc.field("id") > 10)),
+        ("s = 'zz'", pc.field("s") == "zz"),
+    ]
+    ran = 0
+    for version in range(t.version + 1):
+        full = t.scan(version=version).to_arrow()
+        assert t.count(version=version) == full.num_rows
+        for sql, expr in cases:
+            want = sorted(full.filter(expr).column("id").to_pylist())
+            got = t.scan(where=sql, version=version).to_arrow().column("id").to_pylist()
+            assert sorted(got) == want, (version, sql)
+            assert t.count(where=sql, version=version) == len(want), (version, sql)
+            ran += 1
+    assert (int(first), int(second), t.version) == (5, 7, 8) and ran == 9 * len(cases)
+    theirs = pa.table(deltalake.DeltaTable(t.uri).get_add_actions(flatten=True))
+    theirs_rows = theirs.select(["path", "num_records", "min.id", "max.id", "null_count.s"])
+    ours = [
+        (r[fi.PATH], r[fi.RECORD_COUNT], r[fi.MIN]["id"], r[fi.MAX]["id"], r[fi.NULL_COUNT]["s"])
+        for r in t.snapshot().files().to_pylist()
+    ]
+    assert sorted(tuple(r.values()) for r in theirs_rows.to_pylist()) == sorted(ours)
+    assert len(ours) == 6
