@@ -23,7 +23,8 @@ from lakecore.model.parquet_read import open_parquet
 from lakecore.planning.tasks import FileRows
 from lakecore.storage import Storage
 from lakecore_delta.conform import conform, find_source
-from lakecore_delta.deletion_vectors import RowIndexes, load_deletion_vector
+from lakecore_delta.deletion_vectors import load_deletion_vector
+from lakecore_delta.dv_bitmap import RowIndexes
 from lakecore_delta.file_index import deletion_descriptor
 
 T = TypeVar("T")

@@ -17,15 +17,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lakecore_delta.deletion_vectors import (
-    DV_MAGIC_NUMBER,
     DeletionVectorDescriptor,
-    deserialize_deletion_vector,
     encode_dv_file,
     inline_descriptor,
     keep_mask,
     load_deletion_vector,
-    serialize_deletion_vector,
     uuid_descriptor,
+)
+from lakecore_delta.dv_bitmap import (
+    DV_MAGIC_NUMBER,
+    deserialize_deletion_vector,
+    serialize_deletion_vector,
 )
 from lakecore_delta.z85 import z85_encode
 from pyroaring import BitMap, BitMap64

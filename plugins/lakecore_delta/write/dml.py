@@ -44,9 +44,9 @@ from lakecore_delta.deletion_vectors import (
     DeletionVectorDescriptor,
     encode_dv_file,
     inline_descriptor,
-    serialize_deletion_vector,
     uuid_descriptor,
 )
+from lakecore_delta.dv_bitmap import serialize_deletion_vector
 from lakecore_delta.file_index import DELETION_TYPE, deletion_value
 from lakecore_delta.reader import FileReader
 from lakecore_delta.scan import DEFAULT_STRING_PREFIX_LENGTH
