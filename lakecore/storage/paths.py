@@ -44,11 +44,17 @@ def contained_path(path: str, root: str, *, source: str, allow_outside: bool = F
     Raises:
         CorruptTableError: a relative path escapes the root (``../x``, ``a/../../x``), the path
             names no file (empty, ``.``, the root itself), contains a NUL byte, starts with
-            ``//`` (a network-path reference: a host, not a file), or is absolute and outside
+            ``//`` (a network-path reference: a host, not a file) or is a ``file://`` URI
+            naming a host other than ``localhost``, or is absolute and outside
             the root without ``allow_outside``; names ``source`` and ``path``.
     """
     if "\x00" in path:
         raise CorruptTableError(f"{source}: file path {path!r} contains a NUL byte")
+    if _file_host(path) not in ("", "localhost"):
+        raise CorruptTableError(
+            f"{source}: file path {path!r} names host {_file_host(path)!r}, which is no "
+            "file of this machine"
+        )
     if path.startswith("//"):
         # RFC 3986 reads "//x/y" as a network-path reference (host "x"): neither a file of
         # the table nor a local absolute path, whatever a reader guesses (delta-rs takes it
@@ -83,6 +89,13 @@ def contained_path(path: str, root: str, *, source: str, allow_outside: bool = F
     return normal
 
 
+def _file_host(path: str) -> str:
+    """The host of a ``file://host/...`` URI ("" for other paths and ``file:/`` forms)."""
+    if not path.startswith("file://"):
+        return ""
+    return path[len("file://") :].partition("/")[0]
+
+
 def _same_scheme(uri: str) -> str:
     for alias in _S3_ALIASES:
         if uri.startswith(alias):
@@ -95,9 +108,10 @@ def _normalise_absolute(uri: str) -> str:
     if uri.startswith("file:"):
         rest = uri[len("file:") :]
         if rest.startswith("//"):
-            # Hadoop writes "file:/a/b", others "file:///a/b"; "file://host/a/b" names "/a/b".
-            rest = rest[2:]
-            rest = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+            # Hadoop writes "file:/a/b", others "file:///a/b" or "file://localhost/a/b".
+            # (contained_path refuses any other host: it names no local file).
+            _, slash, local = rest[2:].partition("/")
+            rest = slash + local or "/"
         uri = rest
     if "://" in uri:
         scheme, rest = uri.split("://", 1)

@@ -146,9 +146,10 @@ def _written_paths(
         for stat in meta.write_stats():
             if not stat.path or "://" in stat.path:
                 continue
-            path = contained_path(
-                stat.path.lstrip("/"), root, source=f"commit metadata of instant {instant}"
-            )
+            # A leading "/" is read as relative to the root (as Hudi's Path(base, p) does);
+            # "//host/..." names a host and must reach contained_path, which refuses it.
+            relative = stat.path if stat.path.startswith("//") else stat.path.lstrip("/")
+            path = contained_path(relative, root, source=f"commit metadata of instant {instant}")
             yield instant, path, _external(path)
 
 
