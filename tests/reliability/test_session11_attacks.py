@@ -31,17 +31,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from lakecore_delta import file_index
+from lakecore_delta import stats as delta_stats
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.timeline.commit_metadata import encode_commit_metadata, parse_commit_metadata
 from lakecore_hudi.write.java_floats import java_float_texts
+from lakecore_hudi.write.rows_in import escape_path_names
 from lakecore_hudi.write.writer import state_of
 
 import lakecore
 from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
+from lakecore.model.partition_paths import escape_path_name, hive_texts
 from lakecore.model.schema import physical_name
 from lakecore.storage.paths import contained_path
 from tests.hudi.write.helpers import hudi_rs_rows
+from tests.model.partition_text_reference import partition_text
 
 STRUCT = {"delta.checkpoint.writeStatsAsStruct": "true"}
 
@@ -477,7 +482,7 @@ def _delta_with_add(tmp_path: Path, add_path: str) -> lakecore.Table:
             "dataChange": True,
         }
     }
-    version = lakecore.open(t.uri).version + 1
+    version = int(lakecore.open(t.uri).version) + 1
     log = Path(t.uri, "_delta_log", f"{version:020d}.json")
     log.write_text(json.dumps(action) + "\n")
     return lakecore.open(t.uri)
@@ -503,14 +508,12 @@ def test_network_spellings_ran() -> None:
     assert len(NETWORK_SPELLINGS) == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="contained_path drops the host of a file URI: file://x/r/t/a.parquet (RFC 8089: "
-    "host x) is read as the local /r/t/a.parquet, and with allow_outside (Delta absolute "
-    "paths) file://r/t/a.parquet as the local /t/a.parquet; a host other than localhost "
-    "names no local file, as //host/... does (now CorruptTableError)",
-)
 def test_file_uri_with_a_host_is_refused() -> None:
+    """Fixed in a08a56e; was (found by this review): contained_path drops the host of a file URI:
+    file://x/r/t/a.parquet (RFC 8089: host x) is read as the local /r/t/a.parquet, and
+    with allow_outside (Delta absolute paths) file://r/t/a.parquet as the local
+    /t/a.parquet; a host other than localhost names no local file, as //host/... does
+    (now CorruptTableError)."""
     with pytest.raises(CorruptTableError):
         contained_path("file://x/r/t/a.parquet", "/r/t", source="log")
     with pytest.raises(CorruptTableError):
@@ -542,15 +545,12 @@ def _hudi_with_write_stat_path(tmp_path: Path, stat_path: str) -> Path:
     return root
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Hudi write-stat paths are lstrip('/')-ed before contained_path "
-    "(written_files._written_paths), so '//host/x.parquet' in commit metadata is read as "
-    "'<root>/host/x.parquet' and every operation goes on; the session's rule says a "
-    "metadata path starting with '//' is CorruptTableError for every format (Hudi Java's "
-    "Path(base, '//host/x') names host 'host')",
-)
 def test_hudi_network_path_in_commit_metadata_is_refused(tmp_path: Path) -> None:
+    """Fixed in a08a56e; was (found by this review): Hudi write-stat paths are lstrip('/')-ed
+    before contained_path (written_files._written_paths), so '//host/x.parquet' in commit
+    metadata is read as '<root>/host/x.parquet' and every operation goes on; the
+    session's rule says a metadata path starting with '//' is CorruptTableError for every
+    format (Hudi Java's Path(base, '//host/x') names host 'host')."""
     root = _hudi_with_write_stat_path(tmp_path, "//host/x.parquet")
     with pytest.raises(CorruptTableError):
         lakecore.open(str(root)).to_arrow()
@@ -600,7 +600,7 @@ def test_dv_table_struct_checkpoints_every_version_plans_like_a_full_read(
         ("s = 'zz'", pc.field("s") == "zz"),
     ]
     ran = 0
-    for version in range(t.version + 1):
+    for version in range(int(t.version) + 1):
         full = t.scan(version=version).to_arrow()
         assert t.count(version=version) == full.num_rows
         for sql, expr in cases:
@@ -618,3 +618,147 @@ def test_dv_table_struct_checkpoints_every_version_plans_like_a_full_read(
     ]
     assert sorted(tuple(r.values()) for r in theirs_rows.to_pylist()) == sorted(ours)
     assert len(ours) == 6
+
+
+def test_delta_rs_struct_checkpoint_of_a_lakecore_table_gives_the_texts_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delta-rs checkpoints a lakecore table (writeStatsAsStruct; every stats type, year 1,
+    NaN, NUL in a string, a 40-character string, a nested struct): the index from its
+    stats_parsed equals the index from the same adds' text, and predicates on each type
+    return what the full read holds."""
+    deltalake = pytest.importorskip("deltalake")
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("i8", pa.int8()),
+            ("f", pa.float32()),
+            ("dbl", pa.float64()),
+            ("dec", pa.decimal128(12, 3)),
+            ("day", pa.date32()),
+            ("ts", pa.timestamp("us", "UTC")),
+            ("ntz", pa.timestamp("us")),
+            ("s", pa.string()),
+            ("st", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+            ("p", pa.string()),
+        ]
+    )
+    t = lakecore.create(str(tmp_path / "r"), schema, partition_by=["p"], properties=STRUCT)
+    late = dt.datetime(2024, 1, 1, 0, 0, 0, 999999, tzinfo=dt.timezone.utc)
+    for i in range(3):
+        rows = {
+            "id": [i, i + 100],
+            "i8": [i, -i],
+            "f": [0.1 * i, math.nan],
+            "dbl": [1e-300, -1.5 * i],
+            "dec": [Decimal(f"{i}.125"), Decimal("-9.999")],
+            "day": [dt.date(1, 1, 1), dt.date(2024, 2, 29)],
+            "ts": [late, None],
+            "ntz": [dt.datetime(1900, 1, 1, 12, 0, 0, 1), dt.datetime(2100, 1, 1)],
+            "s": ["é" * 40, "a\x00b"],
+            "st": [{"a": i, "b": "x"}, None],
+            "p": ["x", "y"],
+        }
+        t.append(pa.table(rows, schema=schema))
+    deltalake.DeltaTable(t.uri).create_checkpoint()
+    cp = pq.read_table(_checkpoint_path(t, 3))
+    assert pc.struct_field(pc.drop_null(cp.column("add")), "stats_parsed").null_count == 0
+    from_struct = lakecore.open(t.uri).snapshot().files().sort_by(fi.PATH)
+    real = delta_stats.add_stats
+
+    def text_only(adds: pa.Table, fields: Any, counts_only: bool = False) -> pa.Table:
+        return real(adds.drop_columns(["stats_parsed"]), fields, counts_only)
+
+    monkeypatch.setattr(file_index, "add_stats", text_only)
+    from_text = lakecore.open(t.uri).snapshot().files().sort_by(fi.PATH)
+    monkeypatch.undo()
+    stats = [fi.RECORD_COUNT, fi.MIN, fi.MAX, fi.NULL_COUNT]
+    assert from_struct.num_rows == 6 and from_struct.select(stats) == from_text.select(stats)
+    t = lakecore.open(t.uri)
+    full = t.scan().to_arrow()
+    late_half = late.replace(microsecond=999500)
+    early = dt.datetime(1900, 1, 1, 12, 0, 0, 1)
+    cases = [
+        ("i8 < 0", pc.field("i8") < 0),
+        ("dec > 1.0", pc.field("dec") > Decimal("1.0")),
+        ("day = DATE '0001-01-01'", pc.field("day") == dt.date(1, 1, 1)),
+        ("ts >= TIMESTAMP '2024-01-01 00:00:00.999500'", pc.field("ts") >= late_half),
+        ("ntz <= TIMESTAMP '1900-01-01 12:00:00.000001'", pc.field("ntz") <= early),
+        ("s = 'a\x00b'", pc.field("s") == "a\x00b"),
+        ("s >= 'é'", pc.field("s") >= "é"),
+        ("dbl < -2", pc.field("dbl") < -2),
+        ("f > 0.15", pc.field("f") > 0.15),
+    ]
+    ran = 0
+    for sql, expr in cases:
+        want = sorted(full.filter(expr).column("id").to_pylist())
+        got = sorted(t.scan(where=sql).to_arrow().column("id").to_pylist())
+        assert got == want, sql
+        ran += 1
+    assert ran == 9
+
+
+# --- hive_texts: one renderer of partition text -----------------------------------------------
+
+
+def _garbage_under_nulls(t: pa.DataType, raw: list[int]) -> pa.Array:
+    """An array of ``t`` whose every other slot is null over an out-of-range value."""
+    width = np.int32 if t.bit_width == 32 else np.int64
+    valid = np.packbits(np.array([k % 2 for k in range(len(raw))], np.uint8), bitorder="little")
+    buffers = [pa.py_buffer(valid.tobytes()), pa.py_buffer(np.array(raw, width).tobytes())]
+    return pa.Array.from_buffers(t, len(raw), buffers, null_count=(len(raw) + 1) // 2)
+
+
+HIVE_CASES: list[pa.Array | pa.ChunkedArray] = [
+    pa.array([dt.datetime(1969, 12, 31, 23, 59, 59, 999999), dt.datetime(1, 1, 1), None]),
+    pa.array([-1, -1000, 0, None], pa.timestamp("ms", "Asia/Kolkata")),
+    pa.array([-1, 0, None], pa.timestamp("s", "+05:30")),
+    pa.array([-1000, 1000, None], pa.timestamp("ns", "UTC")),
+    pa.array([-719162, -1, 0, 2932896, None], pa.date32()),
+    pa.array([-86_400_000, 0, None], pa.date64()),
+    pa.array([np.float16(1.0), np.float16(0.1), np.float16(-0.0), np.float16(65504)], pa.float16()),
+    pa.array([0.1, 1e-7, -0.0, math.nan, math.inf, 1e16, 5e-324]),
+    pa.array([0.1, 1e-7, 3.4e38, 16777216.0], pa.float32()),
+    pa.array([Decimal("1.00"), Decimal("-0.01"), None], pa.decimal128(22, 2)),
+    pa.array([Decimal("1E+2"), Decimal("-5E+3")], pa.decimal128(5, -2)),
+    pa.array([Decimal("1.5")], pa.decimal256(40, 1)),
+    pa.array([True, False, None]),
+    pa.array([-128, 127, None], pa.int8()),
+    pa.array([2**64 - 1], pa.uint64()),
+    pa.array(["a", "", None, "é/=%"], pa.large_string()),
+    pa.array(["a", "", None], pa.string_view()),
+    pa.array(["a", "b", "a", None]).dictionary_encode(),
+    pa.array([b"ab", b"", None], pa.binary()),
+    pa.array([b"ab", b"cd"], pa.binary(2)),
+    pa.array([b"ab", None], pa.binary_view()),
+    pa.array([1, 2, 3]).slice(1),
+    pa.array([-719529, 0, 1], pa.date32()).slice(1),  # a year -1 date before the slice
+    pa.array([-719529 * 86_400, 0, 1], pa.timestamp("s")).slice(1),
+    _garbage_under_nulls(pa.timestamp("s"), [2**62, 1, -(2**62), 5]),
+    _garbage_under_nulls(pa.date32(), [2**31 - 1, 1, -(2**31), 7]),
+    pa.chunked_array([pa.array([1], pa.int32()), pa.array([None, 2], pa.int32())]),
+    pa.chunked_array([], pa.date32()),
+]
+
+
+def test_hive_texts_match_the_previous_rendering_on_edge_arrays() -> None:
+    """Offsets (a slice past a year -1 value), out-of-range values under nulls, zones with
+    offsets, pre-epoch instants, views, dictionaries, float16 and negative-scale decimals:
+    the texts the previous per-value rendering (the reference) gives."""
+    for values in HIVE_CASES:
+        want = [partition_text(v) for v in values.to_pylist()]
+        assert hive_texts(values, "c").to_pylist() == want, values.type
+    assert len(HIVE_CASES) == 28
+
+
+def test_hudi_and_hive_escape_the_same_characters() -> None:
+    """Hudi's URL-encoding now calls the shared escape_path_name: the set of the copy it
+    replaced (control characters, DEL and ``"#%'*/:=?\\{[]^``), nothing more."""
+    old = {chr(c) for c in range(32)} | set("\"#%'*/:=?\\\x7f{[]^")
+    escaped = {chr(c) for c in range(0x3000) if escape_path_name(chr(c)) != chr(c)}
+    assert escaped == old and len(old) == 47
+    assert escape_path_names(pa.chunked_array([["a/b", None, "100%"]])).to_pylist() == [
+        "a%2Fb",
+        None,
+        "100%25",
+    ]
