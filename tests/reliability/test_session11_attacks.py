@@ -762,3 +762,102 @@ def test_hudi_and_hive_escape_the_same_characters() -> None:
         None,
         "100%25",
     ]
+
+
+# --- Delta V2 checkpoints: sidecars with and without stats_parsed, sidecar paths -------------
+
+
+def _v2_table(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A struct-stats table whose checkpoint (v6) is a V2 JSON checkpoint over two sidecars
+    (three adds each): the first keeps ``stats_parsed``, the second has no such column.
+    Returns the root and the sidecar file names; the commits before v6 are removed."""
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    t = lakecore.create(str(tmp_path / "v2"), schema, properties=STRUCT)
+    for i in range(6):
+        t.append(pa.table({"id": [i * 10, i * 10 + 1], "s": ["x", "y"]}, schema=schema))
+    version = int(t.checkpoint())
+    log = Path(t.uri, "_delta_log")
+    cp = pq.read_table(_checkpoint_path(t, version))
+    Path(_checkpoint_path(t, version)).unlink()
+    (log / "_last_checkpoint").unlink()
+    meta = next(r["metaData"] for r in cp.to_pylist() if r["metaData"])
+    meta = {k: v for k, v in meta.items() if v is not None}
+    meta["configuration"] = dict(meta.get("configuration") or {})
+    meta["format"] = {"provider": "parquet", "options": {}}
+    features = ["v2Checkpoint"]
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
+    protocol |= {"readerFeatures": features, "writerFeatures": features}
+    lines: list[dict[str, Any]] = [{"protocol": protocol}, {"metaData": meta}]
+    lines.append({"checkpointMetadata": {"version": version}})
+    adds = cp.filter(pc.is_valid(cp.column("add"))).select(["add"])
+    (log / "_sidecars").mkdir()
+    names = []
+    for k, part in enumerate([adds.slice(0, 3), adds.slice(3)]):
+        if k == 1:
+            add = part.column("add").combine_chunks()
+            keep = [f for f in add.type if f.name != "stats_parsed"]
+            children = [add.field(f.name) for f in keep]
+            part = pa.table({"add": pa.StructArray.from_arrays(children, fields=keep)})
+        name = f"0000{k}-sidecar.parquet"
+        pq.write_table(part, log / "_sidecars" / name)
+        size = (log / "_sidecars" / name).stat().st_size
+        lines.append({"sidecar": {"path": name, "sizeInBytes": size, "modificationTime": 0}})
+        names.append(name)
+    top = log / f"{version:020d}.checkpoint.3a0d65cd-4056-49b8-937b-95f9e3ee90e5.json"
+    top.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for commit in sorted(log.glob("[0-9]" * 20 + ".json"))[:-1]:
+        commit.unlink()  # nothing but the checkpoint can give the state
+    return Path(t.uri), names
+
+
+def _repoint_sidecar(root: Path, old: str, new: str) -> None:
+    (top,) = root.glob("_delta_log/*.checkpoint.*.json")
+    top.write_text(top.read_text().replace(f'"path": "{old}"', f'"path": "{new}"'))
+
+
+def test_v2_sidecars_with_and_without_struct_stats(tmp_path: Path) -> None:
+    root, _ = _v2_table(tmp_path)
+    t = lakecore.open(str(root))
+    index = t.snapshot().files()
+    assert t.version == 6 and index.num_rows == 6
+    assert sorted(index.column(fi.RECORD_COUNT).to_pylist()) == [2] * 6
+    assert sorted(m["id"] for m in index.column(fi.MIN).to_pylist()) == [0, 10, 20, 30, 40, 50]
+    full = _ids(t)
+    assert len(full) == 12
+    for k in full:
+        assert _ids(t, f"id = {k}") == [k]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="V2 sidecar paths never reach contained_path (log/checkpoint._sidecar_paths keeps "
+    "a path starting with '/' as absolute): a sidecar named '//<host>/<path>' (an RFC 3986 "
+    "network-path reference) is read as the local file /<host>/<path>, the very reading the "
+    "session's '//' rule (CorruptTableError for every metadata path) removed for add paths",
+)
+def test_v2_sidecar_network_path_is_refused(tmp_path: Path) -> None:
+    root, names = _v2_table(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "_delta_log" / "_sidecars" / names[1]).rename(elsewhere / names[1])
+    _repoint_sidecar(root, names[1], "/" + (elsewhere / names[1]).as_posix())
+    with pytest.raises(CorruptTableError):
+        lakecore.open(str(root)).count()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a relative V2 sidecar path escaping the table root ('../../../x.parquet') is "
+    "refused by the storage layer with InvalidArgumentError (a caller's mistake), not "
+    "CorruptTableError naming the checkpoint, as every other escaping metadata path is",
+)
+def test_v2_sidecar_escaping_the_root_is_corrupt_table(tmp_path: Path) -> None:
+    root, names = _v2_table(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "_delta_log" / "_sidecars" / names[1]).rename(elsewhere / names[1])
+    relative = os.path.relpath(elsewhere / names[1], root / "_delta_log" / "_sidecars")
+    assert relative.startswith("../../../")
+    _repoint_sidecar(root, names[1], relative)
+    with pytest.raises(CorruptTableError):
+        lakecore.open(str(root)).count()
