@@ -785,7 +785,7 @@ def _v2_table(tmp_path: Path) -> tuple[Path, list[str]]:
     meta["configuration"] = dict(meta.get("configuration") or {})
     meta["format"] = {"provider": "parquet", "options": {}}
     features = ["v2Checkpoint"]
-    protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
+    protocol: dict[str, Any] = {"minReaderVersion": 3, "minWriterVersion": 7}
     protocol |= {"readerFeatures": features, "writerFeatures": features}
     lines: list[dict[str, Any]] = [{"protocol": protocol}, {"metaData": meta}]
     lines.append({"checkpointMetadata": {"version": version}})
