@@ -10,7 +10,7 @@ table's version writes it. Malformed content raises ``CorruptTableError`` naming
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,6 +190,18 @@ class CommitMetadata:
                 p: list(ids) for p, ids in self.partition_to_replace_file_ids.items()
             }
         return out
+
+
+def stats_by_partition(
+    stats: Iterable[WriteStat],
+    into: Mapping[str, Sequence[WriteStat]] | None = None,
+) -> dict[str, tuple[WriteStat, ...]]:
+    """``partitionToWriteStats`` of ``stats`` (a non-partitioned table's under ``""``), after
+    the stats already in ``into``, in order."""
+    out: dict[str, list[WriteStat]] = {p: list(v) for p, v in (into or {}).items()}
+    for stat in stats:
+        out.setdefault(stat.partition_path or "", []).append(stat)
+    return {p: tuple(v) for p, v in out.items()}
 
 
 def parse_commit_metadata(data: bytes, path: str, replace: bool | None = None) -> CommitMetadata:

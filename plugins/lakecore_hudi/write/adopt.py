@@ -45,7 +45,12 @@ from lakecore_hudi.names import BaseFile
 from lakecore_hudi.partitions import partition_struct, prunable_partition_columns
 from lakecore_hudi.state import HudiState
 from lakecore_hudi.table_config import TableConfig
-from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, encode_commit_metadata
+from lakecore_hudi.timeline.commit_metadata import (
+    CommitMetadata,
+    WriteStat,
+    encode_commit_metadata,
+    stats_by_partition,
+)
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
 from lakecore_hudi.timeline.lifecycle import write_inflight
 from lakecore_hudi.timeline.rewrite_plans import encode_requested_replace
@@ -363,15 +368,12 @@ def fold(
             "with replace_files",
         )
     meta = planned.metadata
-    by_partition = {p: list(s) for p, s in meta.partition_to_write_stats.items()}
-    for stat in stats:
-        by_partition.setdefault(stat.partition_path or "", []).append(stat)
     replace_ids = {p: list(ids) for p, ids in meta.partition_to_replace_file_ids.items()}
     for partition, file_id in sorted(groups):
         replace_ids.setdefault(partition, []).append(file_id)
     metadata = replace(
         meta,
-        partition_to_write_stats={p: tuple(s) for p, s in by_partition.items()},
+        partition_to_write_stats=stats_by_partition(stats, meta.partition_to_write_stats),
         partition_to_replace_file_ids=replace_ids,
     )
     return replace(planned, metadata=metadata, touched=planned.touched | frozenset(groups))

@@ -19,7 +19,7 @@ from lakecore.storage import Storage
 from lakecore_hudi.mdt.index_gate import ensure_index_partitions_writable
 from lakecore_hudi.names import base_file_name, write_token
 from lakecore_hudi.state import HudiState
-from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat
+from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, stats_by_partition
 from lakecore_hudi.timeline.instants import COMPACTION, INFLIGHT, make_instant
 from lakecore_hudi.timeline.lifecycle import write_inflight
 from lakecore_hudi.view import FileSlice
@@ -181,11 +181,8 @@ def compact(storage: Storage, state: HudiState) -> str | None:
         except Exception as exc:  # the compaction's own error is reported
             log.warning("could not roll back compaction %s: %s", ts, exc)
         raise
-    by_partition: dict[str, list[WriteStat]] = {}
-    for stat in stats:
-        by_partition.setdefault(stat.partition_path or "", []).append(stat)
     meta = CommitMetadata(
-        partition_to_write_stats={p: tuple(v) for p, v in by_partition.items()},
+        partition_to_write_stats=stats_by_partition(stats),
         operation_type="COMPACT",
         extra_metadata={"schema": layout.data_avro_json()},
         compacted=True,

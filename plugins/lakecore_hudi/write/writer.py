@@ -46,7 +46,12 @@ from lakecore_hudi.mdt.index_gate import ensure_index_partitions_writable
 from lakecore_hudi.names import parse_base_file_name
 from lakecore_hudi.source import HudiSnapshotSource
 from lakecore_hudi.state import HudiState, instant_text
-from lakecore_hudi.timeline.commit_metadata import CommitMetadata, WriteStat, encode_commit_metadata
+from lakecore_hudi.timeline.commit_metadata import (
+    CommitMetadata,
+    WriteStat,
+    encode_commit_metadata,
+    stats_by_partition,
+)
 from lakecore_hudi.timeline.instants import INFLIGHT, REPLACE_COMMIT, make_instant
 from lakecore_hudi.timeline.lifecycle import write_inflight
 from lakecore_hudi.timeline.rewrite_plans import encode_requested_replace
@@ -346,7 +351,7 @@ class HudiWriter:
         for partition, file_id in sorted(groups):
             replace_ids[partition].append(file_id)
         return CommitMetadata(
-            partition_to_write_stats=_by_partition(stats),
+            partition_to_write_stats=stats_by_partition(stats),
             operation_type=operation,
             extra_metadata={"schema": self._layout.data_avro_json()},
             partition_to_replace_file_ids=dict(replace_ids),
@@ -545,7 +550,7 @@ class HudiWriter:
             with heartbeat.kept_alive(storage, config, ts):
                 jobs = plan_jobs(storage, changes, slices, layout, ts, per_file)
                 planned = [planned_stat(j, slices, layout, ts) for j in jobs]
-                workload = CommitMetadata(_by_partition(planned), operation)
+                workload = CommitMetadata(stats_by_partition(planned), operation)
                 content = encode_commit_metadata(workload, config.table_version)
                 write_inflight(storage, config, action, ts, content)
                 return jobs, [run_job(storage, self._rows, job, layout, ts) for job in jobs]
@@ -571,13 +576,6 @@ class HudiWriter:
             rollback_instant(self._storage, config, instant)
         except Exception as exc:  # keep the original error
             log.warning("could not roll back instant %s: %s", ts, exc)
-
-
-def _by_partition(stats: list[WriteStat]) -> dict[str, tuple[WriteStat, ...]]:
-    out: dict[str, list[WriteStat]] = defaultdict(list)
-    for s in stats:
-        out[s.partition_path or ""].append(s)
-    return {p: tuple(v) for p, v in out.items()}
 
 
 def _own(file_writer: DataFileWriter) -> HudiFileWriter:
