@@ -918,3 +918,66 @@ def test_every_widening_over_struct_stats_plans_like_a_full_read(tmp_path: Path)
             t.checkpoint()
         ran += 1
     assert ran == len(WIDENINGS) == 7
+
+
+FLOAT_KEY_TABLES = [
+    ("COPY_ON_WRITE", "true"),
+    ("COPY_ON_WRITE", "false"),
+    ("MERGE_ON_READ", "true"),
+]
+
+
+def test_float_keys_upsert_and_delete_with_and_without_meta_fields(tmp_path: Path) -> None:
+    """Upserts and deletes find records by float keys (NaN, -0.0 beside 0.0, a subnormal, a
+    17-digit double) in CoW and MoR tables with meta fields and in CoW with virtual keys (the
+    key text derived again from the row); hudi-rs reads the same rows. MoR with virtual keys:
+    ``test_mor_virtual_float_key_deletes_apply`` (and hudi-rs 0.5 refuses to read such a
+    table: it derives virtual keys only from strings and integers)."""
+    schema = pa.schema([("k", pa.float64()), ("p", pa.float32()), ("v", pa.int64())])
+    keys = [math.nan, -0.0, 0.0, 1e-7, 5e-324, 2.82879384806159e17]
+    first = {"k": keys, "p": [0.1, 0.1, 1e-7, 1e-7, math.nan, -0.0], "v": list(range(6))}
+    again = {"k": [1e-7, 2.82879384806159e17, -0.0], "p": [1e-7, -0.0, 0.1], "v": [10, 11, 12]}
+    ran = 0
+    for table_type, meta in FLOAT_KEY_TABLES:
+        props = {"record_key": "k", "table_type": table_type, "populate_meta_fields": meta}
+        props["precombine_field"] = "v"
+        root = tmp_path / f"{table_type}-{meta}"
+        table = lakecore.create(str(root), schema, "hudi", ["p"], props)
+        table.append(pa.table(first, schema=schema))
+        table.upsert(pa.table(again, schema=schema))
+        upserted = lakecore.open(table.uri).to_arrow().column("v").to_pylist()
+        assert sorted(upserted) == [0, 2, 4, 10, 11, 12]
+        table.delete(where="v = 12")
+        want = [0, 2, 4, 10, 11]
+        assert sorted(lakecore.open(table.uri).to_arrow().column("v").to_pylist()) == want
+        assert sorted(r["v"] for r in hudi_rs_rows(root)) == want
+        ran += 1
+    assert ran == 3
+
+
+VIRTUAL_FLOAT_KEYS = [1.0, 1e-7, -0.0, math.nan, 1e7, 2.82879384806159e17]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="MoR tables without meta fields (virtual keys): the writer names a float key as "
+    "Java prints it (rows_in._text -> java_float_texts: '1.0E-7', '-0.0', 'NaN', '1.0E7') in "
+    "its delete blocks, but the reader derives base rows' keys with Arrow's cast "
+    "(lakecore_hudi.keys._rendered: '1e-07', '-0', 'nan', '1e+07'), so a delete of such a "
+    "key never matches and the deleted row stays visible (no error); keys that print alike "
+    "(2.5, 0.001) are deleted. Hudi Java derives keys with toString, so its deletes of "
+    "virtual float keys are lost on lakecore reads too",
+)
+def test_mor_virtual_float_key_deletes_apply(tmp_path: Path) -> None:
+    schema = pa.schema([("k", pa.float64()), ("v", pa.int64())])
+    props = {"record_key": "k", "table_type": "MERGE_ON_READ", "populate_meta_fields": "false"}
+    props["precombine_field"] = "v"
+    n = len(VIRTUAL_FLOAT_KEYS)
+    still: list[float] = []
+    for i, key in enumerate(VIRTUAL_FLOAT_KEYS):
+        table = lakecore.create(str(tmp_path / f"t{i}"), schema, "hudi", [], props)
+        table.append(pa.table({"k": [key, 2.5, 0.001], "v": [0, 1, 2]}, schema=schema))
+        table.delete(where="v = 0 OR v = 2")
+        if sorted(lakecore.open(table.uri).to_arrow().column("v").to_pylist()) != [1]:
+            still.append(key)
+    assert n == 6 and still == []
