@@ -981,3 +981,22 @@ def test_mor_virtual_float_key_deletes_apply(tmp_path: Path) -> None:
         if sorted(lakecore.open(table.uri).to_arrow().column("v").to_pylist()) != [1]:
             still.append(key)
     assert n == 6 and still == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the same split as for float keys, older than this session: the writer names a "
+    "timestamp key by its Avro long value (rows_in._text: '1704067200000000'), the MoR "
+    "reader of a virtual-key table by Arrow's text ('2024-01-01 00:00:00.000000Z'), so a "
+    "delete of a timestamp key never applies; dates and decimals print alike and are deleted",
+)
+def test_mor_virtual_timestamp_key_deletes_apply(tmp_path: Path) -> None:
+    utc = dt.timezone.utc
+    schema = pa.schema([("k", pa.timestamp("us", "UTC")), ("v", pa.int64())])
+    props = {"record_key": "k", "table_type": "MERGE_ON_READ", "populate_meta_fields": "false"}
+    props["precombine_field"] = "v"
+    table = lakecore.create(str(tmp_path / "ts"), schema, "hudi", [], props)
+    keys = [dt.datetime(2024, 1, d, tzinfo=utc) for d in (1, 2, 3)]
+    table.append(pa.table({"k": keys, "v": [0, 1, 2]}, schema=schema))
+    table.delete(where="v = 0")
+    assert sorted(lakecore.open(table.uri).to_arrow().column("v").to_pylist()) == [1, 2]
