@@ -14,6 +14,7 @@ A case that shows a bug is ``xfail(strict=True)`` with the reason; the others pi
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 import os
@@ -1000,3 +1001,73 @@ def test_mor_virtual_timestamp_key_deletes_apply(tmp_path: Path) -> None:
     table.append(pa.table({"k": keys, "v": [0, 1, 2]}, schema=schema))
     table.delete(where="v = 0")
     assert sorted(lakecore.open(table.uri).to_arrow().column("v").to_pylist()) == [1, 2]
+
+
+def _adds_case(rng: random.Random) -> tuple[pa.Table, list[tuple[int | None, int | None]]]:
+    """Random adds over random chunks: each row's struct (when valid) and text disagree, so
+    the expected (numRecords, min id) of a row says which one was taken."""
+    n = rng.randint(1, 60)
+    kinds = [rng.choice(["struct", "text", "neither", "both-null-text"]) for _ in range(n)]
+    texts: list[str | None] = []
+    parsed: list[dict[str, Any] | None] = []
+    want: list[tuple[int | None, int | None]] = []
+    for i, kind in enumerate(kinds):
+        lie = json.dumps({"numRecords": 10_000 + i, "minValues": {"id": -i}})
+        true_struct = {"numRecords": i, "minValues": {"id": i * 7}, "nullCount": {"id": 0}}
+        if kind == "struct":
+            texts.append(lie)
+            parsed.append(true_struct)
+            want.append((i, i * 7))
+        elif kind == "both-null-text":
+            texts.append(None)
+            parsed.append(true_struct)
+            want.append((i, i * 7))
+        elif kind == "text":
+            texts.append(json.dumps({"numRecords": i, "minValues": {"id": i * 7}}))
+            parsed.append(None)
+            want.append((i, i * 7))
+        else:
+            texts.append(None)
+            parsed.append(None)
+            want.append((None, None))
+    struct_type = pa.struct(
+        [
+            ("numRecords", pa.int64()),
+            ("minValues", pa.struct([("id", pa.int64())])),
+            ("nullCount", pa.struct([("id", pa.int64())])),
+        ]
+    )
+    cuts = sorted({0, n, *(rng.randint(0, n) for _ in range(rng.randint(0, 4)))})
+    text_array = pa.array(texts, pa.string())
+    parsed_array = pa.array(parsed, struct_type)
+    chunks = list(itertools.pairwise(cuts))
+    table = pa.table(
+        {
+            "stats": pa.chunked_array([text_array.slice(a, b - a) for a, b in chunks]),
+            "stats_parsed": pa.chunked_array([parsed_array.slice(a, b - a) for a, b in chunks]),
+        }
+    )
+    return table, want
+
+
+def test_add_stats_spread_back_over_random_chunks_and_mixes() -> None:
+    """``add_stats`` over 400 random add tables (1..60 rows; struct, text, both or neither;
+    chunked at random): each row gets its own struct where valid, else its own text."""
+    rng = random.Random(20261128)
+    fields = [pa.field("id", pa.int64())]
+    ran = 0
+    for _ in range(400):
+        adds, want = _adds_case(rng)
+        out = delta_stats.add_stats(adds, fields)
+        got = list(
+            zip(
+                out.column("numRecords").to_pylist(),
+                [m["id"] if m else None for m in out.column("min").to_pylist()],
+                strict=True,
+            )
+        )
+        assert got == want
+        counts = delta_stats.add_stats(adds, [], counts_only=True)
+        assert counts.column("numRecords").to_pylist() == [w[0] for w in want]
+        ran += 1
+    assert ran == 400
