@@ -36,6 +36,13 @@ from lakecore_delta import file_index
 from lakecore_delta import stats as delta_stats
 from lakecore_hudi.timeline.active import load_timeline
 from lakecore_hudi.timeline.commit_metadata import encode_commit_metadata, parse_commit_metadata
+from lakecore_hudi.timeline.instants import ROLLBACK
+from lakecore_hudi.timeline.lifecycle import new_instant_time, write_requested
+from lakecore_hudi.timeline.rollback_metadata import (
+    RollbackPlan,
+    RollbackRequest,
+    encode_rollback_plan,
+)
 from lakecore_hudi.write.java_floats import java_float_texts
 from lakecore_hudi.write.rows_in import escape_path_names
 from lakecore_hudi.write.writer import state_of
@@ -48,6 +55,7 @@ from lakecore.model.schema import physical_name
 from lakecore.storage.paths import contained_path
 from tests.hudi.write.helpers import hudi_rs_rows
 from tests.model.partition_text_reference import partition_text
+from tests.reliability.test_path_escape import _crash, _hudi_table, _rows
 
 STRUCT = {"delta.checkpoint.writeStatsAsStruct": "true"}
 
@@ -1071,3 +1079,29 @@ def test_add_stats_spread_back_over_random_chunks_and_mixes() -> None:
         assert counts.column("numRecords").to_pylist() == [w[0] for w in want]
         ran += 1
     assert ran == 400
+
+
+HOST_PATHS = ["//host/x.parquet", "file://host/x.parquet"]
+
+
+@pytest.mark.parametrize("target", HOST_PATHS)
+def test_hudi_rollback_plan_naming_a_host_deletes_nothing(tmp_path: Path, target: str) -> None:
+    """A resumed rollback plan listing ``//host/x`` or ``file://host/x`` beside the crashed
+    write's files is refused before any delete (the crashed files stay)."""
+    root, table = _hudi_table(tmp_path, "COPY_ON_WRITE", "8")
+    crashed = _crash(table, _rows(1, 5))
+    config = state_of(table.snapshot()).config
+    inside = [table.storage.resolve(f) for f in crashed.files]
+    plan = RollbackPlan(
+        (crashed.timestamp, crashed.action),
+        (RollbackRequest("", "", "", (*inside, target)),),
+    )
+    instant = new_instant_time(crashed.timestamp)
+    write_requested(table.storage, config, ROLLBACK, instant, encode_rollback_plan(plan))
+    with pytest.raises(CorruptTableError, match="host"):
+        lakecore.open(str(root)).append(_rows(7))
+    assert all((root / f).exists() for f in crashed.files)
+
+
+def test_host_paths_ran() -> None:
+    assert len(HOST_PATHS) == 2
