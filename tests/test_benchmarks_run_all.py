@@ -33,8 +33,10 @@ run_all = _load()
 # Rows each committed results file gives: a change of layout or of the adapters shows here.
 EXPECTED_ROWS = {
     "delta_dml.json": 4,
+    "delta_snapshot.arena_reserve0.json": 8,
     "delta_snapshot.json": 8,
     "delta_snapshot.quick.json": 8,
+    "delta_snapshot.struct.json": 4,
     "delta_write.json": 2,
     "delta_write.quick.json": 2,
     "hudi.json": 2,
@@ -101,7 +103,7 @@ def test_adapters_read_every_committed_results_file() -> None:
             assert (row.reference is None) == (row.engine == ""), (path.name, row)
         parsed[path.name] = len(rows)
     assert parsed == EXPECTED_ROWS
-    assert sum(parsed.values()) == 124
+    assert sum(parsed.values()) == 136
 
 
 def test_an_adapter_refuses_a_layout_it_does_not_know() -> None:
