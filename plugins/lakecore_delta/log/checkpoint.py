@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import CorruptTableError
 from lakecore.storage import Storage
+from lakecore.storage.paths import contained_path, is_absolute
 from lakecore_delta.log.checkpoint_parquet import (
     map_row_groups,
     read_first_rows,
@@ -65,7 +66,7 @@ def read_checkpoint_actions(storage: Storage, checkpoint: Checkpoint) -> Checkpo
             metadata = _first_struct(read_first_rows(storage, f.path, "metaData"), "metaData")
         txns.update(_txns(table))
         if "sidecar" in table.column_names:
-            sidecars += _sidecar_paths(table.column("sidecar").to_pylist())
+            sidecars += _sidecar_paths(table.column("sidecar").to_pylist(), storage.root, f.path)
     sources = tuple(f.path for f in checkpoint.files) + tuple(sidecars)
     return CheckpointActions(checkpoint, protocol, metadata, txns, sources)
 
@@ -74,7 +75,9 @@ def _read_v2_json(storage: Storage, checkpoint: Checkpoint) -> CheckpointActions
     top = checkpoint.files[0]
     raw = read_whole(storage, top.path)
     actions = parse_actions(raw, top)
-    sidecars = _sidecar_paths([a["sidecar"] for a in actions if "sidecar" in a])
+    sidecars = _sidecar_paths(
+        [a["sidecar"] for a in actions if "sidecar" in a], storage.root, top.path
+    )
     txns = {
         a["txn"]["appId"]: int(a["txn"]["version"])
         for a in actions
@@ -328,12 +331,18 @@ def _txns(table: pa.Table) -> dict[str, int]:
     return out
 
 
-def _sidecar_paths(sidecars: Sequence[Any]) -> list[str]:
+def _sidecar_paths(sidecars: Sequence[Any], root: str, source: str) -> list[str]:
+    """The files ``sidecars`` (sidecar actions) name, checked as every log path is
+    (``contained_path``): a relative one lives in ``_delta_log/_sidecars/`` and must stay in
+    the table; an absolute one is a read-only reference. Raises ``CorruptTableError`` naming
+    ``source`` for a path that escapes the root or names another machine."""
     out = []
     for s in sidecars:
         if not s or not s.get("path"):
             continue
-        # Sidecar paths are URI-encoded: a bare name lives in _delta_log/_sidecars/.
-        p = str(s["path"])
-        out.append(p if "://" in p or p.startswith("/") else f"{SIDECAR_DIR}/{unquote(p)}")
+        raw = str(s["path"])  # URI-encoded
+        if is_absolute(raw):
+            out.append(contained_path(unquote(raw), root, source=source, allow_outside=True))
+        else:
+            out.append(contained_path(f"{SIDECAR_DIR}/{unquote(raw)}", root, source=source))
     return out
