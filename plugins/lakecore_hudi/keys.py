@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import SchemaError
+from lakecore.model.java_floats import java_float_texts
 
 RECORD_KEY = "_hoodie_record_key"
 PARTITION_PATH = "_hoodie_partition_path"
@@ -52,9 +53,28 @@ def record_keys(table: pa.Table, key_fields: Sequence[str]) -> pa.ChunkedArray:
 
 
 def _rendered(values: pa.ChunkedArray) -> pa.ChunkedArray:
-    text = values.cast(pa.string())
+    text = key_texts(values)
     text = pc.if_else(pc.equal(text, ""), pa.scalar(EMPTY_KEY), text)
     return pc.fill_null(text, NULL_KEY)
+
+
+def key_texts(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Values as Hudi's key generators render them in record keys and partition paths: the
+    Avro value's Java ``toString()`` (timestamps as their Avro long value, floats as
+    ``Double.toString``; null stays null). The writer names keys and the reader derives the
+    keys of tables without meta fields with this one function, so the two always agree.
+
+    Raises ``SchemaError`` for time-of-day and binary columns (no Java text to match).
+    """
+    t = column.type
+    if pa.types.is_timestamp(t):
+        unit = "ms" if t.unit == "ms" else "us"
+        column = column.cast(pa.timestamp(unit, tz=t.tz)).cast(pa.int64())
+    elif pa.types.is_floating(t):
+        return java_float_texts(column)  # "1.0", "1.0E-7": Java's toString, not Arrow's "1"
+    elif pa.types.is_time(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        raise SchemaError(f"columns of type {t} cannot be record key or partition columns")
+    return column.cast(pa.string())
 
 
 def _broadcast(parts: list[pa.ChunkedArray | str], n: int) -> list[pa.Array]:

@@ -4,11 +4,12 @@
   ``stats_parsed`` taken wherever present, the text parsed only for the other adds and spread
   back; ``checkpoint_out`` renders text from struct-only adds.
 - ``lakecore.storage.paths.contained_path``: ``//host/...`` is CorruptTableError.
-- ``lakecore_hudi.write.java_floats``: Java's ``Double/Float.toString`` for float keys and
+- ``lakecore.model.java_floats`` (was ``lakecore_hudi.write.java_floats``): Java's ``Double/Float.toString`` for float keys and
   partition values.
 - ``lakecore.model.partition_paths.hive_texts``: one renderer of Hive partition text.
 
-A case that shows a bug is ``xfail(strict=True)`` with the reason; the others pin behaviour.
+The cases that showed a bug were ``xfail(strict=True)``; all are fixed now and pin the fix
+("Fixed in ...; was ..."); the others pin behaviour that held.
 """
 
 from __future__ import annotations
@@ -43,13 +44,13 @@ from lakecore_hudi.timeline.rollback_metadata import (
     RollbackRequest,
     encode_rollback_plan,
 )
-from lakecore_hudi.write.java_floats import java_float_texts
 from lakecore_hudi.write.rows_in import escape_path_names
 from lakecore_hudi.write.writer import state_of
 
 import lakecore
 from lakecore.errors import CorruptTableError
 from lakecore.model import files as fi
+from lakecore.model.java_floats import java_float_texts
 from lakecore.model.partition_paths import escape_path_name, hive_texts
 from lakecore.model.schema import physical_name
 from lakecore.storage.paths import contained_path
@@ -837,14 +838,12 @@ def test_v2_sidecars_with_and_without_struct_stats(tmp_path: Path) -> None:
         assert _ids(t, f"id = {k}") == [k]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="V2 sidecar paths never reach contained_path (log/checkpoint._sidecar_paths keeps "
-    "a path starting with '/' as absolute): a sidecar named '//<host>/<path>' (an RFC 3986 "
-    "network-path reference) is read as the local file /<host>/<path>, the very reading the "
-    "session's '//' rule (CorruptTableError for every metadata path) removed for add paths",
-)
 def test_v2_sidecar_network_path_is_refused(tmp_path: Path) -> None:
+    """Fixed in 18dc896; was (found by this review): V2 sidecar paths never reach
+    contained_path (log/checkpoint._sidecar_paths keeps a path starting with '/' as
+    absolute): a sidecar named '//<host>/<path>' (an RFC 3986 network-path reference) is
+    read as the local file /<host>/<path>, the very reading the session's '//' rule
+    (CorruptTableError for every metadata path) removed for add paths"""
     root, names = _v2_table(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -854,13 +853,11 @@ def test_v2_sidecar_network_path_is_refused(tmp_path: Path) -> None:
         lakecore.open(str(root)).count()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a relative V2 sidecar path escaping the table root ('../../../x.parquet') is "
-    "refused by the storage layer with InvalidArgumentError (a caller's mistake), not "
-    "CorruptTableError naming the checkpoint, as every other escaping metadata path is",
-)
 def test_v2_sidecar_escaping_the_root_is_corrupt_table(tmp_path: Path) -> None:
+    """Fixed in 18dc896; was (found by this review): a relative V2 sidecar path escaping the
+    table root ('../../../x.parquet') is refused by the storage layer with
+    InvalidArgumentError (a caller's mistake), not CorruptTableError naming the
+    checkpoint, as every other escaping metadata path is"""
     root, names = _v2_table(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -967,17 +964,15 @@ def test_float_keys_upsert_and_delete_with_and_without_meta_fields(tmp_path: Pat
 VIRTUAL_FLOAT_KEYS = [1.0, 1e-7, -0.0, math.nan, 1e7, 2.82879384806159e17]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MoR tables without meta fields (virtual keys): the writer names a float key as "
-    "Java prints it (rows_in._text -> java_float_texts: '1.0E-7', '-0.0', 'NaN', '1.0E7') in "
-    "its delete blocks, but the reader derives base rows' keys with Arrow's cast "
-    "(lakecore_hudi.keys._rendered: '1e-07', '-0', 'nan', '1e+07'), so a delete of such a "
-    "key never matches and the deleted row stays visible (no error); keys that print alike "
-    "(2.5, 0.001) are deleted. Hudi Java derives keys with toString, so its deletes of "
-    "virtual float keys are lost on lakecore reads too",
-)
 def test_mor_virtual_float_key_deletes_apply(tmp_path: Path) -> None:
+    """Fixed in the commit that made lakecore_hudi.keys.key_texts the one key text; was (found
+    by this review): MoR tables without meta fields (virtual keys): the writer names a
+    float key as Java prints it (rows_in._text -> java_float_texts: '1.0E-7', '-0.0',
+    'NaN', '1.0E7') in its delete blocks, but the reader derives base rows' keys with
+    Arrow's cast (lakecore_hudi.keys._rendered: '1e-07', '-0', 'nan', '1e+07'), so a
+    delete of such a key never matches and the deleted row stays visible (no error);
+    keys that print alike (2.5, 0.001) are deleted. Hudi Java derives keys with
+    toString, so its deletes of virtual float keys are lost on lakecore reads too"""
     schema = pa.schema([("k", pa.float64()), ("v", pa.int64())])
     props = {"record_key": "k", "table_type": "MERGE_ON_READ", "populate_meta_fields": "false"}
     props["precombine_field"] = "v"
@@ -992,14 +987,13 @@ def test_mor_virtual_float_key_deletes_apply(tmp_path: Path) -> None:
     assert n == 6 and still == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the same split as for float keys, older than this session: the writer names a "
-    "timestamp key by its Avro long value (rows_in._text: '1704067200000000'), the MoR "
-    "reader of a virtual-key table by Arrow's text ('2024-01-01 00:00:00.000000Z'), so a "
-    "delete of a timestamp key never applies; dates and decimals print alike and are deleted",
-)
 def test_mor_virtual_timestamp_key_deletes_apply(tmp_path: Path) -> None:
+    """Fixed in the commit that made lakecore_hudi.keys.key_texts the one key text; was (found
+    by this review): the same split as for float keys, older than this session: the
+    writer names a timestamp key by its Avro long value (rows_in._text:
+    '1704067200000000'), the MoR reader of a virtual-key table by Arrow's text
+    ('2024-01-01 00:00:00.000000Z'), so a delete of a timestamp key never applies; dates
+    and decimals print alike and are deleted"""
     utc = dt.timezone.utc
     schema = pa.schema([("k", pa.timestamp("us", "UTC")), ("v", pa.int64())])
     props = {"record_key": "k", "table_type": "MERGE_ON_READ", "populate_meta_fields": "false"}

@@ -20,9 +20,8 @@ from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.model.data_input import cast_lossless
 from lakecore.model.partition_paths import HIVE_NULL as DEFAULT_PARTITION
 from lakecore.model.partition_paths import escape_path_name
-from lakecore_hudi.keys import META_FIELDS
+from lakecore_hudi.keys import META_FIELDS, key_texts
 from lakecore_hudi.write import timestamp_keys
-from lakecore_hudi.write.java_floats import java_float_texts
 from lakecore_hudi.write.layout import WriteLayout
 
 KEY = "__lakecore_key"
@@ -64,19 +63,6 @@ def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _text(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Values as Hudi renders them in keys and paths (timestamps as their Avro long value)."""
-    t = column.type
-    if pa.types.is_timestamp(t):
-        unit = "ms" if t.unit == "ms" else "us"
-        column = column.cast(pa.timestamp(unit, tz=t.tz)).cast(pa.int64())
-    elif pa.types.is_floating(t):
-        return java_float_texts(column)  # "1.0", "1.0E-7": Java's toString, not Arrow's "1"
-    elif pa.types.is_time(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        raise SchemaError(f"columns of type {t} cannot be record key or partition columns")
-    return column.cast(pa.string())
-
-
 def record_keys(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
     """The ``_hoodie_record_key`` of each row; nulls for a keyless table (the keys are
     generated when the records are written: ``files_out.new_records``).
@@ -95,7 +81,7 @@ def record_keys(rows: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
         return pa.chunked_array([], pa.string())
     parts: list[pa.ChunkedArray] = []
     for name in fields:
-        text = _text(rows.column(name))
+        text = key_texts(rows.column(name))
         bad = int(pc.sum(pc.fill_null(pc.equal(text, ""), True).cast(pa.int64())).as_py() or 0)
         if bad:
             raise ConstraintViolationError(
@@ -158,7 +144,7 @@ def path_segments(
         ConstraintViolationError: a value holds ``/`` (it would add a directory level), or is
             ``.`` or ``..`` without hive-style partitioning (it would leave its partition).
     """
-    text = _text(column)
+    text = key_texts(column)
     if url_encode:
         text = escape_path_names(text)
     text = pc.fill_null(pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION, text), DEFAULT_PARTITION)

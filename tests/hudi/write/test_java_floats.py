@@ -18,9 +18,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lakecore_hudi.write.java_floats import java_float_texts
 
 import lakecore
+from lakecore.model.java_floats import java_float_texts
 from tests.hudi.write.helpers import hudi_rs_rows
 
 # Expected texts as the JDK (19+) prints them: Double.toString / Float.toString.

@@ -1,8 +1,10 @@
 """Floating-point values as Java prints them (``Double.toString``, ``Float.toString``).
 
-Hudi's key generators turn a record key or partition field into text with the value's
-``toString()``, so a float key ``1`` is ``"1.0"`` and ``1e-7`` is ``"1.0E-7"`` in every key
-and partition path Hudi writes; Arrow's cast prints ``"1"`` and ``"1e-07"``. The digits are
+The JVM writers name values by that text: Hudi's key generators turn a record key or
+partition field into text with the value's ``toString()`` (a float key ``1`` is ``"1.0"``,
+``1e-7`` is ``"1.0E-7"``), and Spark casts a float partition value to its partition directory
+and Delta ``partitionValues`` text the same way (``NaN``, ``Infinity``); Arrow's cast prints
+``"1"`` and ``"1e-07"``, Python ``nan`` and ``inf``. The digits are
 the shortest that round-trip, as Java 19 and later print them (Python's ``repr`` digits; for
 ``float`` columns the shortest digits of the 32-bit value; where one digit is enough, the
 closest decimal of one or two digits, as Java picks it); the layout is Java's: plain
