@@ -4,8 +4,8 @@
   ``stats_parsed`` taken wherever present, the text parsed only for the other adds and spread
   back; ``checkpoint_out`` renders text from struct-only adds.
 - ``lakecore.storage.paths.contained_path``: ``//host/...`` is CorruptTableError.
-- ``lakecore.model.java_floats`` (was ``lakecore_hudi.write.java_floats``): Java's ``Double/Float.toString`` for float keys and
-  partition values.
+- ``lakecore.model.java_floats`` (was ``lakecore_hudi.write.java_floats``): Java's
+  ``Double/Float.toString`` for float keys and partition values.
 - ``lakecore.model.partition_paths.hive_texts``: one renderer of Hive partition text.
 
 The cases that showed a bug were ``xfail(strict=True)``; all are fixed now and pin the fix
@@ -965,7 +965,7 @@ VIRTUAL_FLOAT_KEYS = [1.0, 1e-7, -0.0, math.nan, 1e7, 2.82879384806159e17]
 
 
 def test_mor_virtual_float_key_deletes_apply(tmp_path: Path) -> None:
-    """Fixed in the commit that made lakecore_hudi.keys.key_texts the one key text; was (found
+    """Fixed in ff57a4f; was (found
     by this review): MoR tables without meta fields (virtual keys): the writer names a
     float key as Java prints it (rows_in._text -> java_float_texts: '1.0E-7', '-0.0',
     'NaN', '1.0E7') in its delete blocks, but the reader derives base rows' keys with
@@ -988,7 +988,7 @@ def test_mor_virtual_float_key_deletes_apply(tmp_path: Path) -> None:
 
 
 def test_mor_virtual_timestamp_key_deletes_apply(tmp_path: Path) -> None:
-    """Fixed in the commit that made lakecore_hudi.keys.key_texts the one key text; was (found
+    """Fixed in ff57a4f; was (found
     by this review): the same split as for float keys, older than this session: the
     writer names a timestamp key by its Avro long value (rows_in._text:
     '1704067200000000'), the MoR reader of a virtual-key table by Arrow's text
