@@ -53,17 +53,20 @@ def add_stats(adds: pa.Table, fields: Sequence[pa.Field], counts_only: bool = Fa
     Where a checkpoint holds an add's ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``)
     the typed struct is used and that add's ``stats`` text is never parsed: the protocol makes
     both the same statistics, and the struct needs no JSON parse. The text is parsed only for
-    the adds without a struct (later JSON commits, older checkpoints).
+    the adds without a struct (later JSON commits, older checkpoints). A struct without
+    ``numRecords`` (empty: written for a file without stats) stands only where there is no
+    text either, so it never hides the text's statistics.
     """
     text = adds.column("stats")
     parsed = adds.column("stats_parsed") if "stats_parsed" in adds.column_names else None
-    if parsed is None or parsed.null_count == len(parsed):
+    use_struct = None if parsed is None else _struct_stands(parsed, text)
+    if use_struct is None or not pc.any(use_struct).as_py():
         records = record_counts(text) if counts_only else None
         return parse_stats(text, fields, records=records)
+    assert parsed is not None
     struct_stats = stats_from_struct(parsed, fields)
-    if parsed.null_count == 0:
+    if pc.all(use_struct).as_py():
         return struct_stats
-    use_struct = pc.is_valid(parsed).combine_chunks()
     # Only the text of the adds without a struct is parsed (a filtered copy: masking the
     # others as null would keep their bytes, which sends the parse down its careful path),
     # then spread back to one row per add, null where the struct stands.
@@ -72,6 +75,16 @@ def add_stats(adds: pa.Table, fields: Sequence[pa.Field], counts_only: bool = Fa
     need = np.invert(use_struct.to_numpy(zero_copy_only=False))
     rows = pa.array(np.cumsum(need, dtype=np.int64) - 1, pa.int64(), mask=~need)
     return merge_stats(from_text.take(rows), struct_stats, use_struct)
+
+
+def _struct_stands(parsed: pa.ChunkedArray, text: pa.ChunkedArray) -> pa.Array:
+    """Which adds take their stats from ``stats_parsed``: a valid struct with ``numRecords``,
+    or any valid struct where the add has no text."""
+    valid = pc.is_valid(parsed)
+    if parsed.type.get_field_index("numRecords") >= 0:
+        counted = pc.is_valid(pc.struct_field(parsed, "numRecords"))
+        valid = pc.and_(valid, pc.or_(counted, pc.is_null(text)))
+    return valid.combine_chunks() if isinstance(valid, pa.ChunkedArray) else valid
 
 
 def parse_stats(

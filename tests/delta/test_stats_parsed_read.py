@@ -209,3 +209,25 @@ def test_a_year_zero_bound_in_a_struct_is_left_unknown_in_the_text(tmp_path: Pat
     assert days.to_pylist() == [-719_528] * 2
     assert all("day" not in s["minValues"] and "day" in s["maxValues"] for s in texts)
     assert all(s["numRecords"] == 3 and s["minValues"]["id"] >= 0 for s in texts)
+
+
+def test_an_empty_struct_never_hides_the_text(tmp_path: Path) -> None:
+    """A valid ``stats_parsed`` without ``numRecords`` (a writer's empty struct for a file it
+    kept no struct stats of) beside a text: the text's stats stand. Fixed in session 11; was
+    (found by the attack review): the empty struct won, the file lost its record count and
+    bounds, and lakecore's next checkpoint wrote them as nulls."""
+    t = _table(tmp_path, "t", 2, **STRUCT)
+    want = _index(t.uri).select(STATS)
+    version = t.checkpoint()
+    path = os.path.join(t.uri, "_delta_log", f"{version:020d}.checkpoint.parquet")
+    cp = pq.read_table(path)
+    rows = cp.to_pylist()
+    for row in rows:
+        if row["add"]:
+            row["add"]["stats_parsed"] = {k: None for k in row["add"]["stats_parsed"]}
+    pq.write_table(pa.Table.from_pylist(rows, schema=cp.schema), path)
+    assert _index(t.uri).select(STATS) == want
+    again = lakecore.open(t.uri).checkpoint()
+    adds = pc.drop_null(_checkpoint_adds(t, again).column("add"))
+    counts = pc.struct_field(adds, ["stats_parsed", "numRecords"]).to_pylist()
+    assert counts == [3, 3]
