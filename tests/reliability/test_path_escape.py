@@ -37,6 +37,7 @@ from lakecore.model.actions import FormatPayload
 from lakecore.storage import fsspec_storage
 from lakecore.storage.paths import contained_path
 from lakecore.table import Table
+from tests.hudi.write.helpers import add_crafted_write_stat
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("city", pa.string())])
 SENTINEL = "sentinel.parquet"
@@ -441,17 +442,7 @@ def hudi_with_escaping_commit(tmp_path: Path) -> Iterator[Path]:
     root, table = _hudi_table(tmp_path, "COPY_ON_WRITE", "8")
     table.append(_rows(3))
     table.append(_rows(4))
-    config = state_of(table.snapshot()).config
-    timeline = load_timeline(table.storage, config)
-    last = timeline.completed_write_instants()[-1]
-    path = Path(table.storage.resolve(timeline.path_of(last)))
-    meta = parse_commit_metadata(path.read_bytes(), str(path))
-    (partition,) = meta.partition_to_write_stats
-    first = meta.partition_to_write_stats[partition][0]
-    crafted = type(first)(file_id=first.file_id, path=f"../../{SENTINEL}")
-    stats = {partition: (*meta.partition_to_write_stats[partition], crafted)}
-    bad = type(meta)(stats, meta.operation_type, meta.extra_metadata)
-    path.write_bytes(encode_commit_metadata(bad, 8))
+    add_crafted_write_stat(table, f"../../{SENTINEL}")
     yield root
 
 

@@ -35,8 +35,6 @@ import pyarrow.parquet as pq
 import pytest
 from lakecore_delta import file_index
 from lakecore_delta import stats as delta_stats
-from lakecore_hudi.timeline.active import load_timeline
-from lakecore_hudi.timeline.commit_metadata import encode_commit_metadata, parse_commit_metadata
 from lakecore_hudi.timeline.instants import ROLLBACK
 from lakecore_hudi.timeline.lifecycle import new_instant_time, write_requested
 from lakecore_hudi.timeline.rollback_metadata import (
@@ -54,7 +52,7 @@ from lakecore.model.java_floats import java_float_texts
 from lakecore.model.partition_paths import escape_path_name, hive_texts
 from lakecore.model.schema import physical_name
 from lakecore.storage.paths import contained_path
-from tests.hudi.write.helpers import hudi_rs_rows
+from tests.hudi.write.helpers import add_crafted_write_stat, hudi_rs_rows
 from tests.model.partition_text_reference import partition_text
 from tests.reliability.test_path_escape import _crash, _hudi_table, _rows
 
@@ -541,17 +539,7 @@ def _hudi_with_write_stat_path(tmp_path: Path, stat_path: str) -> Path:
     props = {"record_key": "id", "table_type": "COPY_ON_WRITE"}
     table = lakecore.create(str(root), schema, "hudi", [], props)
     table.append(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
-    config = state_of(table.snapshot()).config
-    timeline = load_timeline(table.storage, config)
-    last = timeline.completed_write_instants()[-1]
-    path = Path(table.storage.resolve(timeline.path_of(last)))
-    meta = parse_commit_metadata(path.read_bytes(), str(path))
-    (partition,) = meta.partition_to_write_stats
-    first = meta.partition_to_write_stats[partition][0]
-    crafted = type(first)(file_id=first.file_id, path=stat_path)
-    stats = {partition: (*meta.partition_to_write_stats[partition], crafted)}
-    bad = type(meta)(stats, meta.operation_type, meta.extra_metadata)
-    path.write_bytes(encode_commit_metadata(bad, 8))
+    add_crafted_write_stat(table, stat_path)
     return root
 
 

@@ -148,3 +148,25 @@ def files_on_disk(root: Path) -> dict[str, dict[str, int]]:
         if files:
             out["" if rel == "." else rel] = files
     return out
+
+
+def add_crafted_write_stat(table: Table, stat_path: str) -> None:
+    """Rewrite the table's last completed commit so that it also lists a write stat naming
+    ``stat_path`` (crafted metadata for path-escape tests; table version 8 encoding)."""
+    from lakecore_hudi.timeline.active import load_timeline
+    from lakecore_hudi.timeline.commit_metadata import (
+        encode_commit_metadata,
+        parse_commit_metadata,
+    )
+    from lakecore_hudi.write.writer import state_of
+
+    timeline = load_timeline(table.storage, state_of(table.snapshot()).config)
+    last = timeline.completed_write_instants()[-1]
+    path = Path(table.storage.resolve(timeline.path_of(last)))
+    meta = parse_commit_metadata(path.read_bytes(), str(path))
+    (partition,) = meta.partition_to_write_stats
+    first = meta.partition_to_write_stats[partition][0]
+    crafted = type(first)(file_id=first.file_id, path=stat_path)
+    stats = {partition: (*meta.partition_to_write_stats[partition], crafted)}
+    bad = type(meta)(stats, meta.operation_type, meta.extra_metadata)
+    path.write_bytes(encode_commit_metadata(bad, 8))
