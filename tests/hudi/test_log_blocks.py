@@ -268,6 +268,16 @@ def test_schema_evolution_on_decode() -> None:
         conform_table(table, pa.schema([pa.field("other", pa.int32(), nullable=False)]))
 
 
+def test_log_rows_conform_finer_timestamps_as_base_files_do() -> None:
+    """A log block's timestamps finer than the table's unit truncate, as a base file's do
+    (``cast_column``); was a SchemaError for the log rows only."""
+    table = pa.table({"ts": pa.array([1_700_000_000_123_456_789, None], pa.timestamp("ns"))})
+    got = conform_table(table, pa.schema([("ts", pa.timestamp("us"))]))
+    assert got.column("ts").cast(pa.int64()).to_pylist() == [1_700_000_000_123_456, None]
+    with pytest.raises(SchemaError, match="'ts'"):
+        conform_table(table, pa.schema([("ts", pa.int32())]))
+
+
 @pytest.mark.parametrize(
     ("ordering", "values"),
     [

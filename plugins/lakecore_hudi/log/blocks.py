@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptTableError, SchemaError, UnsupportedFeatureError
-from lakecore.model.parquet_read import open_parquet
+from lakecore.model.parquet_read import cast_column, open_parquet
 from lakecore_hudi.avro_schema import (
     arrow_to_records,
     avro_to_arrow,
@@ -345,8 +345,10 @@ def conform_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Project and cast ``table`` to ``schema`` by column name (schema evolution).
 
     Columns of ``schema`` missing from ``table`` become all-null; extra columns are dropped;
-    struct columns are conformed field by field the same way; other types are cast with
-    Arrow's safe cast (int -> long, float -> double, ... as Avro schema resolution allows).
+    struct columns are conformed field by field the same way; other types are cast as base
+    files are (``lakecore.model.parquet_read.cast_column``): timestamps finer than the
+    table's unit truncate, everything else is Arrow's safe cast (int -> long, float -> double,
+    ... as Avro schema resolution allows).
 
     Raises:
         SchemaError: a column cannot be cast, or a missing column is declared non-nullable.
@@ -394,7 +396,8 @@ def _conform_array(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
         ]
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
-    return array.cast(target)
+    # As base files are read: finer timestamps truncate to the table's unit, the rest is safe.
+    return cast_column(array, target)
 
 
 # ------------------------------------------------------------------------------ encoders
