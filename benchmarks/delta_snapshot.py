@@ -885,6 +885,76 @@ def stats_approaches(case: Case, data_dir: Path, repetitions: int) -> str:
     return "\n".join(out)
 
 
+ALLOCATOR_SETTINGS: dict[str, dict[str, str]] = {
+    "default": {},
+    "MIMALLOC_ARENA_RESERVE=0": {"MIMALLOC_ARENA_RESERVE": "0"},
+    "ARROW_DEFAULT_MEMORY_POOL=jemalloc": {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"},
+    "ARROW_DEFAULT_MEMORY_POOL=system": {"ARROW_DEFAULT_MEMORY_POOL": "system"},
+}
+"""Allocator settings ``--pool-peak`` compares (environment variables pyarrow reads at load)."""
+
+
+def pool_child(case_name: str, data_dir: Path) -> None:
+    """One fresh-process open + file index of lakecore, reporting what Arrow held at most
+    against the process's peak (``--pool-peak``)."""
+    import pyarrow as pa
+
+    pa.array([0])  # the same untimed setup as child_main
+    from lakecore.plugins import load_registry
+
+    load_registry()
+    import lakecore
+
+    pool = pa.default_memory_pool()
+    base = _rss_mb()
+    index = lakecore.open(str(data_dir / ALL_CASES[case_name].spec.name)).snapshot().files()
+    print(
+        json.dumps(
+            {
+                "pool": pool.backend_name,
+                "rss_base_mb": base,
+                "rss_peak_mb": _rss_mb(),
+                "arrow_max_mb": pool.max_memory() / 2**20,
+                "arrow_end_mb": pool.bytes_allocated() / 2**20,
+                "files": index.num_rows,
+            }
+        )
+    )
+
+
+def pool_peak(case: Case, data_dir: Path, repetitions: int, lakecore_src: Path) -> str:
+    """A table: per allocator setting, the process's peak RSS against the most Arrow held at
+    once while lakecore opens ``case`` and builds its file index (medians of fresh runs)."""
+    path = os.pathsep.join([str(lakecore_src), str(lakecore_src / "plugins")])
+    out = [
+        f"| allocator (`{case.spec.name}`, lakecore open+index) | pool | peak RSS, MiB "
+        "(after imports) | Arrow's most held at once, MiB | Arrow holds at the end, MiB |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for label, env in ALLOCATOR_SETTINGS.items():  # the file index is held at the end
+        runs = []
+        for _ in range(repetitions):
+            child = ["--pool-child", case.spec.name, "--data-dir", str(data_dir)]
+            proc = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), *child],
+                capture_output=True,
+                text=True,
+                timeout=CHILD_TIMEOUT_S,
+                env={**os.environ, **env, "PYTHONPATH": path},
+                check=True,
+            )
+            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+        def med(key: str, values: list[dict[str, Any]] = runs) -> float:
+            return statistics.median(r[key] for r in values)
+
+        out.append(
+            f"| {label} | {runs[0]['pool']} | {med('rss_peak_mb'):.0f} "
+            f"({med('rss_base_mb'):.0f}) | {med('arrow_max_mb'):.0f} | {med('arrow_end_mb'):.0f} |"
+        )
+    return "\n".join(out)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument(
@@ -950,6 +1020,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="instead of the comparison: time ways of turning CASE's stats text into values "
         "(lakecore's parse, pyarrow.json alone, one extract_regex over the column, a CSV split)",
     )
+    p.add_argument(
+        "--pool-peak",
+        metavar="CASE",
+        default=None,
+        help="instead of the comparison: lakecore's peak RSS against the most Arrow held at "
+        "once, opening CASE under each allocator setting (fresh processes, -n of each)",
+    )
+    p.add_argument("--pool-child", metavar="CASE", help=argparse.SUPPRESS)
     p.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)
     p.add_argument("--case", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -959,6 +1037,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         child_main(args.child, args.case, args.data_dir)
+        return 0
+    if args.pool_child:
+        pool_child(args.pool_child, args.data_dir)
+        return 0
+    if args.pool_peak:
+        case = ALL_CASES[args.pool_peak]
+        ensure_table(case, args.data_dir)
+        print(pool_peak(case, args.data_dir, args.repetitions or 3, args.lakecore_src))
         return 0
     if args.stats_approaches:
         case = ALL_CASES[args.stats_approaches]
