@@ -19,7 +19,8 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from lakecore.model.distinct_values import map_distinct
 
 
 def java_float_texts(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -33,13 +34,12 @@ def java_float_texts(column: pa.ChunkedArray) -> pa.ChunkedArray:
     bits_type = pa.int32() if single else pa.int64()
     values = column.cast(wide) if column.type != wide else column
     bits = pa.chunked_array([c.view(bits_type) for c in values.chunks], bits_type)
-    distinct = pc.unique(bits).drop_null()  # a null stays null: index_in finds no match
-    floats = distinct.view(wide).to_numpy(zero_copy_only=False)
-    texts = pa.array([_java_text(float(v), single) for v in floats], pa.string())
-    return pa.chunked_array(
-        [texts.take(pc.index_in(c, distinct)) for c in bits.chunks] or [texts.slice(0, 0)],
-        pa.string(),
-    )
+
+    def render(distinct: pa.Array) -> pa.Array:
+        floats = distinct.view(wide).to_numpy(zero_copy_only=False)
+        return pa.array([_java_text(float(v), single) for v in floats], pa.string())
+
+    return map_distinct(bits, render)
 
 
 def _java_text(value: float, single: bool) -> str:

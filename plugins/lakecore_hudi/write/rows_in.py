@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.model.data_input import cast_lossless
+from lakecore.model.distinct_values import map_distinct
 from lakecore.model.partition_paths import HIVE_NULL as DEFAULT_PARTITION
 from lakecore.model.partition_paths import escape_path_name
 from lakecore_hudi.keys import META_FIELDS, key_texts
@@ -168,11 +169,9 @@ def escape_path_names(text: pa.ChunkedArray) -> pa.ChunkedArray:
     """Every value URL-encoded as Hudi's ``PartitionPathEncodeUtils.escapePathName`` does,
     which is Hive's escaping (``lakecore.model.partition_paths.escape_path_name``); nulls stay
     null; computed once per distinct value: partition values repeat."""
-    distinct = pc.unique(text).drop_null()
-    escaped = pa.array([escape_path_name(v) for v in distinct.to_pylist()], pa.string())
-    if escaped.equals(distinct):
-        return text
-    return pc.take(escaped, pc.index_in(text, value_set=distinct))
+    return map_distinct(
+        text, lambda d: pa.array([escape_path_name(v) for v in d.to_pylist()], pa.string())
+    )
 
 
 def _join(pieces: list[Any], n: int) -> pa.ChunkedArray:
