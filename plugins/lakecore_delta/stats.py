@@ -60,10 +60,9 @@ def add_stats(adds: pa.Table, fields: Sequence[pa.Field], counts_only: bool = Fa
     text = adds.column("stats")
     parsed = adds.column("stats_parsed") if "stats_parsed" in adds.column_names else None
     use_struct = None if parsed is None else _struct_stands(parsed, text)
-    if use_struct is None or not pc.any(use_struct).as_py():
+    if parsed is None or use_struct is None or not pc.any(use_struct).as_py():
         records = record_counts(text) if counts_only else None
         return parse_stats(text, fields, records=records)
-    assert parsed is not None
     struct_stats = stats_from_struct(parsed, fields)
     if pc.all(use_struct).as_py():
         return struct_stats

@@ -10,6 +10,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from lakecore_hudi.timeline.active import load_timeline
+from lakecore_hudi.timeline.commit_metadata import encode_commit_metadata, parse_commit_metadata
+from lakecore_hudi.write.writer import state_of
 
 import lakecore
 from lakecore.table import Table
@@ -153,13 +156,6 @@ def files_on_disk(root: Path) -> dict[str, dict[str, int]]:
 def add_crafted_write_stat(table: Table, stat_path: str) -> None:
     """Rewrite the table's last completed commit so that it also lists a write stat naming
     ``stat_path`` (crafted metadata for path-escape tests; table version 8 encoding)."""
-    from lakecore_hudi.timeline.active import load_timeline
-    from lakecore_hudi.timeline.commit_metadata import (
-        encode_commit_metadata,
-        parse_commit_metadata,
-    )
-    from lakecore_hudi.write.writer import state_of
-
     timeline = load_timeline(table.storage, state_of(table.snapshot()).config)
     last = timeline.completed_write_instants()[-1]
     path = Path(table.storage.resolve(timeline.path_of(last)))
