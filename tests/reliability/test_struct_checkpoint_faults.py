@@ -43,7 +43,7 @@ def _copy(tmp_path: Path, name: str) -> Path:
     return root
 
 
-def _observed(root: Path) -> tuple[int, pa.Table, pa.Table]:
+def _observed(root: Path) -> tuple[int | str, pa.Table, pa.Table]:
     snapshot = lakecore.open(str(root)).snapshot()
     index = snapshot.files().select(STATS).sort_by(fi.PATH)
     rows = snapshot.scan().to_arrow()
