@@ -338,7 +338,7 @@ def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]
         actions.append(DeleteRows(dv_rows, owned=True))
     rows = [t for t in out.new_rows if t.num_rows]
     if rows:
-        actions.append(write_rows(pa.concat_tables(rows)))
+        actions.append(write_rows(pa.concat_tables(rows, promote_options="default")))
     changes = [t for t in out.changes if t.num_rows]
     if changes:
         cdc_schema = pa.schema([*ctx.layout.schema, pa.field(CHANGE_TYPE, pa.string())])
@@ -349,7 +349,11 @@ def to_actions(ctx: DmlContext, out: ChangeSet, write_rows: Any) -> list[Action]
             ctx.layout.target_file_size,
             prefix="_change_data",
         )
-        cdc = write_data_files(ctx.storage, layout, pa.concat_tables(changes).cast(cdc_schema))
+        cdc = write_data_files(
+            ctx.storage,
+            layout,
+            pa.concat_tables(changes, promote_options="default").cast(cdc_schema),
+        )
         actions.append(AddChangeFiles(cdc, owned=True))
     return actions
 
