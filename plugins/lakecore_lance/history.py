@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 from lakecore.errors import CorruptTableError, UnsupportedFeatureError, VersionNotFoundError
 from lakecore.model.history import HistoryEntry
 from lakecore.storage import Storage
+from lakecore.storage.paths import contained_path
 from lakecore_lance.manifest import (
     LoadedManifest,
     ManifestFile,
@@ -108,7 +109,11 @@ def tags(storage: Storage) -> dict[str, int]:
 def read_transaction(
     storage: Storage, loaded: LoadedManifest
 ) -> transaction_pb2.Transaction | None:
-    """The transaction that produced ``loaded``'s version, or None when none was kept."""
+    """The transaction that produced ``loaded``'s version, or None when none was kept.
+
+    Raises ``CorruptTableError`` naming the manifest when its transaction file name leads
+    out of the dataset root, or the transaction does not decode.
+    """
     m = loaded.manifest
     raw: bytes | None = None
     # As pylance 14 does: field 23 first, the older field 21 only when 23 is absent.
@@ -117,8 +122,12 @@ def read_transaction(
     elif m.HasField("transaction_section_deprecated"):
         raw = read_section(storage, loaded.file, int(m.transaction_section_deprecated))
     elif m.transaction_file:
+        # The name comes from the manifest: it must stay under the dataset root.
+        path = contained_path(
+            f"{TRANSACTIONS_DIR}/{m.transaction_file}", storage.root, source=loaded.file.path
+        )
         try:
-            raw = storage.read(f"{TRANSACTIONS_DIR}/{m.transaction_file}")
+            raw = storage.read(path)
         except FileNotFoundError:
             return None  # cleaned up, or never written by old writers
     if raw is None:
