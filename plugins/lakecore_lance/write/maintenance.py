@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import time
 
 import numpy as np
@@ -116,13 +117,16 @@ def vacuum(
 
 
 def _references(m: table_pb2.Manifest) -> set[str]:
+    """The files ``m`` references, spelt as the listing spells them: a manifest may name a
+    data file ``./x.lance`` or ``a/../x.lance``, which the reader resolves to ``data/x.lance``;
+    compared unnormalised, vacuum would delete a file the kept version reads."""
     out: set[str] = set()
     for fragment in m.fragments:
-        out.update(f"{DATA_DIR}/{f.path}" for f in fragment.files)
+        out.update(posixpath.normpath(f"{DATA_DIR}/{f.path}") for f in fragment.files)
         if fragment.HasField("deletion_file"):
             out.add(deletion_path(int(fragment.id), fragment.deletion_file))
     if m.transaction_file:
-        out.add(f"{TRANSACTIONS_DIR}/{m.transaction_file}")
+        out.add(posixpath.normpath(f"{TRANSACTIONS_DIR}/{m.transaction_file}"))
     return out
 
 
