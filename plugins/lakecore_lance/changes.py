@@ -27,7 +27,7 @@ import pyarrow as pa
 from lakecore.errors import VersionNotFoundError
 from lakecore.model.schema import field_id
 from lakecore.storage import Storage
-from lakecore_lance.deletions import deletion_path, read_deleted
+from lakecore_lance.deletions import deletion_path, ensure_within, read_deleted
 from lakecore_lance.history import read_transaction
 from lakecore_lance.manifest import list_manifests
 from lakecore_lance.proto import table_pb2
@@ -104,6 +104,7 @@ def _version_changes(
         marked = np.setdiff1d(_deleted(storage, now), _deleted(storage, was))
         if marked.size and before is not None:
             rows = _all_rows(storage, before, [fid], out)
+            ensure_within(marked, rows.num_rows, f"fragment {fid} at version {after.version}")
             found.append(
                 _tag(rows.take(pa.array(marked.astype(np.int64))), "delete", after, schema)
             )

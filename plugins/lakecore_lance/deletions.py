@@ -56,6 +56,17 @@ def read_deleted(storage: Storage, path: str) -> RowPositions:
     return np.unique(positions)
 
 
+def ensure_within(positions: RowPositions, rows: int, fragment: str) -> None:
+    """Raise ``CorruptTableError`` naming ``fragment`` when a deleted offset is not below
+    ``rows``, the rows its data holds: a writer merging such offsets with new ones would
+    count them as deleted rows (and drop a fragment that still has live rows)."""
+    if len(positions) and int(np.max(positions)) >= rows:
+        raise CorruptTableError(
+            f"the deletion file of {fragment} names row {int(np.max(positions))} but its "
+            f"data has only {rows} rows"
+        )
+
+
 def _arrow_positions(data: bytes) -> RowPositions:
     reader = pa.ipc.open_file(pa.BufferReader(data))
     table = reader.read_all()

@@ -44,6 +44,7 @@ from lakecore.planning.merge_eval import (
 )
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
+from lakecore_lance.deletions import ensure_within
 from lakecore_lance.file_index import FRAGMENT_ID
 from lakecore_lance.proto import file_pb2, table_pb2
 from lakecore_lance.write.changes import FORMAT, LanceChange
@@ -78,6 +79,11 @@ def _count(marked: Sequence[Marked]) -> int:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+def _fragment_name(row: pa.Table) -> str:
+    """``fragment <id> (<first data file>)`` for a one-row file index."""
+    return f"fragment {row.column(FRAGMENT_ID)[0].as_py()} ({row.column(fi.PATH)[0].as_py()})"
 
 
 def _undo_on_error(
@@ -160,6 +166,7 @@ class LanceWriter:
                     local = np.nonzero(mask)[0][live]
                     chunks.append(batch.take(pa.array(local, pa.int64())))
                 hits.append(offsets[live])
+            ensure_within(already, total, _fragment_name(row))
             positions = np.concatenate(hits) if hits else np.zeros(0, np.uint64)
             if len(positions) == 0:
                 continue
@@ -179,6 +186,7 @@ class LanceWriter:
         parts = [part.batch for part in read_files(context, row, self._schema.names)]
         target = strip_metadata(self._schema)
         table = pa.Table.from_batches(parts, schema=target) if parts else target.empty_table()
+        ensure_within(already, table.num_rows, _fragment_name(row))
         physical = row.column(fi.RECORD_COUNT)[0].as_py()
         return fid, int(physical or table.num_rows), already, table
 
