@@ -65,7 +65,7 @@ from lakecore_lance.write.changes import (
     txn_uuid,
 )
 from lakecore_lance.write.indices import ensure_index_safe, index_section
-from lakecore_lance.write.writable import state_of
+from lakecore_lance.write.writable import ensure_numbered, state_of
 
 FOOTER_VERSION = (0, 2)
 """The (major, minor) pylance 14 writes in a manifest's footer."""
@@ -255,13 +255,15 @@ class LanceCommitter:
         """Check version ``winner``'s transaction against this one; the same transaction on
         top of the winner's manifest when compatible (see the module docstring).
 
-        Raises ``CommitConflictError`` naming ``winner`` otherwise; ``OSError`` reading it.
+        Raises ``CommitConflictError`` naming ``winner`` otherwise, ``CorruptTableError`` when
+        the winner's manifest says it is another version; ``OSError`` reading it.
         """
         plan = prepared.payload
         if not isinstance(plan, LancePlan):
             raise TypeError("not a Lance prepared commit")
         won = int(winner)
         loaded = read_manifest(self._storage, find_manifest(self._storage, won))
+        ensure_numbered(loaded.manifest, won, loaded.file.path)
         txn = read_transaction(self._storage, loaded)
         won_indices = index_section(self._storage, loaded.file, loaded.manifest)
         check_compatible(
