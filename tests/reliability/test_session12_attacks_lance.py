@@ -1,0 +1,408 @@
+"""Session-12 attack review of the Lance plugin and of migration between formats.
+
+Hostile manifests (paths out of the dataset, mis-numbered versions, deletion files naming rows
+past their fragment), vacuum against unusual path spellings, pylance-written sources with every
+kind of delete migrated with history to every target, a migration that stops at a corrupt
+source version and resumes, and deterministic races between lakecore and pylance writers.
+pylance is the reference reader and writer; deltalake and hudi-rs read the other targets.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import lakecore
+from lakecore.errors import CommitConflictError, CorruptTableError
+from tests.lance.helpers import assert_same_as_pylance, lance, rewrite_manifest, sort_rows
+from tests.migrate.test_history import engine_rows, sorted_rows, source_rows
+
+
+def _dataset(path: Path, n: int = 10) -> None:
+    """A pylance dataset of ``n`` rows (``id``, ``s``) in one fragment: version 1."""
+    data = pa.table({"id": pa.array(range(n), pa.int64()), "s": [f"r{i}" for i in range(n)]})
+    lance.write_dataset(data, str(path))
+
+
+def _latest_manifest(path: Path) -> Path:
+    """The newest manifest file (V2 naming: the first name in sorted order)."""
+    return sorted((path / "_versions").glob("*.manifest"))[0]
+
+
+def _edit_latest(path: Path, edit: Callable[[Any], None]) -> None:
+    """Apply ``edit`` to the newest manifest. The inlined transaction section is dropped:
+    ``rewrite_manifest`` re-frames the message alone, so its offset would point nowhere."""
+
+    def apply(m: Any) -> None:
+        m.ClearField("transaction_section")
+        edit(m)
+
+    rewrite_manifest(_latest_manifest(path), apply)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+# --- data and transaction file paths out of the dataset ---------------------------------------
+
+ESCAPES: dict[str, Callable[[Path], str]] = {
+    # Each names a valid copy of the dataset's own data file lying OUTSIDE the dataset: if
+    # lakecore followed the path, the read would succeed with its rows.
+    "absolute": lambda outside: str(outside),
+    "file-uri": lambda outside: f"file://{outside}",
+    "file-localhost": lambda outside: f"file://localhost{outside}",
+    "network-path": lambda outside: f"/{outside}",
+    "dot-dot": lambda outside: f"../../{outside.name}",
+    "dot-dot-nested": lambda outside: f"x/../../../{outside.name}",
+}
+
+
+@pytest.mark.parametrize("case", sorted(ESCAPES))
+def test_data_file_paths_never_read_a_file_outside_the_dataset(tmp_path: Path, case: str) -> None:
+    """A manifest naming a data file outside the dataset (absolute, ``file:``, ``//``,
+    ``..``) reads no row from it: ``CorruptTableError``, and nothing outside changes. Holds."""
+    path = tmp_path / "t"
+    _dataset(path)
+    (data_file,) = (path / "data").iterdir()
+    outside = tmp_path / "outside.lance"
+    shutil.copy(data_file, outside)
+    _edit_latest(path, lambda m: setattr(m.fragments[0].files[0], "path", ESCAPES[case](outside)))
+    before = outside.read_bytes()
+    with pytest.raises(CorruptTableError):
+        lakecore.open(str(path)).to_arrow()
+    assert outside.read_bytes() == before
+
+
+def test_escape_cases_ran() -> None:
+    assert len(ESCAPES) == 6
+
+
+def test_a_transaction_file_name_leading_out_of_the_dataset_is_corrupt(tmp_path: Path) -> None:
+    """Fixed in f263e98; was: ``history()`` of a manifest whose ``transaction_file`` is
+    ``../../x.txn`` raised ``InvalidArgumentError`` from the storage layer (as if the user had
+    passed a bad argument) instead of ``CorruptTableError`` naming the manifest."""
+    path = tmp_path / "t"
+    _dataset(path)
+    (tmp_path / "x.txn").write_bytes(b"")
+    _edit_latest(path, lambda m: setattr(m, "transaction_file", "../../x.txn"))
+    with pytest.raises(CorruptTableError, match=r"manifest.*x\.txn"):
+        lakecore.open(str(path)).history()
+
+
+def test_an_absolute_transaction_file_name_reads_nothing_outside(tmp_path: Path) -> None:
+    """``transaction_file`` ``/abs/x.txn`` (a real transaction outside) is read under
+    ``_transactions/`` only: the operation stays unknown. Holds."""
+    path = tmp_path / "t"
+    _dataset(path)
+    (txn,) = (path / "_transactions").iterdir()
+    outside = tmp_path / "elsewhere.txn"
+    shutil.copy(txn, outside)
+    _edit_latest(path, lambda m: setattr(m, "transaction_file", str(outside)))
+    (entry,) = lakecore.open(str(path)).history()
+    assert entry.operation is None
+
+
+# --- vacuum against path spellings -------------------------------------------------------------
+
+SPELLINGS = {"dot": "./{}", "dot-dot": "sub/../{}", "double-slash": "/{}"}
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+def test_vacuum_keeps_data_files_the_latest_version_names_otherwise_spelt(
+    tmp_path: Path, spelling: str
+) -> None:
+    """Fixed in fccd019; was: vacuum compared the manifest's raw ``data/{path}`` with the
+    listing, so a kept version naming its file ``./x.lance`` (which lakecore reads as
+    ``data/x.lance``) lost that file: the latest version became unreadable."""
+    path = tmp_path / "t"
+    _dataset(path)
+    lance.dataset(str(path)).delete("id < 3")
+    lance.write_dataset(pa.table({"id": [100], "s": ["n"]}), str(path), mode="append")
+
+    def respell(m: Any) -> None:
+        for fragment in m.fragments:
+            for f in fragment.files:
+                f.path = SPELLINGS[spelling].format(f.path)
+
+    _edit_latest(path, respell)
+    table = lakecore.open(str(path))
+    want = sort_rows(table.to_arrow())
+    assert want.num_rows == 8
+    removed = table.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
+    assert not [p for p in removed if p.startswith("data/")]
+    assert sort_rows(lakecore.open(str(path)).to_arrow()).equals(want)
+
+
+# --- deletion files naming rows past their fragment -------------------------------------------
+
+
+def _corrupt_deletions(path: Path, offsets: list[int]) -> None:
+    """Version 2 deletes ``id = 3``; its deletion file is then made to hold ``offsets``."""
+    lance.dataset(str(path)).delete("id = 3")
+    (f,) = (path / "_deletions").glob("*.arrow")
+    table = pa.table({"row_id": pa.array(offsets, pa.uint32())})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    f.write_bytes(sink.getvalue().to_pybytes())
+
+
+def _merge(t: Any) -> Any:
+    source = pa.table({"id": pa.array([5, 50], pa.int64()), "s": ["m", "n"]})
+    return t.merge(source, on="id").when_matched_update_all().when_not_matched_insert_all()
+
+
+OPERATIONS: dict[str, Callable[[Any], Any]] = {
+    "read": lambda t: t.to_arrow(),
+    "delete": lambda t: t.delete("id = 5"),
+    "update": lambda t: t.update({"s": "'u'"}, where="id = 5"),
+    "merge": lambda t: _merge(t).execute(),
+    "optimize": lambda t: t.optimize(),
+    "changes": lambda t: t.changes(1, 2),
+    "migrate": lambda t: lakecore.migrate(t.uri, t.uri + "_delta", to="delta", history=True),
+}
+
+
+@pytest.mark.parametrize("op", sorted(OPERATIONS))
+def test_a_deletion_file_naming_rows_past_its_fragment_is_corrupt_everywhere(
+    tmp_path: Path, op: str
+) -> None:
+    """Fixed in a5b377b; was: only reads checked the offsets. ``delete``, ``update``,
+    ``merge`` and ``optimize`` committed on top of a deletion file naming row 100 of a 10-row
+    fragment (optimize silently dropping the corrupt file, the others carrying it into the
+    new one), and ``changes`` failed with ``InvalidArgumentError`` wrapping Arrow's
+    ``ArrowIndexError``. Now every one raises ``CorruptTableError`` and commits nothing."""
+    path = tmp_path / "t"
+    _dataset(path)
+    _corrupt_deletions(path, [3, 100])
+    before = _tree(path)
+    with pytest.raises(CorruptTableError, match="100"):
+        OPERATIONS[op](lakecore.open(str(path)))
+    assert _tree(path) == before
+
+
+def test_deletion_offset_cases_ran() -> None:
+    assert len(OPERATIONS) == 7
+
+
+def test_out_of_range_deletions_never_drop_a_fragment_with_live_rows(tmp_path: Path) -> None:
+    """Fixed in a5b377b; was: a deletion file holding 9 offsets past a 10-row fragment
+    made ``delete("id = 5")`` count 10 deleted rows, so the writer dropped the fragment from
+    the manifest: 9 live rows vanished in a successful commit."""
+    path = tmp_path / "t"
+    _dataset(path)
+    _corrupt_deletions(path, list(range(100, 109)))
+    with pytest.raises(CorruptTableError):
+        lakecore.open(str(path)).delete("id = 5")
+    assert [v["version"] for v in lance.dataset(str(path)).versions()] == [1, 2]
+
+
+# --- a manifest whose content names another version -------------------------------------------
+
+
+def test_a_manifest_claiming_another_version_is_refused_by_writers(tmp_path: Path) -> None:
+    """Fixed in 4d2f69c; was: the latest manifest (file name: version 3) saying it is
+    version 1 made every lakecore write number its manifest 2, find that name taken, rebase
+    and retry until the commit loop gave up after 256 attempts with a
+    ``CommitConflictError`` blaming "other writers". Reads still follow the file names."""
+    path = tmp_path / "t"
+    _dataset(path, 2)
+    lance.write_dataset(pa.table({"id": [3], "s": ["c"]}), str(path), mode="append")
+    lance.write_dataset(pa.table({"id": [4], "s": ["d"]}), str(path), mode="append")
+    _edit_latest(path, lambda m: setattr(m, "version", 1))
+    table = lakecore.open(str(path))
+    assert table.version == 3 and table.to_arrow().num_rows == 4
+    before = _tree(path)
+    with pytest.raises(CorruptTableError, match="version 1"):
+        table.append(pa.table({"id": [9], "s": ["x"]}))
+    assert _tree(path) == before
+
+
+# --- migration of pylance-written sources, every delete kind, every version -------------------
+
+
+def _pylance_source(path: Path) -> int:
+    """A pylance dataset holding every delete Lance has; returns its number of versions.
+
+    Two fragments (8,000 + 4,000 rows, nulls and a nested struct with a list); an Arrow
+    deletion file (10 rows), a roaring-bitmap one (6,000 rows: pylance writes ``.bin`` from
+    5,000), a delete of every row of the second fragment (dropped from the manifest), an
+    append, a compaction, a restore of an older version, a ``merge_insert`` (matching live
+    and deleted keys) and a last delete.
+    """
+
+    def rows(lo: int, hi: int, tag: str) -> pa.Table:
+        return pa.table(
+            {
+                "id": pa.array(range(lo, hi), pa.int64()),
+                "s": [f"{tag}{i}" if i % 7 else None for i in range(lo, hi)],
+                "n": [{"x": i, "y": [i, None]} if i % 5 else None for i in range(lo, hi)],
+            }
+        )
+
+    lance.write_dataset(rows(0, 12000, "a"), str(path), max_rows_per_file=8000)
+    lance.dataset(str(path)).delete("id < 10")
+    lance.dataset(str(path)).delete("id >= 10 and id < 6000")
+    lance.dataset(str(path)).delete("id >= 8000")
+    lance.write_dataset(rows(10000, 10005, "b"), str(path), mode="append")
+    lance.dataset(str(path)).optimize.compact_files()
+    lance.dataset(str(path)).checkout_version(3).restore()
+    merge = lance.dataset(str(path)).merge_insert("id")
+    merge.when_matched_update_all().when_not_matched_insert_all().execute(rows(5998, 6003, "m"))
+    lance.dataset(str(path)).delete("id = 7999")
+    return len(lance.dataset(str(path)).versions())
+
+
+@pytest.mark.parametrize(
+    "to",
+    [
+        "delta",
+        pytest.param("hudi", marks=pytest.mark.slow),
+        pytest.param("lance", marks=pytest.mark.slow),
+    ],
+)
+def test_a_pylance_source_with_every_delete_kind_migrates_every_version(
+    tmp_path: Path, to: str
+) -> None:
+    """Holds: each source version read by lakecore equals pylance's read, and the target
+    engine's read of the target version holding it (deltalake, hudi-rs, pylance) equals it:
+    no deleted row comes back after a compaction or a restore, none is lost."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    versions = _pylance_source(src)
+    kinds = {p.suffix for p in (src / "_deletions").iterdir()}
+    assert kinds == {".arrow", ".bin"}
+    report = lakecore.migrate(str(src), str(dst), to=to, history=True)
+    assert [sv for sv, _ in report.versions] == list(range(1, versions + 1))
+    target = lakecore.open(str(dst), format=to)
+    compared = 0
+    for sv, tv in report.versions:
+        want = source_rows(src, sv)
+        assert sorted_rows(lance.dataset(str(src), version=sv).to_table()) == want, sv
+        assert engine_rows(to, dst, tv) == want, (sv, tv)
+        assert sorted_rows(target.to_arrow(version=tv)) == want, (sv, tv)
+        compared += 1
+    assert compared == versions == 10
+    assert report.deletes_carried > 0
+
+
+def test_a_migration_stopped_by_a_corrupt_source_version_resumes(tmp_path: Path) -> None:
+    """Holds: a source whose last version's deletion file is corrupt stops ``migrate`` with
+    ``CorruptTableError``; the target is absent or holds a prefix of source versions, each
+    equal to the source's rows, and a re-run after the file is repaired carries the rest."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _dataset(src)
+    lance.write_dataset(
+        pa.table({"id": pa.array(range(10, 20), pa.int64()), "s": ["x"] * 10}),
+        str(src),
+        mode="append",
+    )
+    lance.dataset(str(src)).delete("id = 15")
+    lance.dataset(str(src)).delete("id = 2")  # version 4: the only one naming this file
+    (last,) = [p for p in (src / "_deletions").iterdir() if p.name.startswith("0-")]
+    good = last.read_bytes()
+    _corrupt_deletions_file(last, [2, 50])
+    with pytest.raises(CorruptTableError):
+        lakecore.migrate(str(src), str(dst), to="delta", history=True)
+    held = lakecore.open(str(dst), format="delta")
+    assert held.version == 3  # source versions 1-3, one commit each, then the stop
+    for entry in held.history():
+        meta = entry.app_metadata or {}
+        assert meta.get("lakecore.migration.source_version") == (
+            None if entry.version == 0 else str(entry.version)
+        )
+        if entry.version:
+            assert engine_rows("delta", dst, entry.version) == source_rows(src, entry.version)
+    before = _tree(dst)
+    with pytest.raises(CorruptTableError):
+        lakecore.migrate(str(src), str(dst), to="delta", history=True)
+    assert _tree(dst) == before
+    last.write_bytes(good)
+    report = lakecore.migrate(str(src), str(dst), to="delta", history=True)
+    assert report.versions == ((4, 4),)
+    assert engine_rows("delta", dst) == source_rows(src, 4)
+    assert len(source_rows(src, 4)) == 18
+
+
+def _corrupt_deletions_file(path: Path, offsets: list[int]) -> None:
+    table = pa.table({"row_id": pa.array(offsets, pa.uint32())})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    path.write_bytes(sink.getvalue().to_pybytes())
+
+
+# --- deterministic races: a pylance commit lands just before lakecore's -----------------------
+
+
+def _three_small_fragments(path: Path) -> None:
+    for lo in (0, 10, 20):
+        data = pa.table({"id": pa.array(range(lo, lo + 10), pa.int64()), "s": ["r"] * 10})
+        lance.write_dataset(data, str(path), mode="append" if lo else "create")
+
+
+RACES: dict[str, tuple[Callable[[Any], Any], Callable[[str], Any]]] = {
+    # lakecore's operation, then the pylance commit that lands first on the same fragments.
+    "optimize-vs-delete": (lambda t: t.optimize(), lambda p: lance.dataset(p).delete("id = 4")),
+    "delete-vs-compaction": (
+        lambda t: t.delete("id = 4"),
+        lambda p: lance.dataset(p).optimize.compact_files(),
+    ),
+    "update-vs-delete": (
+        lambda t: t.update({"s": "'u'"}, where="id = 4"),
+        lambda p: lance.dataset(p).delete("id = 4"),
+    ),
+    "merge-vs-append": (
+        lambda t: _merge(t).execute(),
+        lambda p: lance.write_dataset(
+            pa.table({"id": pa.array([50], pa.int64()), "s": ["p"]}), p, mode="append"
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("race", sorted(RACES))
+def test_a_racing_pylance_commit_is_never_lost(
+    tmp_path: Path, race: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Holds: a pylance commit landing between lakecore's read and its commit on the same
+    fragments makes lakecore's commit a ``CommitConflictError``; the dataset is pylance's
+    version, readable alike by both (no delete undone by a compaction, no key inserted
+    twice)."""
+    from lakecore_lance.write.committer import LanceCommitter
+
+    path = tmp_path / "t"
+    _three_small_fragments(path)
+    ours, theirs = RACES[race]
+    original = LanceCommitter.commit
+    fired: list[bool] = []
+
+    def commit(self: LanceCommitter, prepared: Any) -> Any:
+        if not fired:
+            fired.append(True)
+            theirs(str(path))
+        return original(self, prepared)
+
+    monkeypatch.setattr(LanceCommitter, "commit", commit)
+    table = lakecore.open(str(path))
+    with pytest.raises(CommitConflictError):
+        ours(table)
+    assert fired
+    monkeypatch.undo()
+    want = sort_rows(lance.dataset(str(path)).to_table())
+    assert sort_rows(lakecore.open(str(path)).to_arrow()).equals(want)
+    # Row 4 is gone exactly when pylance's commit deleted it (lakecore's delete lost the race).
+    assert (4 in want.column("id").to_pylist()) is (
+        race in ("delete-vs-compaction", "merge-vs-append")
+    )
+    # Three appends and pylance's commit (a compaction reserves fragment ids first).
+    assert assert_same_as_pylance(path) == (5 if race == "delete-vs-compaction" else 4)
+
+
+def test_race_cases_ran() -> None:
+    assert len(RACES) == 4
