@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import numbers
+import operator
 import os
 from collections.abc import Mapping
 from typing import Any, cast
@@ -88,8 +90,15 @@ def check_location(uri: object) -> str | os.PathLike[str]:
     raise ArgumentTypeError(f"a table location must be a path or URI string, not {uri!r}")
 
 
-def check_version(name: str, value: object) -> None:
-    """Raise ``ArgumentTypeError`` unless ``value`` is a version: an integer (Delta, Lance) or
-    text (a Hudi instant, a Lance tag); ``bool`` is no version."""
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ArgumentTypeError(f"{name} must be a version (an integer or text), not {value!r}")
+def check_version(name: str, value: object) -> int | str:
+    """Return ``value`` as a version: an integer (Delta, Lance; numpy's integers become
+    ``int``) or text (a Hudi instant, a Lance tag).
+
+    Raises ``ArgumentTypeError`` for anything else: ``bool`` and ``float`` are no version
+    (``True`` or ``1.0`` must not read version 1 on one format and a tag on another).
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return operator.index(value)
+    raise ArgumentTypeError(f"{name} must be a version (an integer or text), not {value!r}")

@@ -114,12 +114,15 @@ class Table:
     ) -> Snapshot:
         """Return the table at ``version``, or as it was at ``timestamp``; latest by default.
 
-        Raises ``InvalidArgumentError`` when both are given, ``VersionNotFoundError`` when the
-        table has no such version/time, and
+        Raises ``InvalidArgumentError`` when both are given, ``ArgumentTypeError`` for a
+        ``version`` that is neither an integer nor text (``True``, ``1.0``: never taken as
+        version 1), ``VersionNotFoundError`` when the table has no such version/time, and
         ``StorageError`` when the storage fails.
         """
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass version or timestamp, not both")
+        if version is not None:
+            version = check_version("version", version)
         ts = None if timestamp is None else to_epoch_ms(timestamp)
         if ts is not None:
             self._require(Capability.TIME_TRAVEL_BY_TIMESTAMP)
@@ -271,9 +274,9 @@ class Table:
         ``change_feed``.
         """
         self._require(Capability.CHANGE_FEED)
-        check_version("start", start)
+        start = check_version("start", start)
         if end is not None:
-            check_version("end", end)
+            end = check_version("end", end)
         with storage_faults(f"reading the changes of {self.uri}", StorageError):
             changes = self._format.changes(self._storage, start, end)
         marked = (changes.schema.metadata or {}).get(b"lakecore.system_columns", b"")
@@ -519,6 +522,7 @@ class Table:
         """Commit a new version whose rows are those of ``version`` (the files it brings back
         are ``files_added``; no row is written)."""
         fmt = self._maintainable(Capability.RESTORE)
+        version = check_version("version", version)
         return self._run(lambda tx: tx.stage(*fmt.restore(self._storage, tx.snapshot, version)))
 
     def optimize(self, target_file_size: int | None = None) -> WriteResult:
@@ -597,6 +601,8 @@ class Table:
         for formats without tags (before any IO).
         """
         fmt = self._taggable()
+        if version is not None:
+            version = check_version("version", version)
         with storage_faults(f"tagging a version of {self.uri}", StorageError):
             at = self.version if version is None else version
             fmt.create_tag(self._storage, name, at)
