@@ -22,7 +22,9 @@ def to_epoch_ms(value: TimestampLike) -> int:
     ``VersionNotFoundError`` (a ``ValueError``) for text that is not ISO-8601, a number that is
     not finite, a value of another type (no version can be found for it), and - as deltalake
     does - a float that looks like epoch seconds (``time.time()``: a fraction, or a value in the
-    range of seconds since 1973), which read as milliseconds would name a day in 1970.
+    range of seconds since 1973), which read as milliseconds would name a day in 1970, and
+    a time outside the years 1..9999 (UTC): no format has a version then, and all must say so
+    alike.
     """
     if isinstance(value, bool) or not isinstance(value, int | float | str | dt.date):
         raise VersionNotFoundError(
@@ -35,16 +37,30 @@ def to_epoch_ms(value: TimestampLike) -> int:
         )
     try:
         if isinstance(value, int | float):
-            return int(value)
-        if isinstance(value, str):
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        if not isinstance(value, dt.datetime):
-            value = dt.datetime(value.year, value.month, value.day)
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return int(value.timestamp() * 1000)
+            ms = int(value)
+        else:
+            if isinstance(value, str):
+                value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            if not isinstance(value, dt.datetime):
+                value = dt.datetime(value.year, value.month, value.day)
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=dt.timezone.utc)
+            ms = (value - _EPOCH) // dt.timedelta(milliseconds=1)  # exact, no float
     except (ValueError, OverflowError) as exc:
         raise VersionNotFoundError(f"not a usable timestamp {value!r}: {exc}") from None
+    # Every format must answer the same: beyond these, Hudi's instant text cannot be spelt
+    # (epoch ms of the year 3 billion read as latest on Delta and Lance, a StorageError there).
+    if not EPOCH_MS_RANGE[0] <= ms <= EPOCH_MS_RANGE[1]:
+        raise VersionNotFoundError(
+            f"timestamp {value!r} is outside the years 1..9999 (epoch ms "
+            f"{EPOCH_MS_RANGE[0]}..{EPOCH_MS_RANGE[1]}): no table has a version then"
+        )
+    return ms
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH_MS_RANGE = (-62_135_596_800_000, 253_402_300_799_999)
+"""Epoch milliseconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z (UTC)."""
 
 
 SECONDS_LIKE = (1e8, 1e11)
