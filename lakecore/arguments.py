@@ -99,9 +99,14 @@ def check_mapping(name: str, value: object) -> dict[Any, Any]:
 def check_location(uri: object) -> str | os.PathLike[str]:
     """Return ``uri`` once it is a path or URI (``str`` or ``os.PathLike``).
 
-    Raises ``ArgumentTypeError`` for anything else (None, bytes, a number).
+    Raises ``ArgumentTypeError`` for anything else (None, bytes, a number) and
+    ``InvalidArgumentError`` for empty or blank text.
     """
     if isinstance(uri, str | os.PathLike) and not isinstance(os.fspath(uri), bytes):
+        if not os.fspath(uri).strip():
+            # An empty text would resolve to the working directory: ``create("")`` must not
+            # write a table there.
+            raise InvalidArgumentError(f"a table location must not be empty, not {uri!r}")
         return cast("str | os.PathLike[str]", uri)
     raise ArgumentTypeError(f"a table location must be a path or URI string, not {uri!r}")
 
