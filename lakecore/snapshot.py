@@ -100,8 +100,8 @@ class Snapshot:
             >>> snap.to_arrow(columns=["name"]).num_rows  # doctest: +SKIP
             3
         """
-        schema = self.output_schema(columns)
-        return pa.Table.from_batches(list(self.to_batches(columns)), schema=schema)
+        # One Scan checks ``columns`` once: an iterator of names (a generator) is read once.
+        return self.scan(columns=columns).to_arrow()
 
     def output_schema(self, columns: Sequence[str] | None = None) -> pa.Schema:
         """Return the schema of ``to_arrow(columns)``; raises ``SchemaError`` on unknown names."""
