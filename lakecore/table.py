@@ -394,7 +394,8 @@ class Table:
         to the column's type without changing (``InvalidArgumentError`` otherwise). A ``str``
         is always SQL, also for a string column: ``{"region": "'eu'"}`` or
         ``{"region": lit("eu")}`` (``lakecore.expr.tree.lit``) sets the text ``eu``, while
-        ``{"region": "eu"}`` copies the column ``eu``. See ``lakecore.expr.assign``.
+        ``{"region": "eu"}`` copies the column ``eu``. See ``lakecore.expr.assign``. An empty
+        ``set`` commits nothing (``committed=False``), as deltalake's; ``where`` is still checked.
         """
         self._require(Capability.UPDATE)
         return self._run(lambda tx: tx.update(set, where))

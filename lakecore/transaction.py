@@ -161,8 +161,16 @@ class Transaction:
 
     def update(self, set: Mapping[str, SetValue], where: str | None = None) -> None:
         """Stage setting columns on the rows matching ``where`` (values as ``Table.update``
-        takes them: SQL text, trees or Python literals)."""
+        takes them: SQL text, trees or Python literals). An empty ``set`` stages nothing
+        (deltalake's ``update(updates={})`` commits nothing either); ``where`` is still
+        checked (``PredicateError``/``SchemaError``)."""
         self._table._require(Capability.UPDATE)
+        if isinstance(set, Mapping) and not set:
+            if where is not None:
+                from lakecore.expr.binding import bind, parse_predicate
+
+                bind(parse_predicate(where), self.snapshot.schema)
+            return
         with storage_faults("writing the update"):
             self.stage(*self._writer().update(set, where))
 
