@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -194,5 +195,24 @@ def _timestamp(value: Any, t: pa.TimestampType) -> dt.datetime:
 
 
 def parse_timestamp(raw: str) -> dt.datetime:
-    """Parse ISO-8601 text (``T`` or space separator, optional fraction and offset, ``Z``)."""
-    return dt.datetime.fromisoformat(raw.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    """Parse ISO-8601 text (``T`` or space separator, optional fraction and offset, ``Z``).
+
+    Raises ``ValueError`` for a fraction with non-zero digits below the microsecond, which a
+    ``datetime`` cannot hold (Python would drop them: ``'...00.000000001'`` would then equal
+    the row at ``...00``, a wrong answer on a nanosecond column).
+    """
+    text = raw.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    fraction = _FRACTION.search(text)
+    if fraction is not None and len(fraction.group(1)) > 6:
+        digits = fraction.group(1)
+        if digits[6:].strip("0"):
+            raise ValueError(
+                f"{raw!r} has digits below the microsecond ({digits}): timestamps are "
+                "compared to the microsecond"
+            )
+        text = text[: fraction.start(1) + 6] + text[fraction.end(1) :]
+    return dt.datetime.fromisoformat(text)
+
+
+_FRACTION = re.compile(r"\d:\d\d[.,](\d+)")
+"""The fraction of the seconds in ISO-8601 text (after ``hh:mm:ss``)."""
