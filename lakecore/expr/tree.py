@@ -36,6 +36,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from lakecore.errors import ArgumentTypeError, PredicateError
+
 COMPARISON_OPS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 FLIPPED_OPS = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 """``lit OP col`` is ``col FLIPPED_OPS[OP] lit``."""
@@ -178,7 +180,7 @@ class Arithmetic(Expr):
 
     def __post_init__(self) -> None:
         if self.op not in ARITHMETIC_OPS:
-            raise ValueError(f"arithmetic operator must be one of {sorted(ARITHMETIC_OPS)}")
+            raise PredicateError(f"arithmetic operator must be one of {sorted(ARITHMETIC_OPS)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +199,7 @@ class Call(Expr):
 
     def __post_init__(self) -> None:
         if self.name not in FUNCTIONS:
-            raise ValueError(f"unknown function {self.name!r}; known: {sorted(FUNCTIONS)}")
+            raise PredicateError(f"unknown function {self.name!r}; known: {sorted(FUNCTIONS)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +232,7 @@ class Comparison(Predicate):
 
     def __post_init__(self) -> None:
         if self.op not in COMPARISON_OPS:
-            raise ValueError(f"comparison operator must be one of {sorted(COMPARISON_OPS)}")
+            raise PredicateError(f"comparison operator must be one of {sorted(COMPARISON_OPS)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +245,7 @@ class Compare(Predicate):
 
     def __post_init__(self) -> None:
         if self.op not in COMPARISON_OPS:
-            raise ValueError(f"comparison operator must be one of {sorted(COMPARISON_OPS)}")
+            raise PredicateError(f"comparison operator must be one of {sorted(COMPARISON_OPS)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,10 +316,10 @@ def _junction(kind: type[And] | type[Or], operands: Iterable[Predicate]) -> Pred
     flat: list[Predicate] = []
     for p in operands:
         if not isinstance(p, Predicate):
-            raise TypeError(f"{kind.__name__} operands must be predicates, not {p!r}")
+            raise ArgumentTypeError(f"{kind.__name__} operands must be predicates, not {p!r}")
         flat.extend(p.operands if isinstance(p, kind) else (p,))
     if not flat:
-        raise ValueError(f"{kind.__name__} needs at least one operand")
+        raise PredicateError(f"{kind.__name__} needs at least one operand")
     return flat[0] if len(flat) == 1 else kind(tuple(flat))
 
 
@@ -426,7 +428,7 @@ def _scalar_sql(node: Expr) -> str:
         if node.default is not None:
             parts.append(f"ELSE {to_sql(node.default)}")
         return f"CASE {' '.join(parts)} END"
-    raise TypeError(f"not an expression: {node!r}")
+    raise ArgumentTypeError(f"not an expression: {node!r}")
 
 
 def _grouped(node: Expr) -> str:
@@ -467,4 +469,4 @@ def sql_literal(value: Any) -> str:
         return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
     if isinstance(value, dt.date):
         return f"DATE '{value.isoformat()}'"
-    raise TypeError(f"no SQL literal for {type(value).__name__} {value!r}")
+    raise ArgumentTypeError(f"no SQL literal for {type(value).__name__} {value!r}")
