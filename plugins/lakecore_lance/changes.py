@@ -8,7 +8,8 @@ fragment by fragment (by fragment id):
 - a fragment only in ``v - 1`` (dropped by a delete, an update, an overwrite): its live rows at
   ``v - 1`` are ``delete``;
 - a fragment in both with the same data files: the rows newly marked in its deletion file are
-  ``delete`` (an update's old rows: delete then insert, as the issue specifies);
+  ``delete`` (an update's old rows: delete then insert, as the issue specifies), and rows no
+  longer marked (a restore to an older deletion file) are ``insert``;
 - a fragment in both whose data files changed (added, dropped or rewritten columns) changed no
   rows.
 
@@ -101,12 +102,22 @@ def _version_changes(
         was, now = old[fid], new[fid]
         if [f.path for f in was.files] != [f.path for f in now.files]:
             continue  # columns added, dropped or rewritten: no row changed
-        marked = np.setdiff1d(_deleted(storage, now), _deleted(storage, was))
+        deleted_now, deleted_was = _deleted(storage, now), _deleted(storage, was)
+        marked = np.setdiff1d(deleted_now, deleted_was)
         if marked.size and before is not None:
             rows = _all_rows(storage, before, [fid], out)
             ensure_within(marked, rows.num_rows, f"fragment {fid} at version {after.version}")
             found.append(
                 _tag(rows.take(pa.array(marked.astype(np.int64))), "delete", after, schema)
+            )
+        # Only a restore unmarks rows (to an older deletion file of the same fragment): the
+        # rows it brings back are inserts, or a reader of the feed never sees them again.
+        unmarked = np.setdiff1d(deleted_was, deleted_now)
+        if unmarked.size:
+            rows = _all_rows(storage, after, [fid], out)
+            ensure_within(unmarked, rows.num_rows, f"fragment {fid} at version {after.version}")
+            found.append(
+                _tag(rows.take(pa.array(unmarked.astype(np.int64))), "insert", after, schema)
             )
     return [t for t in found if t.num_rows]
 

@@ -90,3 +90,22 @@ def test_versions_the_dataset_lacks_are_refused(tmp_path: Path) -> None:
         table.changes(5)
     with pytest.raises(VersionNotFoundError):
         table.changes(1, 7)
+
+
+@pytest.mark.parametrize("restorer", ["pylance", "lakecore"])
+def test_a_restore_that_unmarks_deleted_rows_inserts_them(tmp_path: Path, restorer: str) -> None:
+    """Restoring to the version before a delete gives a fragment back its older deletion file
+    (or none): the rows it brings back are inserts. Fixed in session 12; was: no change at
+    all, so a reader of the feed (an incremental migration) never saw them again."""
+    path = tmp_path / "ds"
+    lance.write_dataset(_rows(range(0, 10)), str(path))  # v1
+    lance.dataset(str(path)).delete("id % 3 = 0")  # v2: a deletion file
+    lance.dataset(str(path)).delete("id = 1")  # v3: a bigger one
+    if restorer == "pylance":
+        lance.dataset(str(path), version=2).restore()  # v4
+    else:
+        lakecore.open(str(path)).restore(2)
+    changes = lakecore.open(str(path)).changes(4, 4)
+    assert changes.column("_change_type").to_pylist() == ["insert"]
+    assert _bag_rows(changes) == [(1, "a1")]
+    assert _bag(reference(path, 4)) == _bag(reference(path, 3)) + Counter({(1, "a1"): 1})
