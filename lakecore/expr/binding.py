@@ -84,6 +84,12 @@ def resolve_field(name: str, schema: pa.Schema) -> pa.Field:
     if index < 0 and "." in name:
         index = _field_index(name.rsplit(".", 1)[1], schema)
     if index < 0:
+        alike = [f.name for f in schema if f.name.lower() == name.lower()]
+        if len(alike) > 1:
+            raise SchemaError(
+                f"predicate column {name!r} is ambiguous: it matches {alike} when case is "
+                "ignored; spell it exactly as one of them"
+            )
         raise SchemaError(
             f"predicate references unknown column {name!r}; the table has {schema.names}"
         )
