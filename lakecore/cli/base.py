@@ -174,9 +174,17 @@ def snapshot_at(
 
 
 def column_list(raw: list[str] | None) -> list[str] | None:
+    """The names of ``--columns`` (comma-separated or repeated), None when not given.
+
+    Raises ``InvalidArgumentError`` when it was given but names no column (``--columns ""``
+    would otherwise print rows of no columns, or nothing at all).
+    """
     if not raw:
         return None
-    return [name.strip() for item in raw for name in item.split(",") if name.strip()]
+    names = [name.strip() for item in raw for name in item.split(",") if name.strip()]
+    if not names:
+        raise InvalidArgumentError(f"--columns names no column: {','.join(raw)!r}")
+    return names
 
 
 def entry_limit(limit: int | None, as_json: bool) -> int | None:
