@@ -82,17 +82,29 @@ CDC_OP, CDC_KEY, CDC_BEFORE, CDC_AFTER = "op", "record_key", "before", "after"
 NO_ROW_CHANGES = frozenset({"compact", "cluster", "log_compact"})
 """Write operations that rewrite file slices without changing any record."""
 _FULL = ReadOptions()  # meta fields kept, log files merged
+MAX_INSTANT_DIGITS = 20
+"""The longest instant text: yyyyMMddHHmmssSSS plus the 3-digit suffix of metadata-table
+compaction instants."""
 
 
 def read_changes(storage: Storage, start: str, end: str | None) -> pa.Table:
     """The row changes of the completed writes ``start..end`` (inclusive; ``end`` None: the
     latest), as Delta's ``changes(start, end)``: instants ``t`` with ``start <= t <= end``.
 
-    Raises ``VersionNotFoundError`` for an ``end`` that is not a completed write, a ``start``
-    after ``end``, a range whose previous file slices were cleaned, or one whose previous
-    version is archived (files older than the active timeline remain);
+    ``start`` is an instant time or a prefix of one (``"2024"``: from 2024 on), or ``""``
+    (the table before its first commit). Raises ``VersionNotFoundError`` for a ``start``
+    that is neither, an ``end`` that is not a completed write, a ``start`` after ``end``, a
+    range whose previous file slices were cleaned, or one whose previous version is archived
+    (files older than the active timeline remain);
     ``UnsupportedFeatureError`` for tables written without meta fields (no commit times).
     """
+    if start and not (start.isdigit() and len(start) <= MAX_INSTANT_DIGITS):
+        # Instants compare as text (as in Hudi), so a start of other digits or more of them
+        # would silently mean "from the beginning": "1" * 31 sorts before "2024...".
+        raise VersionNotFoundError(
+            f"change feed start {start!r} is not a Hudi instant time (yyyyMMddHHmmssSSS, or "
+            f"a prefix of one: at most {MAX_INSTANT_DIGITS} digits)"
+        )
     target = load_state(storage, end, None, _FULL)
     if target.instant is not None and COMMIT_TIME not in target.table_schema.names:
         raise UnsupportedFeatureError(

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import ConstraintViolationError, SchemaError, UnsupportedFeatureError
+from lakecore.errors import MergeConflictError, SchemaError, UnsupportedFeatureError
 from lakecore.expr import tree as ex
 from lakecore.expr.assign import assignment
 from lakecore.model.data_input import cast_lossless
@@ -75,13 +75,15 @@ def source_keys(source: pa.Table, layout: WriteLayout) -> pa.ChunkedArray:
 
     Raises:
         SchemaError: a key column is missing.
-        ConstraintViolationError: two source rows share a key.
+        MergeConflictError: two source rows share a key (the error of every format for a
+            target row matched by several source rows; a Hudi table cannot take two records
+            of one key either, so the key need not be in the target).
     """
     keys = record_keys(source, layout)
     if pc.count_distinct(keys).as_py() != source.num_rows:
-        raise ConstraintViolationError(
+        raise MergeConflictError(
             "the merge source has several rows with the same key: a target row could match "
-            "more than one source row"
+            "more than one source row (deduplicate the source)"
         )
     return keys
 
