@@ -629,22 +629,15 @@ DUPLICATE_KEYS = pa.table(
     "fmt",
     [
         "delta",
-        pytest.param(
-            "hudi",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="Hudi raises ConstraintViolationError, not MergeConflictError",
-            ),
-        ),
+        "hudi",
         "lance",
     ],
 )
 def test_merge_with_duplicate_source_keys_is_a_merge_conflict(fmt: str) -> None:
     """Two source rows with the key of one target row: ``MergeConflictError`` (documented
-    for this case in lakecore/errors.py) and nothing written. Hudi's merge
-    (plugins/lakecore_hudi/write/merge.py, ``source_keys``) raises its parent
-    ``ConstraintViolationError`` instead, so ``except MergeConflictError`` misses it on Hudi
-    only. The table stays intact on every format."""
+    for this case in lakecore/errors.py) and nothing written; the table stays intact on
+    every format. Fixed in e961bc0; was: Hudi's merge (``source_keys``) raised the parent
+    ``ConstraintViolationError``, so ``except MergeConflictError`` missed it on Hudi only."""
     table = make(fmt)
     before = state(table)
     try:
@@ -656,16 +649,11 @@ def test_merge_with_duplicate_source_keys_is_a_merge_conflict(fmt: str) -> None:
         assert_intact(table, before)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Hudi compares a change-feed start with the instants as text",
-)
 def test_hudi_changes_from_after_the_latest_instant_are_empty_or_refused() -> None:
-    """``changes(10**30)`` (after every instant) on Hudi returns every change: the plugin
-    compares ``'1000...0'`` with ``'2026...'`` as text (plugins/lakecore_hudi, the change
-    feed's range check), as it takes ``-1``, ``''`` and ``'2'`` for "from the start". Delta
-    and Lance refuse a start after the latest version with VersionNotFoundError; Hudi should
-    refuse a start that is no instant (or compare instants as numbers of equal width)."""
+    """``changes(10**30)`` (after every instant) on Hudi: VersionNotFoundError, as Delta and
+    Lance refuse a start after the latest version. Fixed in e961bc0 (a start of more digits
+    than any instant is no instant); was: every change, since instants compare as text
+    (as in Hudi) and ``'1000...0'`` sorts before ``'2026...'``."""
     table = make("hudi")
     with pytest.raises(VersionNotFoundError):
         table.changes(10**30)
