@@ -54,3 +54,13 @@ def after(version: int | str, last: str) -> bool:
     if isinstance(version, int):
         return version > int(last)
     return str(version) > last
+
+
+def missing_between(last: str, first: int | str) -> str | None:
+    """The numbered source versions strictly between the recorded ``last`` and the ``first``
+    pending one (``"3"``, ``"3-6"``); None when there are none or versions are not numbered
+    (Hudi instants leave gaps by design)."""
+    if not isinstance(first, int) or not last.isdigit() or first <= int(last) + 1:
+        return None
+    low, high = int(last) + 1, first - 1
+    return str(low) if low == high else f"{low}-{high}"

@@ -144,7 +144,16 @@ class _Run(TargetSide):
         if self.state is None:
             return versions
         last = self.state.source_version
-        return [v for v in versions if guards.after(v, last)]
+        pending = [v for v in versions if guards.after(v, last)]
+        gap = guards.missing_between(last, pending[0]) if self.history and pending else None
+        if gap is not None:
+            # The source dropped versions since the last run (a Lance cleanup, an expired
+            # Delta log): the target gets no version for them, which the report must say.
+            self.notes.append(
+                f"source versions {gap} are no longer in the source's history (cleaned up "
+                "since the last run): the target has no version holding them"
+            )
+        return pending
 
     def _snapshot(self, version: int | str) -> Snapshot | None:
         try:
