@@ -124,7 +124,9 @@ class LanceFormat:
         )
 
     def history(self, storage: Storage, limit: int | None = None) -> list[HistoryEntry]:
-        if not self.detect(storage):
+        # Not ``detect``: it takes a storage fault for "no dataset" (detection must answer
+        # a bool), and a transient fault must surface as one (the caller retries).
+        if not has_manifest(storage):
             raise TableNotFoundError(f"no Lance dataset at {storage.root}")
         return lance_history.history(storage, limit)
 
