@@ -18,6 +18,8 @@ write as the others do. The default run takes a few examples per table kind; ``-
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import json
 import shutil
 import tempfile
@@ -44,6 +46,13 @@ SCHEMA = pa.schema(
         pa.field("name", pa.string()),
         pa.field("ts", pa.int64()),
         pa.field("city", pa.string()),
+        # Payload that rewrites (copy-on-write, deletion vectors, MoR log blocks in Avro,
+        # Lance fragments) must carry through unchanged: a value of each kind, some null.
+        pa.field("amount", pa.decimal128(12, 2)),
+        pa.field("at", pa.timestamp("us", tz="UTC")),
+        pa.field("day", pa.date32()),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("info", pa.struct([("a", pa.int32()), ("b", pa.float64())])),
     ]
 )
 Row = dict[str, Any]
@@ -58,6 +67,19 @@ WHERES: list[tuple[str, Callable[[Row, int], bool]]] = [
 KINDS = ("delta", "delta-dv", "delta-cm", "hudi-cow", "hudi-mor", "hudi-mor-v6", "lance")
 RAN: dict[str, int] = dict.fromkeys(KINDS, 0)
 """Steps run per kind, checked by the last test (a machine that runs nothing must fail)."""
+
+
+def payload(key: int) -> Row:
+    """The payload columns of record ``key`` (fixed per key: updates change name and ts)."""
+    if key % 5 == 4:
+        return {"amount": None, "at": None, "day": None, "tags": None, "info": None}
+    return {
+        "amount": decimal.Decimal(key * 137 - 500) / 100,
+        "at": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=key * 3601),
+        "day": dt.date(1999, 12, 31) + dt.timedelta(days=key * 40),
+        "tags": [f"t{key}", None][: key % 3],
+        "info": {"a": key, "b": None if key % 2 else key / 4},
+    }
 
 
 def city(key: int) -> str:
@@ -89,11 +111,11 @@ def make(kind: str, root: Path) -> Table:
 def as_rows(table: pa.Table) -> list[str]:
     data = table.drop_columns([c for c in table.column_names if c.startswith("_hoodie_")])
     data = data.select([f.name for f in SCHEMA])
-    return sorted(json.dumps(r, sort_keys=True) for r in data.to_pylist())
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in data.to_pylist())
 
 
 def model_rows(model: dict[int, Row]) -> list[str]:
-    return sorted(json.dumps(r, sort_keys=True) for r in model.values())
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in model.values())
 
 
 def peer_read(kind: str, root: Path) -> pa.Table:
@@ -143,7 +165,7 @@ class Sequences(RuleBasedStateMachine):
 
     def _rows(self, keys: list[int], name: str | None) -> pa.Table:
         ts = self._tick()
-        rows = [{"id": k, "name": name, "ts": ts, "city": city(k)} for k in keys]
+        rows = [{"id": k, "name": name, "ts": ts, "city": city(k), **payload(k)} for k in keys]
         return pa.Table.from_pylist(rows, schema=SCHEMA)
 
     def _committed(self) -> None:
@@ -209,9 +231,10 @@ class Sequences(RuleBasedStateMachine):
     def overwrite_partition(self, n: int) -> None:
         keys = [k for k in range(self.next_id, self.next_id + 2 * n) if city(k) == "x"]
         self.next_id += 2 * n
-        self.table.overwrite(self._rows(keys, "o"), where="city = 'x'")
+        data = self._rows(keys, "o")
+        self.table.overwrite(data, where="city = 'x'")
         self.model = {i: r for i, r in self.model.items() if r["city"] != "x"}
-        self.model.update({k: {"id": k, "name": "o", "ts": self.clock, "city": "x"} for k in keys})
+        self.model.update({r["id"]: r for r in data.to_pylist()})
         self._committed()
 
     @precondition(lambda self: Capability.RESTORE in self.table.capabilities)
@@ -349,7 +372,9 @@ def apply_changes(rows: list[str], changes: pa.Table) -> list[str]:
 
 
 def as_rows_unsorted(table: pa.Table) -> list[str]:
-    return [json.dumps(r, sort_keys=True) for r in table.select(SCHEMA.names).to_pylist()]
+    return [
+        json.dumps(r, sort_keys=True, default=str) for r in table.select(SCHEMA.names).to_pylist()
+    ]
 
 
 def _machine(kind: str) -> type[Sequences]:
