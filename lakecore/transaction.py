@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakecore.boundary import public_api
 from lakecore.errors import (
@@ -19,6 +20,7 @@ from lakecore.errors import (
     CommitStateUnknownError,
     InvalidArgumentError,
     LakecoreError,
+    UnsupportedFeatureError,
 )
 from lakecore.faults import storage_faults
 from lakecore.format.capabilities import Capability
@@ -28,6 +30,8 @@ from lakecore.model.actions import (
     AddFiles,
     CommitInfo,
     Committed,
+    DeleteRows,
+    RemoveFiles,
     SetTransaction,
     action_metrics,
 )
@@ -80,6 +84,7 @@ class Transaction:
         self._timestamp_ms = timestamp_ms
         self._started = time.monotonic()
         self._schema_replaced = False  # an overwrite with schema_mode="overwrite" is staged
+        self._changed: list[pa.Array] = []  # paths of snapshot files the staged ops change
         self.version: int | str | None = None
         """The committed version, once committed."""
         self.result: WriteResult | None = None
@@ -102,8 +107,30 @@ class Transaction:
             raise _schema_replaced()
         if info.metrics is None:
             info = replace(info, metrics=action_metrics(actions))
+        changed = _changed_paths(actions)
+        twice = self._changed_before(changed)
         self._actions.extend(actions)
         self._operations.append(info)
+        if twice is not None:
+            # Each operation was planned against the snapshot's version of the file: together
+            # they would keep its old rows twice or lose one's change (Delta committed that).
+            self._abort_quietly()
+            raise UnsupportedFeatureError(
+                "overlapping-operations",
+                f"two operations of this transaction change the same data file {twice!r}; "
+                "each is planned against the snapshot, so commit them as separate "
+                "transactions (this one is aborted)",
+            )
+        if len(changed):
+            self._changed.append(changed)
+
+    def _changed_before(self, changed: pa.Array) -> str | None:
+        """A path of ``changed`` that an operation staged before also changes, else None."""
+        if not len(changed) or not self._changed:
+            return None
+        before = pa.concat_arrays(self._changed)
+        found = changed.filter(pc.is_in(changed, value_set=before))
+        return str(found[0].as_py()) if len(found) else None
 
     @property
     def metrics(self) -> WriteMetrics:
@@ -334,6 +361,16 @@ class Transaction:
             self.commit()
         else:
             self._state = ABORTED  # nothing staged, nothing to clean up
+
+
+def _changed_paths(actions: list[Action]) -> pa.Array:
+    """The paths of the snapshot's files ``actions`` remove or delete rows from."""
+    paths = [
+        a.files.column(PATH).combine_chunks().cast(pa.string())
+        for a in actions
+        if isinstance(a, RemoveFiles | DeleteRows) and PATH in a.files.column_names
+    ]
+    return pa.concat_arrays(paths) if paths else pa.array([], pa.string())
 
 
 def _schema_replaced() -> InvalidArgumentError:
