@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from lakecore.arguments import check_location, check_mapping, check_number
+from lakecore.arguments import check_location, check_mapping, check_number, check_properties
 from lakecore.boundary import public_function
 from lakecore.detect import check_format, detect_format, reachable
 from lakecore.errors import (
@@ -150,8 +150,11 @@ def create(
     ``timestamp_ms`` dates the creation (epoch ms; formats with ``commit_timestamps``), so
     that commits with earlier-than-now timestamps may follow (``Table.transaction``).
 
+    ``properties`` values are text; ``True``/``False`` are written ``"true"``/``"false"``.
+
     Raises:
         TableExistsError: a table (of any format lakecore knows) is already there.
+        InvalidArgumentError: a property name is blank or a value is None.
         SchemaError: the schema has types the format cannot hold, or ``partition_by`` names
             columns that are not in it.
         UnsupportedFeatureError: the format's plugin cannot write.
@@ -187,6 +190,7 @@ def _create(
     if partition_by:
         require(declared.name, declared.capabilities, Capability.PARTITIONING)
     fmt = cast(WritableFormat, declared)  # declaring ``write`` means implementing it
+    checked = cast(dict[str, str], check_properties(properties or {}, unset=False))
     storage = _storage_for(uri, storage_options, storage)
     existing = [
         f.name
@@ -201,9 +205,9 @@ def _create(
     if timestamp_ms is not None:
         require(declared.name, declared.capabilities, Capability.COMMIT_TIMESTAMPS)
         check_number("timestamp_ms", timestamp_ms, minimum=0, integral=True)
-        fmt.create(storage, schema, list(partition_by), dict(properties or {}), timestamp_ms)
+        fmt.create(storage, schema, list(partition_by), checked, timestamp_ms)
     else:
-        fmt.create(storage, schema, list(partition_by), dict(properties or {}))
+        fmt.create(storage, schema, list(partition_by), checked)
     return Table(uri, storage, fmt)
 
 

@@ -123,3 +123,32 @@ def check_version(name: str, value: object) -> int | str:
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return operator.index(value)
     raise ArgumentTypeError(f"{name} must be a version (an integer or text), not {value!r}")
+
+
+def check_properties(value: object, unset: bool) -> dict[str, str | None]:
+    """Return table properties ``value`` (a mapping of names to values) as text.
+
+    A ``bool`` becomes ``"true"``/``"false"``, the spelling of Delta's and Spark's boolean
+    properties (``str(True)`` is ``"True"``, which delta-rs does not read as true); other
+    values ``str(value)``; None (unset the key) only where ``unset``.
+
+    Raises ``ArgumentTypeError`` for a ``value`` that is no mapping and for names that are
+    not text, ``InvalidArgumentError`` for a blank name and for None where ``unset`` is False.
+    """
+    if not isinstance(value, Mapping):
+        raise ArgumentTypeError(f"properties must be a dict (a mapping), not {value!r}")
+    out: dict[str, str | None] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ArgumentTypeError(f"property names must be text, not {key!r}")
+        if not key.strip():
+            raise InvalidArgumentError(f"a property name must not be blank, not {key!r}")
+        if item is None and not unset:
+            raise InvalidArgumentError(
+                f"property {key!r} is None: a new table has no property to unset; leave it out"
+            )
+        if isinstance(item, bool):
+            out[key] = "true" if item else "false"
+        else:
+            out[key] = None if item is None else str(item)
+    return out

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.arguments import TimestampLike, check_number, check_version, to_epoch_ms
+from lakecore.arguments import (
+    TimestampLike,
+    check_number,
+    check_properties,
+    check_version,
+    to_epoch_ms,
+)
 from lakecore.boundary import public_api
 from lakecore.errors import (
     ConstraintViolationError,
@@ -615,9 +621,14 @@ class Table:
             fmt.delete_tag(self._storage, name)
 
     def set_properties(self, properties: dict[str, str | None]) -> WriteResult:
-        """Set table properties (a value of None unsets the key)."""
+        """Set table properties (a value of None unsets the key; ``True``/``False`` are
+        written ``"true"``/``"false"``, as Delta and Spark spell them).
+
+        Raises ``ArgumentTypeError`` for properties that are no mapping or names that are not
+        text, ``InvalidArgumentError`` for a blank name, before any IO.
+        """
         self._require(Capability.SET_PROPERTIES)
-        changes = {k: (None if v is None else str(v)) for k, v in properties.items()}
+        changes = check_properties(properties, unset=True)
         return self._run(
             lambda tx: tx.stage(
                 [SetProperties(changes)], CommitInfo("SET TBLPROPERTIES", {"properties": changes})
