@@ -837,3 +837,58 @@ def test_transaction_misuse_is_typed(fmt: str) -> None:
         tx2.append(ROWS)
         _ = 1 / 0
     assert_intact(table, committed)
+
+
+# ------------------------------------------------------------------ table properties
+
+
+def test_boolean_properties_are_written_as_delta_spells_them() -> None:
+    """``set_properties({"delta.appendOnly": True})`` (and ``create(properties=...)``) must
+    write ``"true"``: lakecore read ``"True"`` as append-only, deltalake did not and deleted
+    rows from the "append-only" table. Fixed in d23f6c2; was: ``str(True)``."""
+    import deltalake
+
+    table = make("delta")
+    table.set_properties({"delta.appendOnly": True})
+    assert table.snapshot().properties["delta.appendOnly"] == "true"
+    with pytest.raises(lakecore.ConstraintViolationError):
+        table.delete("id = 1")
+    with pytest.raises(Exception, match=r"(?i)append"):
+        deltalake.DeltaTable(table.uri).delete("id = 2")
+    assert table.count() == 5
+    created = lakecore.create(
+        tempfile.mkdtemp(), SCHEMA, properties={"delta.appendOnly": False, "lakecore.n": 5}
+    )
+    assert created.snapshot().properties == {"delta.appendOnly": "false", "lakecore.n": "5"}
+
+
+@pytest.mark.parametrize(
+    ("properties", "error"),
+    [
+        ({1: "a"}, ArgumentTypeError),
+        ({None: "a"}, ArgumentTypeError),
+        ({"": "a"}, InvalidArgumentError),
+        ({" ": "a"}, InvalidArgumentError),
+        ([("lakecore.a", "b")], ArgumentTypeError),
+    ],
+)
+def test_property_names_must_be_text(properties: Any, error: type[LakecoreError]) -> None:
+    """Fixed in d23f6c2; was: blank names were written (``{"": "a"}``), and a name that is
+    no text failed inside the commit ("AttributeError: 'int' object has no attribute
+    'startswith'")."""
+    table = make("delta")
+    before = state(table)
+    with pytest.raises(error, match="propert"):
+        table.set_properties(properties)
+    assert_intact(table, before)
+    with pytest.raises(error, match="propert"):
+        lakecore.create(tempfile.mkdtemp(), SCHEMA, properties=properties)
+
+
+def test_create_refuses_a_none_property_value() -> None:
+    """Fixed in d23f6c2; was: ``create(properties={"lakecore.y": None})`` wrote the text
+    ``"None"`` (``set_properties`` unsets on None; a new table has nothing to unset)."""
+    root = tempfile.mkdtemp()
+    with pytest.raises(InvalidArgumentError, match="None"):
+        lakecore.create(root, SCHEMA, properties={"lakecore.y": None})
+    assert not lakecore.is_table(root)
