@@ -259,8 +259,11 @@ class _Compiler:
         )
         if node.op == "/":
             if whole:
-                left = _call("cast", left, options=pc.CastOptions(pa.float64()))
-                divisor = _call("cast", divisor, options=pc.CastOptions(pa.float64()))
+                # To the nearest double, as Spark casts: integers beyond 2**53 are rounded
+                # (Arrow's safe cast refused them, failing ``id / 2`` on large ids).
+                to_double = pc.CastOptions(pa.float64(), allow_float_truncate=True)
+                left = _call("cast", left, options=to_double)
+                divisor = _call("cast", divisor, options=to_double)
             return _call("divide_checked", left, divisor)
         if node.op == "div":
             if whole:
