@@ -892,3 +892,24 @@ def test_create_refuses_a_none_property_value() -> None:
     with pytest.raises(InvalidArgumentError, match="None"):
         lakecore.create(root, SCHEMA, properties={"lakecore.y": None})
     assert not lakecore.is_table(root)
+
+
+# ------------------------------------------------------------------ expression evaluation
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_division_of_integers_beyond_2_to_the_53(fmt: str, tmp_path: Path) -> None:
+    """``/`` of integers is a double (Spark's rule): ids above 2**53 are rounded to the
+    nearest double, as Spark casts them. Fixed in 211c48c; was: InvalidArgumentError
+    ("Integer value 9223372036854775807 not in range") for any such row, e.g. ``id / 2 > 0``
+    over 64-bit hashes. Overflow of ``+ - *`` still raises (typed), as documented."""
+    schema = pa.schema([("id", pa.int64())])
+    table = lakecore.create(str(tmp_path), schema, fmt, [], PROPERTIES[fmt])
+    table.append(pa.table({"id": [2**63 - 1, -(2**63), 2**53 + 1, 7]}, schema=schema))
+    assert sorted(table.scan("id / -1 > 0", columns=["id"]).to_arrow()["id"].to_pylist()) == [
+        -(2**63)
+    ]
+    assert table.count("id / 2 = 3.5") == 1
+    assert table.count("id / 2 >= 4503599627370496") == 2  # (2**53 + 1) rounds to 2**53
+    with pytest.raises(InvalidArgumentError, match="overflow"):
+        table.count("id + 1 > 0")
