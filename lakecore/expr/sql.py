@@ -83,6 +83,7 @@ _INT_TYPES = {
     _DT.INT: "INT",
     _DT.BIGINT: "BIGINT",
 }
+_INT_BITS = {_DT.TINYINT: 8, _DT.SMALLINT: 16, _DT.INT: 32, _DT.BIGINT: 64}
 _TYPE_NAMES = {
     **_INT_TYPES,
     _DT.FLOAT: "FLOAT",
@@ -406,7 +407,12 @@ def _typed_text(raw: str, to: object) -> Any:
             raise ValueError("a TIMESTAMP_NTZ literal must not carry a UTC offset")
         return value
     if to in _INT_TYPES:
-        return int(raw.strip())
+        whole = int(raw.strip())
+        bits = _INT_BITS[to]
+        if not -(2 ** (bits - 1)) <= whole < 2 ** (bits - 1):
+            # Spark's ANSI cast raises CAST_OVERFLOW; the value must not pass as a wider int.
+            raise ValueError(f"{whole} is out of the range of {_INT_TYPES[to]}")
+        return whole
     if to in (_DT.FLOAT, _DT.DOUBLE):
         return float(raw.strip())
     if to == _DT.DECIMAL:
