@@ -913,3 +913,18 @@ def test_division_of_integers_beyond_2_to_the_53(fmt: str, tmp_path: Path) -> No
     assert table.count("id / 2 >= 4503599627370496") == 2  # (2**53 + 1) rounds to 2**53
     with pytest.raises(InvalidArgumentError, match="overflow"):
         table.count("id + 1 > 0")
+
+
+def test_integer_literal_casts_must_fit_their_type(tmp_path: Path) -> None:
+    """Fixed in e12b60d; was: ``CAST(300 AS TINYINT) = 300`` was TRUE for every row (the
+    literal kept 300); Spark's ANSI cast raises CAST_OVERFLOW. Casts that fit are values."""
+    schema = pa.schema([("id", pa.int64())])
+    table = lakecore.create(str(tmp_path), schema)
+    table.append(pa.table({"id": [1, 300]}, schema=schema))
+    cases = ["CAST(300 AS TINYINT) = 300", "id = 300Y", "id = CAST('40000' AS SMALLINT)"]
+    for where in cases:
+        with pytest.raises(PredicateError, match="out of the range"):
+            table.count(where)
+    assert table.count("id = CAST(127 AS TINYINT)") == 0
+    assert table.count("id = 300S") == table.count("id = 1Y") == 1
+    assert len(cases) == 3
