@@ -928,3 +928,44 @@ def test_integer_literal_casts_must_fit_their_type(tmp_path: Path) -> None:
     assert table.count("id = CAST(127 AS TINYINT)") == 0
     assert table.count("id = 300S") == table.count("id = 1Y") == 1
     assert len(cases) == 3
+
+
+NOT_NULL = pa.schema(
+    [pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string(), nullable=False)]
+)
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        "delta",
+        "hudi",
+        pytest.param(
+            "lance",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="Lance raises SchemaError where the others raise ConstraintViolationError",
+            ),
+        ),
+    ],
+)
+def test_merge_insert_without_a_not_null_column_is_a_constraint_violation(fmt: str) -> None:
+    """A merge inserting rows without a NOT NULL column (``when_not_matched_insert`` naming
+    only ``id``): ConstraintViolationError on Delta and Hudi, as every other NOT NULL
+    violation (update to NULL, append of nulls) is on all three; Lance raises SchemaError
+    ("the data has no column 'v', which is NOT NULL"), so one ``except`` does not fit every
+    format. Suggested fix (plugins/lakecore_lance, the merge insert path): raise
+    ConstraintViolationError there too. The table stays intact everywhere."""
+    table = lakecore.create(tempfile.mkdtemp(), NOT_NULL, fmt, [], PROPERTIES[fmt])
+    table.append(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=NOT_NULL))
+    version = table.version
+    try:
+        with pytest.raises(lakecore.ConstraintViolationError, match="NOT NULL"):
+            (
+                table.merge(pa.table({"id": [9]}), "id")
+                .when_not_matched_insert({"id": "source.id"})
+                .execute()
+            )
+    finally:
+        assert table.version == version
+        assert table.count() == 2
