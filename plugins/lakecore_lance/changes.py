@@ -33,7 +33,7 @@ from lakecore_lance.history import read_transaction
 from lakecore_lance.manifest import list_manifests
 from lakecore_lance.proto import table_pb2
 from lakecore_lance.scan import read_files, scan_context
-from lakecore_lance.state import LanceState, load_state
+from lakecore_lance.state import LanceState, ensure_unique_fragment_ids, load_state
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -89,6 +89,9 @@ def _version_changes(
     out: pa.Schema,
     schema: pa.Schema,
 ) -> list[pa.Table]:
+    for state in (before, after):
+        if state is not None:  # fragments are matched by id below
+            ensure_unique_fragment_ids(state.manifest, state.loaded.file.path)
     old = {f.id: f for f in before.manifest.fragments} if before is not None else {}
     new = {f.id: f for f in after.manifest.fragments}
     found: list[pa.Table] = []

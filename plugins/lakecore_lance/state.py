@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from lakecore.errors import CorruptTableError
 from lakecore.storage import Storage
 from lakecore.storage.paths import contained_path
 from lakecore_lance import features
@@ -136,6 +137,19 @@ def data_file_info(data_file: table_pb2.DataFile) -> DataFileInfo:
         minor=int(data_file.file_minor_version),
         size=int(data_file.file_size_bytes),
     )
+
+
+def ensure_unique_fragment_ids(manifest: table_pb2.Manifest, path: str) -> None:
+    """Raise ``CorruptTableError`` naming ``path`` when two fragments share an id.
+
+    Reads do not need unique ids (pylance reads such a manifest too), but whatever matches
+    fragments by id does: a writer would rewrite or mark the wrong fragment (a delete in one
+    replaced the other, losing its rows), the change feed would compare the wrong pairs.
+    """
+    ids = [int(f.id) for f in manifest.fragments]
+    if len(set(ids)) != len(ids):
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        raise CorruptTableError(f"{path} lists fragment ids {twice} more than once")
 
 
 def load_state(storage: Storage, version: int | None) -> LanceState:

@@ -55,6 +55,7 @@ from lakecore.storage import Storage
 from lakecore_lance.history import RESERVED_PROPERTY_PREFIX, TRANSACTIONS_DIR, read_transaction
 from lakecore_lance.manifest import MAGIC, find_manifest, manifest_path, read_manifest
 from lakecore_lance.proto import table_pb2, transaction_pb2
+from lakecore_lance.state import ensure_unique_fragment_ids
 from lakecore_lance.write.changes import (
     WRITABLE_WRITER_FLAGS,
     Combined,
@@ -256,7 +257,8 @@ class LanceCommitter:
         top of the winner's manifest when compatible (see the module docstring).
 
         Raises ``CommitConflictError`` naming ``winner`` otherwise, ``CorruptTableError`` when
-        the winner's manifest says it is another version; ``OSError`` reading it.
+        the winner's manifest says it is another version or lists a fragment id twice;
+        ``OSError`` reading it.
         """
         plan = prepared.payload
         if not isinstance(plan, LancePlan):
@@ -264,6 +266,7 @@ class LanceCommitter:
         won = int(winner)
         loaded = read_manifest(self._storage, find_manifest(self._storage, won))
         ensure_numbered(loaded.manifest, won, loaded.file.path)
+        ensure_unique_fragment_ids(loaded.manifest, loaded.file.path)
         txn = read_transaction(self._storage, loaded)
         won_indices = index_section(self._storage, loaded.file, loaded.manifest)
         check_compatible(

@@ -5,7 +5,8 @@ snapshot of another format). ``ensure_writable`` must be called before anything 
 written for a write, a maintenance operation or a commit: it raises
 ``UnsupportedFeatureError`` naming the writer feature flag or data storage version lakecore
 does not write, and ``CorruptTableError`` for a manifest whose content names another version
-than its file name. Pure: it reads only the manifest already loaded.
+than its file name or that lists a fragment id twice. Pure: it reads only the manifest
+already loaded.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from lakecore.snapshot import Snapshot
 from lakecore_lance import features
 from lakecore_lance.proto import table_pb2
 from lakecore_lance.source import LanceSnapshotSource
-from lakecore_lance.state import LanceState
+from lakecore_lance.state import LanceState, ensure_unique_fragment_ids
 from lakecore_lance.write.changes import WRITABLE_WRITER_FLAGS
 from lakecore_lance.write.files_out import WRITABLE_DATA_VERSIONS
 
@@ -40,6 +41,7 @@ def ensure_writable(state: LanceState) -> None:
     """
     m = state.manifest
     ensure_numbered(m, state.version, state.loaded.file.path)
+    ensure_unique_fragment_ids(m, state.loaded.file.path)
     unknown = int(m.writer_feature_flags) & ~WRITABLE_WRITER_FLAGS
     if unknown:
         names = sorted(features.flag_names(unknown))
