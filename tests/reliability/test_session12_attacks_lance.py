@@ -203,6 +203,48 @@ def test_out_of_range_deletions_never_drop_a_fragment_with_live_rows(tmp_path: P
     assert [v["version"] for v in lance.dataset(str(path)).versions()] == [1, 2]
 
 
+# --- two fragments sharing an id ---------------------------------------------------------------
+
+DUPLICATE_ID_OPERATIONS: dict[str, Callable[[Any], Any]] = {
+    "delete": lambda t: t.delete("id = 15"),
+    "update": lambda t: t.update({"id": "id + 100"}, where="id = 15"),
+    "merge": lambda t: _merge(t).execute(),
+    "optimize": lambda t: t.optimize(),
+    "append": lambda t: t.append(pa.table({"id": pa.array([99], pa.int64()), "s": ["x"]})),
+    "add_column": lambda t: _add_column(t),
+    "changes": lambda t: t.changes(1),
+}
+
+
+def _add_column(t: Any) -> None:
+    with t.update_schema() as s:
+        s.add_column("e", pa.string())
+
+
+@pytest.mark.parametrize("op", sorted(DUPLICATE_ID_OPERATIONS))
+def test_fragments_sharing_an_id_are_refused_by_whatever_matches_by_id(
+    tmp_path: Path, op: str
+) -> None:
+    """Fixed in 18cd291; was: a manifest listing two fragments with id 0 (rows 0-9 and
+    10-19; pylance and lakecore read all 20) took ``delete("id = 15")`` by replacing the
+    first fragment with a marked copy of the second: rows 0-9 were gone and 10-19 doubled,
+    in a successful commit (``update`` and ``optimize`` alike). Reads stay as pylance's."""
+    path = tmp_path / "t"
+    data = pa.table({"id": pa.array(range(20), pa.int64()), "s": ["r"] * 20})
+    lance.write_dataset(data, str(path), max_rows_per_file=10)
+    _edit_latest(path, lambda m: setattr(m.fragments[1], "id", 0))
+    table = lakecore.open(str(path))
+    assert sort_rows(table.to_arrow()).equals(sort_rows(lance.dataset(str(path)).to_table()))
+    before = _tree(path)
+    with pytest.raises(CorruptTableError, match=r"fragment ids \[0\]"):
+        DUPLICATE_ID_OPERATIONS[op](table)
+    assert _tree(path) == before
+
+
+def test_duplicate_id_cases_ran() -> None:
+    assert len(DUPLICATE_ID_OPERATIONS) == 7
+
+
 # --- a manifest whose content names another version -------------------------------------------
 
 
