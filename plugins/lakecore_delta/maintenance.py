@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.arguments import check_number
-from lakecore.errors import CorruptTableError, InvalidArgumentError, LakecoreError
+from lakecore.errors import (
+    CorruptTableError,
+    InvalidArgumentError,
+    LakecoreError,
+    UnsupportedFeatureError,
+)
 from lakecore.model import files as fi
-from lakecore.model.actions import Action, AddFiles, CommitInfo, RemoveFiles
-from lakecore.model.schema import physical_name
+from lakecore.model.actions import (
+    Action,
+    AddFiles,
+    CommitInfo,
+    RemoveFiles,
+    SetProperties,
+    SetSchema,
+)
 from lakecore.planning.read import read_files
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
@@ -25,7 +35,7 @@ from lakecore_delta.log.files import LOG_DIR, LogFileKind
 from lakecore_delta.log.segment import list_log
 from lakecore_delta.paths import decode_paths
 from lakecore_delta.source import DeltaSnapshotSource
-from lakecore_delta.state import load_state
+from lakecore_delta.state import DeltaState, load_state
 from lakecore_delta.write.checkpoint_out import write_checkpoint
 from lakecore_delta.write.data_files import write_data_files
 from lakecore_delta.write.partition_out import partition_text_struct
@@ -154,16 +164,30 @@ def _hidden(path: str) -> bool:
 
 
 def restore_actions(storage: Storage, snapshot: Snapshot, version: int) -> list[Action]:
-    """Actions that make the table's files those of ``version``.
+    """Actions that make the table's files, schema and properties those of ``version``.
 
-    Raises ``CorruptTableError`` if a file of that version is gone (vacuumed).
+    As Delta Spark's RESTORE and delta-rs' restore, the restored version's metadata comes back
+    with its files: a column added since goes, a renamed one takes its old name, constraints
+    and properties set since are unset (the protocol only ever gains features).
+
+    Raises ``CorruptTableError`` if a file of that version is gone (vacuumed), and
+    ``UnsupportedFeatureError`` when the version has other partition columns (a
+    repartitioning by another engine; lakecore's writes never change them).
     """
     target = load_state(storage, version)
+    current = state_of(snapshot)
+    if target.partition_columns != current.partition_columns:
+        raise UnsupportedFeatureError(
+            "restore-repartitioned",
+            f"version {version} is partitioned by {list(target.partition_columns)}, the "
+            f"table now by {list(current.partition_columns)}: lakecore cannot restore across "
+            "a change of partition columns",
+        )
     old = DeltaSnapshotSource(storage, target).files()
-    current = snapshot.files()
+    current_files = snapshot.files()
     key = _keys
-    add = old.filter(pc.invert(pc.is_in(key(old), value_set=key(current))))
-    remove = current.filter(pc.invert(pc.is_in(key(current), value_set=key(old))))
+    add = old.filter(pc.invert(pc.is_in(key(old), value_set=key(current_files))))
+    remove = current_files.filter(pc.invert(pc.is_in(key(current_files), value_set=key(old))))
     missing = [p for p in add.column(fi.PATH).to_pylist() if not storage.exists(p)]
     if missing:
         raise CorruptTableError(
@@ -171,36 +195,24 @@ def restore_actions(storage: Storage, snapshot: Snapshot, version: int) -> list[
             f"e.g. {missing[0]}"
         )
     # The files come back with the typed stats of the target version's index (no Delta JSON
-    # carried through); the log renders them, with maxima made safe to re-render.
+    # carried through), keyed by its names, which the restored schema has again; the log
+    # renders them, with maxima made safe to re-render.
     add = index_bounds(add, string_prefix_length(target.configuration))
-    add = _stats_by_current_names(add, target.data_fields(), state_of(snapshot).data_fields())
     # Not ``owned``: other versions reference these files, an aborted restore keeps them.
-    return [RemoveFiles(remove), AddFiles(add)]
+    return [*_restored_metadata(target, current), RemoveFiles(remove), AddFiles(add)]
 
 
-def _stats_by_current_names(
-    files: pa.Table, old_fields: Sequence[pa.Field], new_fields: Sequence[pa.Field]
-) -> pa.Table:
-    """``files`` (index rows of an older version) with their top-level stats keyed by the
-    current logical names: a column renamed since (column mapping) is found by its physical
-    name, which a rename keeps; a column dropped since loses its stats (they are rendered
-    against the current schema, which no longer has it)."""
-    current = {physical_name(f): f.name for f in new_fields}
-    renames = {f.name: current.get(physical_name(f)) for f in old_fields}
-    if all(old == new for old, new in renames.items()):
-        return files
-    for kind in (fi.MIN, fi.MAX, fi.NULL_COUNT):
-        if kind not in files.column_names:
-            continue
-        column = files.column(kind).combine_chunks()
-        keep = [(i, renames[f.name]) for i, f in enumerate(column.type) if renames.get(f.name)]
-        children = [column.field(i) for i, _ in keep]
-        fields = [column.type.field(i).with_name(str(name)) for i, name in keep]
-        rebuilt = pa.StructArray.from_arrays(
-            children, fields=fields, mask=column.is_null() if column.null_count else None
-        )
-        files = files.set_column(files.schema.get_field_index(kind), kind, rebuilt)
-    return files
+def _restored_metadata(target: DeltaState, current: DeltaState) -> list[Action]:
+    """The schema and property changes that give the table ``target``'s metadata again."""
+    out: list[Action] = []
+    if target.metadata.get("schemaString") != current.metadata.get("schemaString"):
+        out.append(SetSchema(target.schema))
+    was, now = target.configuration, current.configuration
+    changes: dict[str, str | None] = {k: v for k, v in was.items() if now.get(k) != v}
+    changes.update({k: None for k in now if k not in was})
+    if changes:
+        out.append(SetProperties(changes))
+    return out
 
 
 def _keys(files: pa.Table) -> pa.Array:

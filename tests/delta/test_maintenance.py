@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lakecore
-from lakecore.errors import CorruptTableError, LakecoreError
+from lakecore.errors import CorruptTableError, LakecoreError, UnsupportedFeatureError
 
 deltalake = pytest.importorskip("deltalake")
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
@@ -67,6 +67,43 @@ def test_restore(tmp_path: Path) -> None:
     assert _ids(t.to_arrow()) == _ids(t.to_arrow(version=3))
     assert t.history(1)[0].operation == "RESTORE" and restored == t.version
     assert _ids(pa.table(deltalake.DeltaTable(t.uri).to_pyarrow_table())) == _ids(t.to_arrow())
+
+
+def test_restore_brings_the_schema_and_properties_back(tmp_path: Path) -> None:
+    """As Delta Spark's RESTORE and delta-rs' restore (delta-rs issue 3352: constraints):
+    the restored version's metadata comes back with its files. Before session 12 lakecore
+    kept the latest schema and properties (the added column read as nulls, the constraint
+    still refused rows the restored version takes)."""
+    t = _table(tmp_path)
+    with t.update_schema() as s:
+        s.add_column("note", pa.string())
+    t.add_constraint("small", "id < 1000")
+    t.set_properties({"team": "core"})
+    t.append(pa.table({"id": [7], "p": ["a"], "note": ["n"]}))
+    t.restore(4)
+    reopened = lakecore.open(t.uri)
+    assert reopened.schema.names == ["id", "p"]
+    assert _ids(reopened.to_arrow()) == _ids(reopened.to_arrow(version=4))
+    props = reopened.snapshot().properties
+    assert "team" not in props and not any(k.startswith("delta.constraints") for k in props)
+    reopened.append(pa.table({"id": [5000], "p": ["a"]}))  # the constraint went too
+    theirs = deltalake.DeltaTable(t.uri)
+    assert theirs.schema().to_arrow().names == ["id", "p"]
+    assert _ids(pa.table(theirs.to_pyarrow_table())) == _ids(lakecore.open(t.uri).to_arrow())
+
+
+def test_restore_across_a_repartitioning_is_refused(tmp_path: Path) -> None:
+    """Another engine changed the partition columns; lakecore's restore cannot bring the old
+    ones back (its metadata changes are schema and properties) and refuses before writing."""
+    t = _table(tmp_path)
+    data = pa.table({"id": [1, 2], "p": ["a", "b"]})
+    deltalake.write_deltalake(
+        t.uri, data, mode="overwrite", schema_mode="overwrite", partition_by=["id"]
+    )
+    version = lakecore.open(t.uri).version
+    with pytest.raises(UnsupportedFeatureError, match="partition columns"):
+        lakecore.open(t.uri).restore(2)
+    assert lakecore.open(t.uri).version == version
 
 
 def test_restore_after_vacuum_fails_cleanly(tmp_path: Path) -> None:

@@ -109,9 +109,7 @@ def make(kind: str, root: Path) -> Table:
 
 
 def as_rows(table: pa.Table) -> list[str]:
-    data = table.drop_columns([c for c in table.column_names if c.startswith("_hoodie_")])
-    data = data.select([f.name for f in SCHEMA])
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in data.to_pylist())
+    return sorted(as_rows_unsorted(table))
 
 
 def model_rows(model: dict[int, Row]) -> list[str]:
@@ -148,6 +146,9 @@ class Sequences(RuleBasedStateMachine):
         self.last: tuple[int | str | None, int | str] | None = None
         """(previous version, version) of the last commit, for the change feed check."""
         self.next_id = 0
+        self.extras: list[str] = []
+        """Columns added by schema evolution (int64, nullable), in order."""
+        self.columns_at: dict[int | str, list[str]] = {created: []}
 
     def teardown(self) -> None:
         try:
@@ -165,13 +166,25 @@ class Sequences(RuleBasedStateMachine):
 
     def _rows(self, keys: list[int], name: str | None) -> pa.Table:
         ts = self._tick()
-        rows = [{"id": k, "name": name, "ts": ts, "city": city(k), **payload(k)} for k in keys]
-        return pa.Table.from_pylist(rows, schema=SCHEMA)
+        rows = [
+            {
+                "id": k,
+                "name": name,
+                "ts": ts,
+                "city": city(k),
+                **payload(k),
+                **dict.fromkeys(self.extras, k),
+            }
+            for k in keys
+        ]
+        schema = pa.schema([*SCHEMA, *(pa.field(c, pa.int64()) for c in self.extras)])
+        return pa.Table.from_pylist(rows, schema=schema)
 
     def _committed(self) -> None:
         RAN[self.kind] += 1
         previous = list(self.history)[-1] if self.history else None
         self.history[self.table.version] = model_rows(self.model)
+        self.columns_at[self.table.version] = list(self.extras)
         changed = previous is not None and previous != self.table.version
         self.last = (previous, self.table.version) if changed else None
 
@@ -246,6 +259,7 @@ class Sequences(RuleBasedStateMachine):
         target = versions[-1 - back]
         self.table.restore(target)
         self.model = {r["id"]: r for r in map(json.loads, self.history[target])}
+        self.extras = list(self.columns_at[target])  # a restore brings its schema back too
         self._committed()
 
     @rule(step=st.sampled_from(["checkpoint", "optimize", "compact"]))
@@ -260,6 +274,16 @@ class Sequences(RuleBasedStateMachine):
         result = getattr(self.table, step)()
         if step != "checkpoint" and result is not None:
             self._committed()  # a new version with the same rows
+
+    @precondition(lambda self: len(self.extras) < 3)
+    @rule()
+    def add_column(self) -> None:
+        name = f"extra{len(self.extras)}"
+        with self.table.update_schema() as schema:
+            schema.add_column(name, pa.int64())
+        self.extras.append(name)
+        self.model = {i: {**r, name: None} for i, r in self.model.items()}
+        self._committed()
 
     @rule()
     def forget_history(self) -> None:
@@ -354,7 +378,13 @@ class Sequences(RuleBasedStateMachine):
             before, version = self.last
             assert before is not None
             changes = fresh.changes(version, version)
-            assert apply_changes(self.history[before], changes) == self.history[version]
+            # The feed is in the end version's columns: the rows before it are projected so.
+            columns = [*SCHEMA.names, *self.columns_at[version]]
+            was = [
+                json.dumps({c: json.loads(r).get(c) for c in columns}, sort_keys=True)
+                for r in self.history[before]
+            ]
+            assert apply_changes(sorted(was), changes) == self.history[version]
 
 
 def apply_changes(rows: list[str], changes: pa.Table) -> list[str]:
@@ -372,9 +402,10 @@ def apply_changes(rows: list[str], changes: pa.Table) -> list[str]:
 
 
 def as_rows_unsorted(table: pa.Table) -> list[str]:
-    return [
-        json.dumps(r, sort_keys=True, default=str) for r in table.select(SCHEMA.names).to_pylist()
-    ]
+    """Rows as JSON texts, without system columns (Hudi's meta fields, the change feed's)."""
+    system = ("_hoodie_", "_change_type", "_commit_version", "_commit_timestamp")
+    data = table.drop_columns([c for c in table.column_names if c.startswith(system)])
+    return [json.dumps(r, sort_keys=True, default=str) for r in data.to_pylist()]
 
 
 def _machine(kind: str) -> type[Sequences]:
