@@ -152,3 +152,14 @@ def check_properties(value: object, unset: bool) -> dict[str, str | None]:
         else:
             out[key] = None if item is None else str(item)
     return out
+
+
+def check_flag(name: str, value: object) -> bool:
+    """Return ``value`` once it is a ``bool``; ``ArgumentTypeError`` otherwise.
+
+    For flags that decide what is deleted (``vacuum``'s ``dry_run``): ``None``, ``0`` or
+    ``"no"`` must not be read by truthiness (``dry_run=None`` deleted files).
+    """
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be True or False, not {value!r}")
+    return value

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from lakecore.arguments import (
     TimestampLike,
+    check_flag,
     check_number,
     check_properties,
     check_version,
@@ -469,12 +470,15 @@ class Table:
 
         ``dry_run`` (the default) only lists them. A retention below 168 hours raises unless
         ``enforce_retention=False``: readers and time travel may still need those files.
-        ``InvalidArgumentError`` for a negative or non-finite retention, before any work;
+        ``InvalidArgumentError`` for a negative or non-finite retention, ``ArgumentTypeError``
+        for flags that are not ``bool`` (``dry_run=None`` must not delete), before any work;
         ``StorageError`` when the storage fails (some unneeded files may then remain);
         ``UnsupportedFeatureError`` (feature ``shared-table-root``), before deleting anything,
         when the root also holds another format's table (a migration in place).
         """
         check_number("retention_hours", retention_hours, minimum=0)
+        dry_run = check_flag("dry_run", dry_run)
+        enforce_retention = check_flag("enforce_retention", enforce_retention)
         fmt = self._maintainable(Capability.VACUUM)
         with storage_faults(f"vacuuming {self.uri}", StorageError):
             self._ensure_sole_format("vacuum")
