@@ -969,3 +969,26 @@ def test_merge_insert_without_a_not_null_column_is_a_constraint_violation(fmt: s
     finally:
         assert table.version == version
         assert table.count() == 2
+
+
+@pytest.mark.parametrize("fmt", ["delta", "lance"])
+def test_vacuum_flags_must_be_bools(fmt: str) -> None:
+    """``dry_run`` decides whether files are deleted: ``None``, ``0`` or ``"no"`` must not
+    be read by truthiness. Fixed in 1a02c35; was: ``vacuum(0, dry_run=None,
+    enforce_retention=False)`` deleted the removed files (``None`` is falsy)."""
+    table = make(fmt)
+    table.delete("id = 1")
+    files = _files_under(table.uri)
+    ran = 0
+    for flags in (
+        {"dry_run": None},
+        {"dry_run": 0},
+        {"dry_run": "no"},
+        {"enforce_retention": None},
+    ):
+        with pytest.raises(ArgumentTypeError, match="True or False"):
+            table.vacuum(0, **{"dry_run": True, "enforce_retention": False, **flags})
+        ran += 1
+    assert _files_under(table.uri) == files
+    assert table.count() == 4
+    assert ran == 4
