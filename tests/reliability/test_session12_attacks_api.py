@@ -992,3 +992,36 @@ def test_vacuum_flags_must_be_bools(fmt: str) -> None:
     assert _files_under(table.uri) == files
     assert table.count() == 4
     assert ran == 4
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        "delta",
+        pytest.param(
+            "hudi",
+            marks=pytest.mark.xfail(
+                strict=True, reason="Hudi commits a delete that matched nothing"
+            ),
+        ),
+        pytest.param(
+            "lance",
+            marks=pytest.mark.xfail(
+                strict=True, reason="Lance commits a delete that matched nothing"
+            ),
+        ),
+    ],
+)
+def test_a_delete_or_update_matching_nothing_commits_nothing(fmt: str) -> None:
+    """``Table._run`` says an operation that staged nothing commits nothing, and Delta (as
+    Delta Spark's ``commitIfNeeded``) returns ``committed=False`` for a delete or update
+    whose predicate matches no row. Hudi and Lance commit an empty version instead (Lance on
+    purpose: plugins/lakecore_lance/write/changes.py, "history says what was asked"), so
+    the same call moves the version on two formats and not on the third, and a no-op
+    DELETE there can conflict with concurrent writers. Suggested fix (plugins): stage
+    nothing when nothing matched, or the lead decides the other way for all three."""
+    table = make(fmt)
+    version = table.version
+    results = [table.delete("id = 99"), table.update({"name": "'z'"}, "id = 99")]
+    assert [r.committed for r in results] == [False, False]
+    assert table.version == version
