@@ -1025,3 +1025,25 @@ def test_a_delete_or_update_matching_nothing_commits_nothing(fmt: str) -> None:
     results = [table.delete("id = 99"), table.update({"name": "'z'"}, "id = 99")]
     assert [r.committed for r in results] == [False, False]
     assert table.version == version
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_batch_sizes_and_limits_over_several_files(fmt: str) -> None:
+    """Held: over two files (250 + 7 rows), every ``batch_size`` bounds every batch and the
+    batches hold every row once; ``head(n)``, ``scan(where, limit=n)`` and a limited scan's
+    batches give exactly ``min(n, rows)`` rows."""
+    rows = pa.concat_tables([ROWS] * 50).set_column(0, "id", pa.array(range(250), pa.int64()))
+    table = make(fmt)
+    table.overwrite(rows)
+    table.append(rows.slice(0, 7).set_column(0, "id", pa.array(range(1000, 1007), pa.int64())))
+    ran = 0
+    for size in (1, 3, 7, 100, 1000):
+        sizes = [b.num_rows for b in table.to_batches(batch_size=size)]
+        assert sum(sizes) == 257 and max(sizes) <= size, size
+        ran += 1
+    for n in (0, 1, 6, 7, 8, 256, 257, 300):
+        assert table.head(n).num_rows == min(n, 257), n
+        assert table.scan("id >= 0", limit=n).to_arrow().num_rows == min(n, 257), n
+        assert sum(b.num_rows for b in table.scan(limit=n).to_batches(3)) == min(n, 257), n
+        ran += 1
+    assert ran == 13
