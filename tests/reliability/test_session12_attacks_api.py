@@ -1047,3 +1047,33 @@ def test_batch_sizes_and_limits_over_several_files(fmt: str) -> None:
         assert sum(b.num_rows for b in table.scan(limit=n).to_batches(3)) == min(n, 257), n
         ran += 1
     assert ran == 13
+
+
+LIKE_NAMES = ["a%b", "a_b", "axb", "a.b", "(x", "[a]z", "^a", "a$", "a\\b", "A_B", "ab\nc", ""]
+LIKE_CASES = {
+    r"name LIKE 'a\\%b'": ["a%b"],
+    r"name LIKE 'a\\_b'": ["a_b"],
+    "name LIKE 'a_b'": ["a%b", "a.b", "a\\b", "a_b", "axb"],
+    "name LIKE 'a.b'": ["a.b"],
+    "name LIKE '(%'": ["(x"],
+    "name LIKE '[a]%'": ["[a]z"],
+    "name LIKE '^a'": ["^a"],
+    "name LIKE 'a$'": ["a$"],
+    r"name LIKE 'a\\\\b'": ["a\\b"],
+    "name LIKE 'ab%'": ["ab\nc"],
+    "name LIKE ''": [""],
+    "name NOT LIKE 'a%'": ["", "(x", "A_B", "[a]z", "^a"],
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_like_patterns_with_regex_characters_and_escapes(fmt: str) -> None:
+    """Held: LIKE's ``%``/``_`` wildcards, Spark's backslash escapes, regex characters taken
+    literally, a pattern over a line break and the empty string, on every format."""
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    table = lakecore.create(tempfile.mkdtemp(), schema, fmt, [], PROPERTIES[fmt])
+    table.append(pa.table({"id": range(len(LIKE_NAMES)), "name": LIKE_NAMES}, schema=schema))
+    for where, expected in LIKE_CASES.items():
+        ids = table.scan(where, columns=["id"]).to_arrow()["id"].to_pylist()
+        assert sorted(LIKE_NAMES[i] for i in ids) == sorted(expected), where
+    assert len(LIKE_CASES) == 12
