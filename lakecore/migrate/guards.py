@@ -3,6 +3,8 @@ versions that are gone, history entries that are no version, version order."""
 
 from __future__ import annotations
 
+import os
+
 from lakecore.errors import MigrationError, VersionNotFoundError
 from lakecore.model.history import HistoryEntry
 from lakecore.table import Table
@@ -10,7 +12,8 @@ from lakecore.table import Table
 
 def refuse_nested(source_root: str, target_root: str) -> None:
     """Raise ``MigrationError`` when one table would sit inside the other: a vacuum or clean of
-    the outer one would delete the inner one's files as unreferenced."""
+    the outer one would delete the inner one's files as unreferenced. Local roots are compared
+    with symbolic links resolved, so a link into the source (or to it) is no way around it."""
     a, b = source_root.rstrip("/") + "/", target_root.rstrip("/") + "/"
     if a != b and (a.startswith(b) or b.startswith(a)):
         inner, outer = ("source", "target") if a.startswith(b) else ("target", "source")
@@ -19,6 +22,22 @@ def refuse_nested(source_root: str, target_root: str) -> None:
             f"{outer} ({(b if outer == 'target' else a).rstrip('/')}): maintenance of the outer "
             "table would delete the inner one's files; migrate into a location beside it"
         )
+    real_a, real_b = _real(source_root), _real(target_root)
+    if a == b or (real_a, real_b) == (a, b):
+        return
+    if real_a == real_b:
+        raise MigrationError(
+            f"the target {target_root} is the source {source_root} under another name "
+            f"(both are {real_a.rstrip('/')}); to migrate in place, name it as the source"
+        )
+    refuse_nested(real_a, real_b)
+
+
+def _real(root: str) -> str:
+    """``root`` with symbolic links resolved when it is a local path, with a trailing ``/``."""
+    if root.startswith("/"):
+        return os.path.realpath(root).rstrip("/") + "/"
+    return root.rstrip("/") + "/"
 
 
 def missing_file(exc: BaseException) -> bool:
