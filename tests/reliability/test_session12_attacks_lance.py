@@ -543,6 +543,29 @@ def test_a_storage_fault_listing_versions_is_no_missing_dataset(tmp_path: Path) 
     assert [e.version for e in table.history()] == [1]
 
 
+@pytest.mark.parametrize("how", ["inside-through-a-link", "the-source-through-a-link"])
+def test_a_target_reaching_the_source_through_a_symlink_is_refused(
+    tmp_path: Path, how: str
+) -> None:
+    """Fixed in 6f95b2a; was: the nesting guard compared the roots as text, so
+    ``<link to src>/inner`` migrated into a Delta table inside the source (a vacuum of a
+    Delta or Hudi source deletes such files as unreferenced), and a target naming the source
+    through a link was taken for another location (a Lance source then failed with a
+    ``CommitConflictError`` blaming "another run")."""
+    import os
+
+    from lakecore.errors import MigrationError
+
+    src = tmp_path / "src"
+    _dataset(src)
+    os.symlink(src, tmp_path / "link")
+    target = tmp_path / "link" / "inner" if how == "inside-through-a-link" else tmp_path / "link"
+    before = _tree(src)
+    with pytest.raises(MigrationError, match=r"inside the source|under another name"):
+        lakecore.migrate(str(src), str(target), to="delta")
+    assert _tree(src) == before and not (src / "inner").exists()
+
+
 # --- found outside the files this review owns (not fixed here) ---------------------------------
 
 
