@@ -19,6 +19,7 @@ from lakecore.arguments import (
 )
 from lakecore.boundary import public_api
 from lakecore.errors import (
+    ArgumentTypeError,
     ConstraintViolationError,
     InvalidArgumentError,
     LakecoreError,
@@ -431,7 +432,9 @@ class Table:
         operator), or an SQL predicate over ``<source_alias>.x`` / ``<target_alias>.x``
         (``"source.id = target.id AND target.live"``): its ``source.a = target.b``
         conjuncts are the keys the planner prunes with, the rest is evaluated per pair.
-        Raises ``PredicateError`` for ``on`` that does not parse (before any IO).
+        Raises ``PredicateError`` for ``on`` that does not parse and ``InvalidArgumentError``
+        for aliases that are blank, hold a dot or name the same side twice (SQL compares
+        names ignoring case: ``S`` and ``s`` are one alias), before any IO.
 
         Example:
             >>> (table.merge(updates, on="id")  # doctest: +SKIP
@@ -442,6 +445,7 @@ class Table:
         from lakecore.planning.merge_eval import parse_on
 
         self._require(Capability.MERGE)
+        _check_aliases(source_alias, target_alias)
         parsed = parse_on(on, source_alias, target_alias)
         return MergeBuilder(self, source, parsed, source_alias, target_alias)
 
@@ -691,6 +695,24 @@ class Table:
         """
         self._require(Capability.SCHEMA_EVOLUTION)
         return SchemaUpdateContext(self)
+
+
+def _check_aliases(source_alias: object, target_alias: object) -> None:
+    """Raise unless the MERGE aliases are two distinct names SQL can spell (``a.x``)."""
+    source = _alias("source_alias", source_alias)
+    if source.lower() == _alias("target_alias", target_alias).lower():
+        raise InvalidArgumentError(
+            f"source_alias {source_alias!r} and target_alias {target_alias!r} are the same "
+            "name to SQL (case is ignored): conditions could not say which side they mean"
+        )
+
+
+def _alias(name: str, alias: object) -> str:
+    if not isinstance(alias, str):
+        raise ArgumentTypeError(f"{name} must be text, not {alias!r}")
+    if not alias.strip() or "." in alias:
+        raise InvalidArgumentError(f"{name} must be a name without dots, not {alias!r}")
+    return alias
 
 
 @public_api
