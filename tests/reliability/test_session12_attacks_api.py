@@ -1077,3 +1077,30 @@ def test_like_patterns_with_regex_characters_and_escapes(fmt: str) -> None:
         ids = table.scan(where, columns=["id"]).to_arrow()["id"].to_pylist()
         assert sorted(LIKE_NAMES[i] for i in ids) == sorted(expected), where
     assert len(LIKE_CASES) == 12
+
+
+@pytest.mark.parametrize("fmt", ["delta", "lance"])
+def test_merge_aliases_must_be_two_names(fmt: str) -> None:
+    """Fixed in f892069; was: ``source_alias="t", target_alias="t"`` (or ``"S"``/``"s"``:
+    SQL ignores case) merged, ``t.name`` silently meaning the source's; an empty source alias
+    made ``name`` the target's column and the update a no-op; an alias with a dot was
+    taken."""
+    table = make(fmt)
+    before = state(table)
+    source = pa.table({"id": [1], "name": ["S"]})
+    ran = 0
+    for aliases, error in (
+        (("t", "t"), InvalidArgumentError),
+        (("S", "s"), InvalidArgumentError),
+        (("source", "SOURCE"), InvalidArgumentError),
+        (("", "target"), InvalidArgumentError),
+        (("s.x", "t"), InvalidArgumentError),
+        ((None, "t"), ArgumentTypeError),
+    ):
+        with pytest.raises(error, match="alias"):
+            table.merge(source, "id", source_alias=aliases[0], target_alias=aliases[1])  # type: ignore[arg-type]
+        ran += 1
+    assert_intact(table, before)
+    merged = table.merge(source, "s.id = t.id", source_alias="s", target_alias="t")
+    assert merged.when_matched_update({"name": "s.name"}).execute().rows_updated == 1
+    assert ran == 6
