@@ -32,7 +32,6 @@ from lakecore.format import (
     FormatWriter,
     MaintainableFormat,
     MergeOnReadFormat,
-    SchemaUpdate,
     TableFormat,
     TaggableFormat,
     WritableFormat,
@@ -42,6 +41,7 @@ from lakecore.merge_builder import MergeBuilder
 from lakecore.model.actions import CommitInfo, SetProperties
 from lakecore.model.history import HistoryEntry
 from lakecore.model.metrics import WriteResult, index_change
+from lakecore.schema_update import GuardedSchemaUpdate
 from lakecore.snapshot import Snapshot
 from lakecore.storage import Storage
 from lakecore.transaction import Transaction, schema_mode_capability
@@ -724,8 +724,8 @@ class SchemaUpdateContext:
         self._tx = table.transaction()
         self._builder = table._format_writer(self._tx.snapshot).schema_update()
 
-    def __enter__(self) -> SchemaUpdate:
-        return self._builder
+    def __enter__(self) -> GuardedSchemaUpdate:
+        return GuardedSchemaUpdate(self._builder)
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         if exc_type is not None:
