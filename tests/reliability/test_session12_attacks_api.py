@@ -1104,3 +1104,32 @@ def test_merge_aliases_must_be_two_names(fmt: str) -> None:
     merged = table.merge(source, "s.id = t.id", source_alias="s", target_alias="t")
     assert merged.when_matched_update({"name": "s.name"}).execute().rows_updated == 1
     assert ran == 6
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_schema_update_arguments_are_typed_on_every_format(fmt: str) -> None:
+    """The builder of ``update_schema()`` is the format's own object, which nothing guarded.
+    Fixed in 469dd7f; was: ``s.add_column("q", "int")`` raised a raw AttributeError (Delta)
+    or ValueError (Hudi, Lance), and ``s.add_column("", pa.int64())`` committed a column
+    with an empty name on Delta and Lance (Hudi refused it as no Avro name)."""
+    table = make(fmt)
+    before = state(table)
+    schema = table.schema
+    calls: list[tuple[Callable[[Any], object], type[LakecoreError]]] = [
+        (lambda s: s.add_column("q", "int"), ArgumentTypeError),
+        (lambda s: s.add_column(5, pa.int64()), ArgumentTypeError),
+        (lambda s: s.add_column("", pa.int64()), SchemaError),
+        (lambda s: s.add_column(" ", pa.int64()), SchemaError),
+        (lambda s: s.widen_type("id", "bigint"), ArgumentTypeError),
+        (lambda s: s.drop_column(None), ArgumentTypeError),
+        (lambda s: s.add_column("id", pa.int64()), SchemaError),
+    ]
+    for call, error in calls:
+        with pytest.raises(error), table.update_schema() as update:
+            call(update)
+    assert table.schema == schema
+    assert_intact(table, before)
+    with table.update_schema() as update:
+        update.add_column("added", pa.string())
+    assert table.schema.names[-1] == "added"
+    assert len(calls) == 7
