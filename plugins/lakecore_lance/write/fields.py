@@ -90,7 +90,8 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
     Field metadata is kept (lakecore's own ``lakecore.field_id`` key excepted). Raises
     ``SchemaError`` for a type Lance datasets cannot hold (maps, unions, views, ...); the
     message must name the top-level column, and the nested field's dotted path when the
-    type sits below it (a map in a list names its column, not the list's ``element``).
+    type sits below it (a map in a list names its column, not the list's ``element``), and
+    for a top-level name holding ``.`` (``ensure_column_name``).
     """
     out: list[file_pb2.Field] = []
 
@@ -130,8 +131,20 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
             add(t.value_field, proto.id, path)
 
     for f in schema:
+        ensure_column_name(f.name)
         add(f, -1, ())
     return out
+
+
+def ensure_column_name(name: str) -> None:
+    """Raise ``SchemaError`` for a top-level column name Lance refuses: one holding ``.``
+    (Lance reads it as a path to a nested field; its file writer refuses it, so a dataset
+    created with it could never take a row)."""
+    if "." in name:
+        raise SchemaError(
+            f"column {name!r}: Lance top-level column names cannot contain '.' (it separates "
+            "the names of nested fields)"
+        )
 
 
 def column_ids(fields: Sequence[file_pb2.Field], data_version: str) -> list[int]:

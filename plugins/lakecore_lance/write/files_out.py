@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lakecore.errors import ConstraintViolationError
+from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.model.schema import strip_metadata
 from lakecore.storage import Storage
 from lakecore_lance.deletions import deletion_path
@@ -123,7 +123,14 @@ def _write_file(storage: Storage, path: str, rows: pa.Table, data_version: str) 
 
 
 def _encode(cls: type, local: str, rows: pa.Table, data_version: str) -> None:
-    writer = cls(local, file_schema(rows.schema), version=data_version)
+    try:
+        writer = cls(local, file_schema(rows.schema), version=data_version)
+    except (OSError, ValueError, RuntimeError) as exc:
+        # pylance checks the schema when the writer opens; what it refuses is a SchemaError
+        # (a dataset whose manifest lakecore did not write may hold names Lance refuses).
+        if "LanceError(Schema)" in str(exc):
+            raise SchemaError(f"Lance cannot write these columns: {exc}") from exc
+        raise
     try:
         for batch in rows.to_batches():
             writer.write_batch(batch)

@@ -21,7 +21,7 @@ from lakecore_lance.file_index import FRAGMENT_ID
 from lakecore_lance.proto import file_pb2, table_pb2
 from lakecore_lance.schema import leaf_type
 from lakecore_lance.write.changes import FORMAT, LanceChange
-from lakecore_lance.write.fields import lance_fields
+from lakecore_lance.write.fields import ensure_column_name, lance_fields
 from lakecore_lance.write.files_out import remove_quietly, write_fragments
 
 if TYPE_CHECKING:
@@ -73,12 +73,14 @@ class LanceSchemaUpdate:
         return self
 
     def rename_column(self, old: str, new: str) -> LanceSchemaUpdate:
-        """Rename a top-level column; ``SchemaError`` if ``old`` is missing or ``new`` exists."""
+        """Rename a top-level column; ``SchemaError`` if ``old`` is missing, ``new`` exists or
+        is no Lance column name (``ensure_column_name``)."""
         field = self._top(old)
         if field is None:
             raise SchemaError(f"cannot rename missing column {old!r}")
         if self._top(new) is not None:
             raise SchemaError(f"cannot rename {old!r} to {new!r}: the column exists")
+        ensure_column_name(new)
         field.name = new
         self._projected = True
         return self
