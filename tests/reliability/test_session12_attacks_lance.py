@@ -245,6 +245,66 @@ def test_duplicate_id_cases_ran() -> None:
     assert len(DUPLICATE_ID_OPERATIONS) == 7
 
 
+# --- column names Lance refuses ------------------------------------------------------------------
+
+DOTTED: dict[str, Callable[[Path], Any]] = {
+    "create": lambda root: lakecore.create(
+        str(root / "t"), pa.schema([("id", pa.int64()), ("a.b", pa.string())]), format="lance"
+    ),
+    "add_column": lambda root: _schema_change(root, lambda s: s.add_column("p.q", pa.string())),
+    "rename_column": lambda root: _schema_change(root, lambda s: s.rename_column("s", "x.y")),
+    "append_to_a_crafted_dataset": lambda root: _append_dotted(root),
+    "migrate": lambda root: _migrate_dotted(root),
+}
+
+
+def _schema_change(root: Path, change: Callable[[Any], Any]) -> None:
+    table = lakecore.create(
+        str(root / "t"), pa.schema([("id", pa.int64()), ("s", pa.string())]), format="lance"
+    )
+    with table.update_schema() as s:
+        change(s)
+
+
+def _append_dotted(root: Path) -> None:
+    _dataset(root / "t")
+    _edit_latest(root / "t", lambda m: setattr(m.fields[1], "name", "a.b"))
+    assert lakecore.open(str(root / "t")).to_arrow().column_names == ["id", "a.b"]
+    lakecore.open(str(root / "t")).append(pa.table({"id": pa.array([2], pa.int64()), "a.b": ["y"]}))
+
+
+def _migrate_dotted(root: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("a.b", pa.string())])
+    props = {"delta.columnMapping.mode": "name"}
+    src = lakecore.create(str(root / "delta"), schema, "delta", properties=props)
+    src.append(pa.table({"id": pa.array([1], pa.int64()), "a.b": ["x"]}, schema=schema))
+    lakecore.migrate(str(root / "delta"), str(root / "t"), to="lance")
+
+
+@pytest.mark.parametrize("case", sorted(DOTTED))
+def test_a_top_level_column_name_with_a_dot_is_a_schema_error(tmp_path: Path, case: str) -> None:
+    """Fixed in 1f252a3; was: ``lakecore.create(..., format="lance")`` of a column ``a.b``
+    (and ``add_column``/``rename_column`` to such a name) succeeded, and every append then
+    failed with pylance's raw ``RuntimeError`` ("Top level field a.b cannot contain `.`"):
+    no ``LakecoreError``, and a dataset that could never take a row. Now ``SchemaError``
+    (``MigrationError`` naming the column for a migration), before anything is written."""
+    from lakecore.errors import MigrationError, SchemaError
+
+    error = MigrationError if case == "migrate" else SchemaError
+    with pytest.raises(error, match=r"a\.b|p\.q|x\.y"):
+        DOTTED[case](tmp_path)
+    if case in ("create", "migrate"):
+        assert not (tmp_path / "t").exists()
+    else:  # nothing committed, no data file left behind
+        assert lakecore.open(str(tmp_path / "t")).version == 1
+        written = list((tmp_path / "t" / "data").glob("*"))
+        assert len(written) == (1 if case == "append_to_a_crafted_dataset" else 0)
+
+
+def test_dotted_cases_ran() -> None:
+    assert len(DOTTED) == 5
+
+
 # --- a manifest whose content names another version -------------------------------------------
 
 
@@ -482,6 +542,26 @@ def test_incremental_sync_across_a_source_cleanup_says_which_versions_it_missed(
     third = lakecore.migrate(str(src), str(dst), to=to, history=True)
     assert [sv for sv, _ in third.versions] == [8] and third.notes == ()
     assert engine_rows(to, dst) == source_rows(src, 8)
+
+
+def test_a_delta_source_whose_first_readable_version_has_deletion_vectors(tmp_path: Path) -> None:
+    """Holds: a Delta source whose commits 0-2 were cleaned up (checkpoint at 3) starts its
+    history at a version whose files already carry deletion vectors; every carried version
+    of the Lance target is the source's live rows (pylance reads them)."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    props = {"delta.enableDeletionVectors": "true", "delta.checkpointInterval": "3"}
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    t = lakecore.create(str(src), schema, "delta", properties=props)
+    t.append(pa.table({"id": pa.array(range(10), pa.int64()), "s": ["a"] * 10}))
+    for i in (3, 4, 9):  # versions 2-4, each a deletion vector; checkpoint at 3
+        t.delete(f"id = {i}")
+    for n in range(3):
+        (src / "_delta_log" / f"{n:020d}.json").unlink()
+    report = lakecore.migrate(str(src), str(dst), to="lance", history=True)
+    assert [sv for sv, _ in report.versions] == [3, 4]
+    for sv, tv in report.versions:
+        assert engine_rows("lance", dst, tv) == source_rows(src, sv)
+    assert len(engine_rows("lance", dst)) == 7 and report.deletes_carried >= 3
 
 
 # --- storage faults at target calls, pairs test_migrate_faults leaves out ----------------------
