@@ -7,7 +7,13 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from lakecore.arguments import check_location, check_mapping, check_number, check_properties
+from lakecore.arguments import (
+    check_location,
+    check_mapping,
+    check_number,
+    check_properties,
+    check_schema_names,
+)
 from lakecore.boundary import public_function
 from lakecore.detect import check_format, detect_format, reachable
 from lakecore.errors import (
@@ -155,8 +161,8 @@ def create(
     Raises:
         TableExistsError: a table (of any format lakecore knows) is already there.
         InvalidArgumentError: a property name is blank or a value is None.
-        SchemaError: the schema has types the format cannot hold, or ``partition_by`` names
-            columns that are not in it.
+        SchemaError: the schema has no column, a blank or repeated column name, types the
+            format cannot hold, or ``partition_by`` names columns that are not in it.
         UnsupportedFeatureError: the format's plugin cannot write.
 
     Example:
@@ -191,6 +197,7 @@ def _create(
         require(declared.name, declared.capabilities, Capability.PARTITIONING)
     fmt = cast(WritableFormat, declared)  # declaring ``write`` means implementing it
     checked = cast(dict[str, str], check_properties(properties or {}, unset=False))
+    check_schema_names(schema)
     storage = _storage_for(uri, storage_options, storage)
     existing = [
         f.name

@@ -7,10 +7,18 @@ import math
 import numbers
 import operator
 import os
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, cast
 
-from lakecore.errors import ArgumentTypeError, InvalidArgumentError, VersionNotFoundError
+import pyarrow as pa
+
+from lakecore.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    SchemaError,
+    VersionNotFoundError,
+)
 
 TimestampLike = int | float | str | dt.datetime | dt.date
 
@@ -163,3 +171,22 @@ def check_flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ArgumentTypeError(f"{name} must be True or False, not {value!r}")
     return value
+
+
+def check_schema_names(schema: object) -> None:
+    """Raise unless ``schema`` is a ``pyarrow.Schema`` of at least one column whose names are
+    non-blank and distinct: ``ArgumentTypeError`` for another type, ``SchemaError`` else.
+
+    A table with two columns ``id`` or one called ``""`` cannot be read back by name (Delta and
+    Lance created both; Hudi failed with a raw ``KeyError``).
+    """
+    if not isinstance(schema, pa.Schema):
+        raise ArgumentTypeError(f"a table schema must be a pyarrow.Schema, not {schema!r}")
+    if not len(schema):
+        raise SchemaError("a table needs at least one column; the schema has none")
+    blank = [n for n in schema.names if not n.strip()]
+    if blank:
+        raise SchemaError(f"column names must not be blank, not {blank!r}")
+    repeated = sorted(n for n, times in Counter(schema.names).items() if times > 1)
+    if repeated:
+        raise SchemaError(f"column names must be distinct; repeated: {repeated}")
