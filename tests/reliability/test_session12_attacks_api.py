@@ -1133,3 +1133,24 @@ def test_schema_update_arguments_are_typed_on_every_format(fmt: str) -> None:
         update.add_column("added", pa.string())
     assert table.schema.names[-1] == "added"
     assert len(calls) == 7
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_create_refuses_schemas_no_reader_can_address(fmt: str) -> None:
+    """Fixed in fdcdaed; was: Delta and Lance created tables with two columns ``id``, with a
+    column named ``""`` and with no column at all; Hudi refused two ``id`` with
+    InvalidArgumentError wrapping a raw ``KeyError``. Nothing is created."""
+    ran = 0
+    for schema, error in (
+        (pa.schema([("id", pa.int64()), ("id", pa.int64())]), SchemaError),
+        (pa.schema([("id", pa.int64()), ("", pa.int64())]), SchemaError),
+        (pa.schema([("id", pa.int64()), ("  ", pa.int64())]), SchemaError),
+        (pa.schema([]), SchemaError),
+        ("id bigint", ArgumentTypeError),
+    ):
+        root = tempfile.mkdtemp()
+        with pytest.raises(error):
+            lakecore.create(root, schema, fmt, [], PROPERTIES[fmt])  # type: ignore[arg-type]
+        assert not lakecore.is_table(root)
+        ran += 1
+    assert ran == 5
