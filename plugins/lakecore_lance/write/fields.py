@@ -90,8 +90,9 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
     Field metadata is kept (lakecore's own ``lakecore.field_id`` key excepted). Raises
     ``SchemaError`` for a type Lance datasets cannot hold (maps, unions, views, ...); the
     message must name the top-level column, and the nested field's dotted path when the
-    type sits below it (a map in a list names its column, not the list's ``element``), and
-    for a top-level name holding ``.`` (``ensure_column_name``).
+    type sits below it (a map in a list names its column, not the list's ``element``), for a
+    struct repeating a field name, and for a top-level name holding ``.``
+    (``ensure_column_name``).
     """
     out: list[file_pb2.Field] = []
 
@@ -125,6 +126,13 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
         )
         out.append(proto)
         if pa.types.is_struct(t):
+            names = [t.field(i).name for i in range(t.num_fields)]
+            if len(set(names)) != len(names):
+                # pylance writes such a struct but cannot read the dataset back.
+                twice = sorted({n for n in names if names.count(n) > 1})
+                raise SchemaError(
+                    f"{where}: struct field names must be distinct; repeated: {twice}"
+                )
             for i in range(t.num_fields):
                 add(t.field(i), proto.id, path)
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
