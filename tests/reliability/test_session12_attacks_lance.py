@@ -305,6 +305,50 @@ def test_dotted_cases_ran() -> None:
     assert len(DOTTED) == 5
 
 
+def test_a_struct_repeating_a_field_name_is_a_schema_error(tmp_path: Path) -> None:
+    """Fixed in f99e2f2; was: ``lakecore.create`` of a struct with two children named
+    ``x`` wrote a dataset (as pylance's own writer does) that pylance cannot read back
+    ("TakeExec requires the input plan to have a column named '_rowaddr'")."""
+    from lakecore.errors import SchemaError
+
+    struct = pa.struct([("x", pa.int64()), ("x", pa.string())])
+    schema = pa.schema([("id", pa.int64()), ("s", struct)])
+    with pytest.raises(SchemaError, match=r"'s'.*\['x'\]"):
+        lakecore.create(str(tmp_path / "t"), schema, format="lance")
+    assert not (tmp_path / "t").exists()
+
+
+ODD_SCHEMAS = {
+    "names-differing-in-case": pa.schema(
+        [("id", pa.int64()), ("A", pa.string()), ("a", pa.int32())]
+    ),
+    "empty-struct": pa.schema([("id", pa.int64()), ("s", pa.struct([]))]),
+    "null-type": pa.schema([("id", pa.int64()), ("n", pa.null())]),
+    "dotted-nested-names": pa.schema(
+        [
+            ("id", pa.int64()),
+            ("s", pa.struct([("x.y", pa.list_(pa.struct([("q.r", pa.string())])))])),
+        ]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ODD_SCHEMAS))
+def test_odd_but_valid_schemas_read_back_in_pylance(tmp_path: Path, case: str) -> None:
+    """Holds: schemas at the edge of what Lance takes, written by lakecore (create, append,
+    delete), read by pylance as lakecore reads them at every version."""
+    schema = ODD_SCHEMAS[case]
+    table = lakecore.create(str(tmp_path / "t"), schema, format="lance")
+    arrays = [pa.array([1, 2], pa.int64())] + [pa.nulls(2, f.type) for f in list(schema)[1:]]
+    table.append(pa.Table.from_arrays(arrays, schema=schema))
+    table.delete("id = 1")
+    assert assert_same_as_pylance(tmp_path / "t") == 3
+
+
+def test_odd_schema_cases_ran() -> None:
+    assert len(ODD_SCHEMAS) == 4
+
+
 # --- a manifest whose content names another version -------------------------------------------
 
 
