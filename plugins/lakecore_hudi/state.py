@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -32,7 +32,7 @@ from lakecore_hudi.timeline.instants import COMPLETED, REQUESTED, Instant
 from lakecore_hudi.timeline.rewrite_plans import parse_clustering_plan
 from lakecore_hudi.view import FileSlice, SliceFile, Visible, latest_slices
 from lakecore_hudi.view_walk import SliceWalker
-from lakecore_hudi.written_files import check_written_files
+from lakecore_hudi.written_files import check_written_files, log_writers
 
 REPLACE_ACTIONS = ("replacecommit", "clustering")
 EVENT_TIME_PAYLOADS = ("DefaultHoodieRecordPayload", "PartialUpdateAvroPayload")
@@ -128,6 +128,11 @@ def load_state(
     if instant is not None:
         files = list_data_files(storage, config, timeline, options)
         visible = with_archived_completions(storage, config, files, visible)
+        if config.table_version < 8:
+            later = [i for i in writes if i.timestamp > instant.timestamp]
+            visible = replace(
+                visible, log_writers=_log_writers(storage, timeline, upto, metas, later)
+            )
     return _state_of(storage, config, timeline, instant, upto, metas, visible, files, options)
 
 
@@ -165,6 +170,7 @@ def earlier_state(
         completion=completion,
         replaced=_replaced(upto, metas),
         archived_before=start,
+        log_writers=base.visible.log_writers,
     )
     return _state_of(
         storage,
@@ -217,6 +223,22 @@ def _state_of(
     schema = _schema(storage, upto, metas, slices, config)
     ensure_partition_values(config, schema, storage.root)
     return HudiState(config, timeline, instant, visible, slices, schema, options, metas)
+
+
+def _log_writers(
+    storage: Storage,
+    timeline: Timeline,
+    upto: Sequence[Instant],
+    metas: Mapping[str, CommitMetadata],
+    later: Sequence[Instant],
+) -> dict[str, str]:
+    """Table version 6: log path -> the first completed write that wrote it, over the writes
+    ``upto`` (whose metadata loading read) and the ``later`` ones (read here: only time
+    travel has any). States before a log's writer leave it out (``Visible.log_writers``),
+    and so do the earlier states built from this one (``earlier_state``)."""
+    written = [(i.timestamp, metas[i.timestamp]) for i in upto if i.timestamp in metas]
+    written += [(i.timestamp, commit_metadata(storage, timeline, i)) for i in later]
+    return log_writers(written, storage.root)
 
 
 def ensure_partition_values(config: TableConfig, schema: pa.Schema, root: str) -> None:

@@ -10,7 +10,8 @@ Log files join slices differently per table version:
 
 - table version 6: a log file names its slice's base instant. A log written against a
   compaction that is not visible yet (pending, or after the snapshot) merges into the
-  previous slice, like Hudi's pending-compaction view does.
+  previous slice, like Hudi's pending-compaction view does. A log first written by a write
+  after the snapshot (``Visible.log_writers``) is not part of it.
 - table version 8+: a log file names the delta commit that wrote it, and joins the slice with
   the greatest base instant *before that commit's completion time* (Hudi 1.x completion-time
   file slicing), so a delta commit that completed after a compaction was scheduled lands on
@@ -49,6 +50,11 @@ class Visible:
     completion: Mapping[str, str] = field(default_factory=dict)
     replaced: frozenset[tuple[str, str]] = frozenset()
     archived_before: str = ""
+    log_writers: Mapping[str, str] = field(default_factory=dict)
+    """Table version 6: log file path -> the first completed write that wrote it (from
+    commit metadata). A v6 log's name carries its slice's base instant, not its writer, so
+    this is how a state before that write leaves the file out (its blocks would be filtered
+    on read, but the file index would list a file the version does not have)."""
 
     def includes(self, timestamp: str) -> bool:
         """Whether files/blocks written by ``timestamp`` are visible.
@@ -177,7 +183,12 @@ def _slice(
 ) -> FileSlice | None:
     base = max(bases, key=lambda f: f.name.instant) if bases else None
     base_instant = base.name.instant if base is not None else ""
-    kept = [f for f in logs if in_latest_slice(f.name, base_instant, visible, completion_slicing)]
+    kept = [
+        f
+        for f in logs
+        if in_latest_slice(f.name, base_instant, visible, completion_slicing)
+        and written_visibly(f, visible)
+    ]
     if base is None and not any(visible.includes(f.name.instant) for f in kept):
         # No slice (table version 6: a log-only slice is keyed by the write that created the
         # file group, which must be visible; logs of a pending compaction alone are not).
@@ -207,6 +218,12 @@ def in_latest_slice(
     # compacted; logs on a newer, invisible base (pending compaction) merge into this slice.
     # Blocks of invisible delta commits are filtered when the log is read.
     return name.instant >= base_instant
+
+
+def written_visibly(file: SliceFile, visible: Visible) -> bool:
+    """Whether the write that first wrote log ``file`` is visible (true when unknown)."""
+    writer = visible.log_writers.get(file.info.path)
+    return writer is None or visible.includes(writer)
 
 
 def _log_order(

@@ -50,7 +50,22 @@ class SliceWalker:
             self._named[f.name.instant].add(group)
             self._by_file_id[f.name.file_id].add(group)
         self._views: list[ViewAt] = []
+        self._written: dict[str, set[Group]] = {}
+        self._written_for: Mapping[str, str] | None = None
         self.examined = 0
+
+    def _groups_written(self, visible: Visible) -> dict[str, set[Group]]:
+        """Table version 6: writer instant -> groups holding a log file it first wrote (a
+        log's name does not carry its writer; every state of a walk shares one mapping)."""
+        if self._written_for is not visible.log_writers:
+            self._written = defaultdict(set)
+            self._written_for = visible.log_writers
+            for group, files in self._files.items():
+                for f in files:
+                    writer = visible.log_writers.get(f.info.path)
+                    if writer is not None:
+                        self._written[writer].add(group)
+        return self._written
 
     def groups_of(self, file_ids: Iterable[str]) -> set[Group]:
         """The listed file groups with one of ``file_ids`` (in any partition)."""
@@ -61,13 +76,15 @@ class SliceWalker:
 
     def changed(self, a: Visible, b: Visible) -> set[Group] | None:
         """The groups whose slice may differ between states ``a`` and ``b`` (None: any)."""
-        if a.archived_before != b.archived_before:
+        if a.archived_before != b.archived_before or a.log_writers is not b.log_writers:
             return None
         instants = set(a.instants ^ b.instants)
         instants.update(k for k, _ in a.completion.items() ^ b.completion.items())
         out = set(a.replaced ^ b.replaced)
+        written = self._groups_written(b)
         for instant in instants:
             out |= self._named.get(instant, set())
+            out |= written.get(instant, set())
         return out
 
     def view(self, visible: Visible) -> ViewAt:

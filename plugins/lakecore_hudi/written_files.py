@@ -109,6 +109,18 @@ def check_written_files(
         )
 
 
+def log_writers(written: Iterable[tuple[str, CommitMetadata]], root: str = "") -> dict[str, str]:
+    """Log file path -> the first of the writes ``written`` (ascending) that wrote it.
+
+    Raises ``CorruptTableError`` for a write stat path that escapes ``root``.
+    """
+    out: dict[str, str] = {}
+    for instant, path, external in _written_paths(written, root):
+        if external is None and parse_log_file_name(path) is not None:
+            out.setdefault(path, instant)
+    return out
+
+
 def all_written_listed(
     written: Iterable[tuple[str, CommitMetadata]],
     files: Sequence[SliceFile],
