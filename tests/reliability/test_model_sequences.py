@@ -9,6 +9,8 @@ compact, vacuum, clean), keeping a model: the rows after every version. After ev
 - lakecore reads exactly the model's rows at the latest version;
 - a version still readable (not vacuumed or cleaned away) reads exactly its rows then;
 - the change feed of the last commit turns the rows before it into the rows after it;
+- a migration (with history, incremental) into each other format reads every translated
+  version's rows;
 - at the end the reference reader (delta-rs, hudi-rs, pylance) reads the model's rows.
 
 Values are chosen so every format's semantics agree: a record's partition (``city``) follows
@@ -35,7 +37,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import lakecore
-from lakecore.errors import CommitConflictError
+from lakecore.errors import (
+    CommitConflictError,
+    CorruptTableError,
+    MigrationError,
+    VersionNotFoundError,
+)
 from lakecore.format.capabilities import Capability
 from lakecore.table import Table
 from tests.hudi.write.helpers import hudi_rs_table
@@ -66,6 +73,8 @@ WHERES: list[tuple[str, Callable[[Row, int], bool]]] = [
 ]
 KINDS = ("delta", "delta-dv", "delta-cm", "hudi-cow", "hudi-mor", "hudi-mor-v6", "lance")
 RAN: dict[str, int] = dict.fromkeys(KINDS, 0)
+MIGRATED: dict[str, int] = dict.fromkeys(("delta", "hudi", "lance"), 0)
+"""Source versions checked in each migration target format."""
 """Steps run per kind, checked by the last test (a machine that runs nothing must fail)."""
 
 
@@ -146,6 +155,10 @@ class Sequences(RuleBasedStateMachine):
         self.last: tuple[int | str | None, int | str] | None = None
         """(previous version, version) of the last commit, for the change feed check."""
         self.next_id = 0
+        self.stuck: set[str] = set()
+        """Migration targets that refused to go on (see ``migrate_out``)."""
+        self.forgotten = False
+        self.restored_schema = False
         self.extras: list[str] = []
         """Columns added by schema evolution (int64, nullable), in order."""
         self.columns_at: dict[int | str, list[str]] = {created: []}
@@ -259,6 +272,7 @@ class Sequences(RuleBasedStateMachine):
         target = versions[-1 - back]
         self.table.restore(target)
         self.model = {r["id"]: r for r in map(json.loads, self.history[target])}
+        self.restored_schema |= self.extras != self.columns_at[target]
         self.extras = list(self.columns_at[target])  # a restore brings its schema back too
         self._committed()
 
@@ -285,6 +299,33 @@ class Sequences(RuleBasedStateMachine):
         self.model = {i: {**r, name: None} for i, r in self.model.items()}
         self._committed()
 
+    @rule(to=st.sampled_from(["delta", "hudi", "lance"]))
+    def migrate_out(self, to: str) -> None:
+        """Migrate (with history, incrementally) into a ``to`` table beside the source: each
+        source version it translates reads the model's rows of that version in the target."""
+        source_format = self.kind.split("-")[0]
+        if to == source_format or to in self.stuck:
+            return
+        target = self.dir / f"migrated-{to}"
+        try:
+            report = lakecore.migrate(str(self.root), str(target), to, history=True)
+        except (MigrationError, VersionNotFoundError, CorruptTableError) as exc:
+            # A typed refusal leaves the target as it was; a source version it would need
+            # may have been vacuumed, or a schema change the target cannot replay (dropping
+            # a column) may have come with a restore.
+            assert self.forgotten or self.restored_schema, f"{to}: {exc}"
+            self.stuck.add(to)
+            return
+        migrated = lakecore.open(str(target))
+        checked = 0
+        for source_version, target_version in report.versions:
+            if source_version in self.history:
+                rows = as_rows(migrated.snapshot(target_version).to_arrow())
+                assert rows == self.history[source_version], (to, source_version)
+                checked += 1
+        assert as_rows(migrated.to_arrow()) == model_rows(self.model), to
+        MIGRATED[to] += checked
+
     @rule()
     def forget_history(self) -> None:
         """Vacuum (Delta, Lance) or clean (Hudi) with no retention: older versions may no
@@ -298,6 +339,7 @@ class Sequences(RuleBasedStateMachine):
         latest = self.table.version
         self.history = {latest: self.history[latest]}
         self.last = None
+        self.forgotten = True
 
     def _op(
         self, kind: str, which: int, k: int, n: int
@@ -437,5 +479,27 @@ def test_many_random_sequences_read_the_model(kind: str) -> None:
     _run(kind, examples=40, steps=20)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_fixed_sequence_migrates_into_every_format(kind: str) -> None:
+    """The random runs reach ``migrate_out`` by chance; this sequence always does, twice
+    (the second run incremental), after an update, a delete and a merge."""
+    machine = _machine(kind)()
+    try:
+        machine.first(3, "a")
+        machine.update(0, 1)
+        machine.delete(3, 0)
+        machine.merge([0, 2], 2)
+        for to in ("delta", "hudi", "lance"):
+            machine.migrate_out(to)
+        machine.insert(2, "b")
+        machine.update(2, 0)
+        for to in ("delta", "hudi", "lance"):
+            machine.migrate_out(to)
+        machine.reads_the_model()
+    finally:
+        machine.teardown()
+
+
 def test_every_kind_ran_steps() -> None:
     assert all(RAN[kind] >= 6 for kind in KINDS), RAN
+    assert all(MIGRATED[to] >= 10 for to in MIGRATED), MIGRATED
