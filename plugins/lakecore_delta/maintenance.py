@@ -37,6 +37,7 @@ from lakecore_delta.paths import decode_paths
 from lakecore_delta.source import DeltaSnapshotSource
 from lakecore_delta.state import DeltaState, load_state
 from lakecore_delta.write.checkpoint_out import write_checkpoint
+from lakecore_delta.write.create import MAX_COLUMN_ID
 from lakecore_delta.write.data_files import write_data_files
 from lakecore_delta.write.partition_out import partition_text_struct
 from lakecore_delta.write.stats_out import index_bounds, string_prefix_length
@@ -207,7 +208,10 @@ def _restored_metadata(target: DeltaState, current: DeltaState) -> list[Action]:
     out: list[Action] = []
     if target.metadata.get("schemaString") != current.metadata.get("schemaString"):
         out.append(SetSchema(target.schema))
-    was, now = target.configuration, current.configuration
+    was, now = dict(target.configuration), current.configuration
+    if MAX_COLUMN_ID in now:
+        # Column ids are never handed out twice: files written since hold the newer ones.
+        was[MAX_COLUMN_ID] = str(max(int(now[MAX_COLUMN_ID]), int(was.get(MAX_COLUMN_ID, 0))))
     changes: dict[str, str | None] = {k: v for k, v in was.items() if now.get(k) != v}
     changes.update({k: None for k in now if k not in was})
     if changes:

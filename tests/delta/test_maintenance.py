@@ -92,6 +92,23 @@ def test_restore_brings_the_schema_and_properties_back(tmp_path: Path) -> None:
     assert _ids(pa.table(theirs.to_pyarrow_table())) == _ids(lakecore.open(t.uri).to_arrow())
 
 
+def test_restore_never_hands_a_column_id_out_twice(tmp_path: Path) -> None:
+    """Column mapping: the restored metadata keeps the highest column id assigned so far, so
+    a column added after the restore gets a new id, not the one a column dropped by the
+    restore had (files of that column still hold it for time travel)."""
+    t = _table(tmp_path, **{"delta.columnMapping.mode": "name"})
+    with t.update_schema() as s:
+        s.add_column("gone", pa.int64())
+    gone = t.schema.field("gone").metadata[b"lakecore.field_id"]
+    t.restore(5)
+    with t.update_schema() as s:
+        s.add_column("new", pa.int64())
+    fresh = lakecore.open(t.uri)
+    assert fresh.schema.names == ["id", "p", "new"]
+    assert int(fresh.schema.field("new").metadata[b"lakecore.field_id"]) > int(gone)
+    assert int(fresh.snapshot().properties["delta.columnMapping.maxColumnId"]) > int(gone)
+
+
 def test_restore_across_a_repartitioning_is_refused(tmp_path: Path) -> None:
     """Another engine changed the partition columns; lakecore's restore cannot bring the old
     ones back (its metadata changes are schema and properties) and refuses before writing."""
