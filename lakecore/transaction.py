@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from types import TracebackType
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.arguments import check_schema_names
 from lakecore.boundary import public_api
 from lakecore.errors import (
     CommitConflictError,
@@ -20,6 +22,7 @@ from lakecore.errors import (
     CommitStateUnknownError,
     InvalidArgumentError,
     LakecoreError,
+    SchemaError,
     UnsupportedFeatureError,
 )
 from lakecore.faults import storage_faults
@@ -32,6 +35,7 @@ from lakecore.model.actions import (
     Committed,
     DeleteRows,
     RemoveFiles,
+    SetSchema,
     SetTransaction,
     action_metrics,
 )
@@ -111,6 +115,13 @@ class Transaction:
         twice = self._changed_before(changed)
         self._actions.extend(actions)
         self._operations.append(info)
+        try:
+            for action in actions:
+                if isinstance(action, SetSchema):  # e.g. a schema_mode="merge" append's
+                    check_schema_names(action.schema)
+        except SchemaError:
+            self._abort_quietly()  # its files are staged: the abort deletes them
+            raise
         if twice is not None:
             # Each operation was planned against the snapshot's version of the file: together
             # they would keep its old rows twice or lose one's change (Delta committed that).
@@ -158,6 +169,7 @@ class Transaction:
         """Stage ``data`` (anything Arrow-like) as new rows (``schema_mode`` as
         ``Table.append``)."""
         self._require_schema_mode(schema_mode, "append", None)
+        _check_data_names(data)
         with storage_faults("writing the appended rows"):
             self.stage(*self._writer().append(data, schema_mode))
 
@@ -168,6 +180,7 @@ class Transaction:
         (``schema_mode`` as ``Table.overwrite``)."""
         self._require_schema_mode(schema_mode, "overwrite", where)
         self._table._require(Capability.OVERWRITE)
+        _check_data_names(data)
         replacing = schema_mode == "overwrite"
         if replacing and any(i.operation != "SET TRANSACTION" for i in self._operations):
             raise _schema_replaced()
@@ -361,6 +374,17 @@ class Transaction:
             self.commit()
         else:
             self._state = ABORTED  # nothing staged, nothing to clean up
+
+
+def _check_data_names(data: Any) -> None:
+    """Raise ``SchemaError`` when Arrow ``data`` repeats a column name, the same on every
+    format (Lance's writer raised a translated ``KeyError``)."""
+    schema = getattr(data, "schema", None)
+    if not isinstance(schema, pa.Schema):
+        return  # pandas and others: each writer converts and checks them
+    repeated = sorted(n for n, times in Counter(schema.names).items() if times > 1)
+    if repeated:
+        raise SchemaError(f"column(s) {repeated} appear more than once in the data")
 
 
 def _changed_paths(actions: list[Action]) -> pa.Array:
