@@ -1154,3 +1154,27 @@ def test_create_refuses_schemas_no_reader_can_address(fmt: str) -> None:
         assert not lakecore.is_table(root)
         ran += 1
     assert ran == 5
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_data_with_a_repeated_column_is_one_schema_error(fmt: str) -> None:
+    """Fixed in f936cf8; was: Delta and Hudi raised SchemaError ("appear more than once in the
+    data"), Lance InvalidArgumentError wrapping a raw ``KeyError``; and a Delta append with
+    ``schema_mode="merge"`` added a column named ``""`` to the schema. Nothing is written."""
+    table = make(fmt)
+    before, files = state(table), _files_under(table.uri)
+    repeated = ROWS.slice(0, 1).append_column("id", pa.array([7]))
+    for data in (
+        repeated,
+        pa.RecordBatchReader.from_batches(repeated.schema, repeated.to_batches()),
+    ):
+        with pytest.raises(SchemaError, match="more than once"):
+            table.append(data)
+        with pytest.raises(SchemaError, match="more than once"):
+            table.overwrite(data)
+    if fmt == "delta":
+        with pytest.raises(SchemaError, match="blank"):
+            table.append(ROWS.slice(0, 1).append_column("", pa.array([7])), schema_mode="merge")
+    assert_intact(table, before)
+    if fmt == "delta":  # Hudi and Lance keep their rolled-back instants' metadata
+        assert _files_under(table.uri) == files
