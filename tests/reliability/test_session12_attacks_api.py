@@ -1174,3 +1174,24 @@ def test_data_with_a_repeated_column_is_one_schema_error(fmt: str) -> None:
     assert_intact(table, before)
     if fmt == "delta":  # Hudi and Lance keep their rolled-back instants' metadata
         assert _files_under(table.uri) == files
+
+
+@pytest.mark.xfail(strict=True, reason="Lance create_tag writes a non-ASCII tag its reader refuses")
+def test_a_refused_lance_tag_name_leaves_the_tags_readable() -> None:
+    """``create_tag("ünï")`` on Lance: the writer's name check
+    (plugins/lakecore_lance/write/tags.py ``_checked_name``: ``str.isalnum``, any script) takes
+    it and writes ``_refs/tags/ünï.json``; the reader's (``history.tag_version``, the ASCII
+    ``_TAG_NAME``) refuses it, so the call fails with VersionNotFoundError AFTER the file is
+    written, and from then on ``tags()``, every ``create_tag``, ``delete_tag`` and
+    ``vacuum`` of the dataset raise VersionNotFoundError (pylance cannot list its tags
+    either: it looks for the percent-encoded name). A failed call must leave the table as it
+    was. Suggested fix: one name rule for writer and reader (the ASCII one), checked before
+    anything is written; a name too long for the file system (300 characters: StorageError
+    'File name too long' today) refused the same way as InvalidArgumentError."""
+    table = make("lance")
+    with pytest.raises(InvalidArgumentError):
+        table.create_tag("ünï")
+    assert table.tags() == {}
+    table.create_tag("v1")
+    assert table.tags() == {"v1": table.version}
+    assert table.vacuum() == []
