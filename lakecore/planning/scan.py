@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -149,17 +150,29 @@ class Scan:
         what = f"reading the rows of version {self.snapshot.version}"
         with storage_faults(what, StorageError):
             files = self._prune().files
+            rest = None
             if self.limit_rows is not None:
                 found = matching(files, self.predicate, self.context.partition_columns)
-                files = files.slice(0, needed_prefix(found, self.limit_rows))
-            batches = read_files(
-                self.context,
-                reading_columns(files),
-                self.columns,
-                self.predicate,
-                table_format=self._format,
-            )
+                prefix = needed_prefix(found, self.limit_rows)
+                files, rest = files.slice(0, prefix), files.slice(prefix)
+            batches = self._read(files)
+        if rest is not None and rest.num_rows:
+            # The index's counts pick the prefix; should a file hold fewer live rows than they
+            # say (a damaged deletion count), the files after it are read, only if reached.
+            batches = itertools.chain(batches, self._read_later(rest))
         return limited(rechunked(typed_iteration(what, batches), batch_size), self.limit_rows)
+
+    def _read(self, files: pa.Table) -> Iterator[pa.RecordBatch]:
+        return read_files(
+            self.context,
+            reading_columns(files),
+            self.columns,
+            self.predicate,
+            table_format=self._format,
+        )
+
+    def _read_later(self, files: pa.Table) -> Iterator[pa.RecordBatch]:
+        yield from self._read(files)
 
     def to_arrow(self) -> pa.Table:
         """Return the matching rows (row-level deletes applied) as one Arrow table."""
