@@ -23,6 +23,8 @@ from rich.text import Text
 
 _UTC = dt.timezone.utc
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 controls but tab and line feed, DEL and the C1 controls."""
 
 
 def iso_utc(epoch_ms: int | None) -> str | None:
@@ -83,6 +85,13 @@ def dumps(document: Any) -> str:
     return json.dumps(jsonable(document), ensure_ascii=False, allow_nan=False)
 
 
+def visible(text: str) -> str:
+    """``text`` with control characters spelt as escapes (``\\x1b``), line breaks and tabs
+    kept: values, column names and messages from a table must not drive the terminal (colour,
+    clearing the screen, a carriage return overwriting what was printed)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def cell(value: Any) -> Text:
     """A value as a table cell: ``null`` for None, timestamps with a space, nested as JSON.
 
@@ -95,7 +104,7 @@ def cell(value: Any) -> Text:
             return Text(value.isoformat(sep=" "))
         return Text(value.astimezone(_UTC).replace(tzinfo=None).isoformat(sep=" ") + " UTC")
     if isinstance(value, str):
-        return Text(value)
+        return Text(visible(value))
     if isinstance(value, dt.date | dt.time | decimal.Decimal | bool | int | float):
         return Text(str(value))
     return Text(json.dumps(jsonable(value), ensure_ascii=False))
@@ -110,7 +119,7 @@ def grid(
     """A rich table of ``rows`` (cells go through ``cell`` unless they are ``Text`` already)."""
     table = RichTable(title=title, show_header=show_header)
     for name in columns:
-        table.add_column(name, overflow="fold")  # never cut a path or value short
+        table.add_column(Text(visible(name)), overflow="fold")  # never cut a value short
     for row in rows:
         table.add_row(*[v if isinstance(v, Text) else cell(v) for v in row])
     return table
@@ -144,7 +153,7 @@ def schema_doc(schema: pa.Schema) -> list[dict[str, Any]]:
 def one_line(exc: BaseException) -> str:
     """``exc`` as one line: ``ClassName: message`` with newlines and colour codes removed."""
     message = " ".join(
-        part.strip() for part in _ANSI.sub("", str(exc)).splitlines() if part.strip()
+        visible(part.strip()) for part in _ANSI.sub("", str(exc)).splitlines() if part.strip()
     )
     name = type(exc).__name__
     return f"{name}: {message}" if message else name
@@ -161,4 +170,5 @@ __all__ = [
     "readable_utc",
     "rows_grid",
     "schema_doc",
+    "visible",
 ]
