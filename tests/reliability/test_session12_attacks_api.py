@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import gc
+import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -1195,3 +1196,24 @@ def test_a_refused_lance_tag_name_leaves_the_tags_readable() -> None:
     table.create_tag("v1")
     assert table.tags() == {"v1": table.version}
     assert table.vacuum() == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_cli_prints_control_characters_of_the_data_as_escapes(fmt: str) -> None:
+    """A hostile value must not drive the terminal. Fixed in 3eea17a; was: ``lakecore head``
+    wrote ESC sequences and carriage returns of string values (and of Delta column names)
+    raw; rich markup in data was already inert. JSON output escapes them as JSON does."""
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    table = lakecore.create(tempfile.mkdtemp(), schema, fmt, [], PROPERTIES[fmt])
+    values = ["\x1b[31mred\x1b[0m", "a\rb", "\x1b]0;title\x07", "[bold]markup[/]", "\x9b2J"]
+    table.append(pa.table({"id": range(len(values)), "s": values}, schema=schema))
+    result = cli("head", table.uri, "--columns", "s")
+    assert result.exit_code == 0
+    for control in ("\x1b", "\r", "\x07", "\x9b"):
+        assert control not in result.output
+    assert "\\x1b[31mred" in result.output and "a\\x0db" in result.output
+    assert "[bold]markup[/]" in result.output
+    assert json.loads(cli("head", table.uri, "--json").output)["rows"][0]["s"] == values[0]
+    if fmt == "delta":
+        named = lakecore.create(tempfile.mkdtemp(), pa.schema([("c\x1b[1m", pa.int64())]))
+        assert "\x1b" not in cli("head", named.uri).output
