@@ -47,6 +47,11 @@ class ChangeSet:
     deletes: dict[int, pa.Table] = field(default_factory=dict)
     inserts: list[pa.Table] = field(default_factory=list)
 
+    @property
+    def empty(self) -> bool:
+        """True when the change set changes no record."""
+        return not self.touched() and not any(t.num_rows for t in self.inserts)
+
     def touched(self) -> set[int]:
         """Indices of the slices this change set modifies."""
         return {i for i, t in self.updates.items() if t.num_rows} | {

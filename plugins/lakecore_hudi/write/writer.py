@@ -137,6 +137,8 @@ class HudiWriter:
         self._validate(where)
         changes = plan_delete(self._rows, where, candidate_slices(self._snapshot, where))
         info = CommitInfo("DELETE", {"predicate": where}, read_predicate=where)
+        if changes.empty:
+            return [], info  # nothing matched: no instant, as Delta commits nothing
         return self._write(changes, "DELETE", info)
 
     def overwrite(
@@ -163,6 +165,8 @@ class HudiWriter:
         changes = plan_update(self._rows, self._layout, set, where, candidates)
         rendered = {name: assignment_sql(value) for name, value in set.items()}
         info = CommitInfo("UPDATE", {"set": rendered, "predicate": where}, read_predicate=where)
+        if changes.empty:
+            return [], info
         return self._write(changes, "UPSERT", info)
 
     def merge(

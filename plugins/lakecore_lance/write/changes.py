@@ -163,7 +163,7 @@ def combine(changes: Sequence[LanceChange]) -> Combined:
     elif kinds == {"append"}:
         operation = "append"
     elif not new and kinds <= {"append", "delete"}:
-        operation = "delete"  # also when nothing matched: history says what was asked
+        operation = "delete"
     else:
         operation = "update"
     predicate = " OR ".join(f"({p})" for p in predicates) if len(predicates) > 1 else None

@@ -302,6 +302,8 @@ class LanceWriter:
     def delete(self, where: str | None) -> tuple[list[Action], CommitInfo]:
         predicate = self._predicate(where)
         marked = self._marked(predicate, False)
+        if not _count(marked):  # nothing matched: no version, as on every format
+            return [], CommitInfo("DELETE", {"predicate": where or ""}, read_predicate=where)
         updated, removed, written = self._deletions(marked)
         change = LanceChange(
             "delete",
@@ -326,6 +328,8 @@ class LanceWriter:
                 )
             assigned_values(value, self._schema.field(name), empty)  # checked before any IO
         marked = self._marked(predicate, True)
+        if not _count(marked):
+            return [], CommitInfo("UPDATE", {"predicate": where or ""}, read_predicate=where)
         parts = []
         for m in marked:
             assert m.rows is not None
