@@ -993,30 +993,14 @@ def test_vacuum_flags_must_be_bools(fmt: str) -> None:
 
 @pytest.mark.parametrize(
     "fmt",
-    [
-        "delta",
-        pytest.param(
-            "hudi",
-            marks=pytest.mark.xfail(
-                strict=True, reason="Hudi commits a delete that matched nothing"
-            ),
-        ),
-        pytest.param(
-            "lance",
-            marks=pytest.mark.xfail(
-                strict=True, reason="Lance commits a delete that matched nothing"
-            ),
-        ),
-    ],
+    ["delta", "hudi", "lance"],
 )
 def test_a_delete_or_update_matching_nothing_commits_nothing(fmt: str) -> None:
     """``Table._run`` says an operation that staged nothing commits nothing, and Delta (as
     Delta Spark's ``commitIfNeeded``) returns ``committed=False`` for a delete or update
-    whose predicate matches no row. Hudi and Lance commit an empty version instead (Lance on
-    purpose: plugins/lakecore_lance/write/changes.py, "history says what was asked"), so
-    the same call moves the version on two formats and not on the third, and a no-op
-    DELETE there can conflict with concurrent writers. Suggested fix (plugins): stage
-    nothing when nothing matched, or the lead decides the other way for all three."""
+    whose predicate matches no row. Fixed in 52adf0d; was: Hudi and Lance committed an empty
+    version, so the same call moved the version on two formats and not on the third, and a
+    no-op DELETE there could conflict with concurrent writers."""
     table = make(fmt)
     version = table.version
     results = [table.delete("id = 99"), table.update({"name": "'z'"}, "id = 99")]
