@@ -67,9 +67,24 @@ def version_at(storage: Storage, timestamp: int) -> int:
     return found
 
 
+MAX_TAG_NAME = 200
+"""Characters in a tag name: its file ``_refs/tags/<name>.json`` must fit a file name."""
+
+
+def is_tag_name(name: str) -> bool:
+    """Whether ``name`` can name a tag: ASCII letters, digits, ``_``, ``.``, ``-`` (the
+    names pylance finds by their file name), not starting with ``.``, no ``..``."""
+    return (
+        bool(_TAG_NAME.match(name))
+        and not name.startswith(".")
+        and ".." not in name
+        and len(name) <= MAX_TAG_NAME
+    )
+
+
 def tag_version(storage: Storage, tag: str) -> int:
     """The version tag ``tag`` points at; raises ``VersionNotFoundError`` for an unknown tag."""
-    if not _TAG_NAME.match(tag) or tag.startswith(".") or ".." in tag:
+    if not is_tag_name(tag):
         raise VersionNotFoundError(f"{tag!r} is neither a Lance version number nor a tag name")
     path = f"{TAGS_DIR}/{tag}.json"
     try:

@@ -12,15 +12,17 @@ import json
 
 from lakecore.errors import InvalidArgumentError
 from lakecore.storage import Storage
-from lakecore_lance.history import TAGS_DIR, tag_version
+from lakecore_lance.history import MAX_TAG_NAME, TAGS_DIR, is_tag_name, tag_version
 from lakecore_lance.manifest import find_manifest
 
 
 def _checked_name(name: str) -> str:
-    valid = bool(name) and all(c.isalnum() or c in "_.-" for c in name)
-    if not valid or name.startswith(".") or ".." in name or name.isdigit():
+    # The reader's rule (``is_tag_name``), checked before anything is written: a name it
+    # refuses would leave a tag file that breaks listing the tags.
+    if not is_tag_name(name) or name.isdigit():
         raise InvalidArgumentError(
-            f"{name!r} is not a Lance tag name (letters, digits, '_', '.', '-'; not a number)"
+            f"{name!r} is not a Lance tag name (ASCII letters, digits, '_', '.', '-'; at "
+            f"most {MAX_TAG_NAME} characters; not a number)"
         )
     return name
 

@@ -77,6 +77,15 @@ def _count(marked: Sequence[Marked]) -> int:
     return sum(len(m.positions) for m in marked)
 
 
+def _unset_as_nulls(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """An insert clause's rows with the columns it does not set as nulls (SQL's INSERT): a
+    NOT NULL one among them is then a ConstraintViolationError, as on every format."""
+    for f in schema:
+        if rows.schema.get_field_index(f.name) < 0:
+            rows = rows.append_column(f.name, pa.nulls(rows.num_rows, f.type))
+    return rows
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -395,7 +404,7 @@ class LanceWriter:
             positions = np.sort(gone.astype(np.uint64))
             marked.append(Marked(fid, positions, already, physical, None))
         for inserts in merge_inserts(src, matched_source, clauses, schema):
-            rewritten.append(conform(inserts, self._schema))
+            rewritten.append(conform(_unset_as_nulls(inserts, self._schema), self._schema))
             counts["inserted"] += inserts.num_rows
         updated, removed, deletions = self._deletions(marked)
         new_rows = pa.concat_tables(rewritten) if rewritten else empty
