@@ -937,22 +937,15 @@ NOT_NULL = pa.schema(
     [
         "delta",
         "hudi",
-        pytest.param(
-            "lance",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="Lance raises SchemaError where the others raise ConstraintViolationError",
-            ),
-        ),
+        "lance",
     ],
 )
 def test_merge_insert_without_a_not_null_column_is_a_constraint_violation(fmt: str) -> None:
     """A merge inserting rows without a NOT NULL column (``when_not_matched_insert`` naming
     only ``id``): ConstraintViolationError on Delta and Hudi, as every other NOT NULL
-    violation (update to NULL, append of nulls) is on all three; Lance raises SchemaError
-    ("the data has no column 'v', which is NOT NULL"), so one ``except`` does not fit every
-    format. Suggested fix (plugins/lakecore_lance, the merge insert path): raise
-    ConstraintViolationError there too. The table stays intact everywhere."""
+    violation (update to NULL, append of nulls) is on all three, and on Lance since cb5d968
+    (was: SchemaError "the data has no column 'v', which is NOT NULL", so one ``except`` did
+    not fit every format). The table stays intact everywhere."""
     table = lakecore.create(tempfile.mkdtemp(), NOT_NULL, fmt, [], PROPERTIES[fmt])
     table.append(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=NOT_NULL))
     version = table.version
@@ -1161,9 +1154,9 @@ def test_data_with_a_repeated_column_is_one_schema_error(fmt: str) -> None:
         assert _files_under(table.uri) == files
 
 
-@pytest.mark.xfail(strict=True, reason="Lance create_tag writes a non-ASCII tag its reader refuses")
 def test_a_refused_lance_tag_name_leaves_the_tags_readable() -> None:
-    """``create_tag("ünï")`` on Lance: the writer's name check
+    """Fixed in cb5d968 (one name rule for writer and reader, checked before writing); was:
+    ``create_tag("ünï")`` on Lance: the writer's name check
     (plugins/lakecore_lance/write/tags.py ``_checked_name``: ``str.isalnum``, any script) takes
     it and writes ``_refs/tags/ünï.json``; the reader's (``history.tag_version``, the ASCII
     ``_TAG_NAME``) refuses it, so the call fails with VersionNotFoundError AFTER the file is
