@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -281,7 +281,12 @@ class _Run(TargetSide):
                 "change from lakecore; migrate to another location (mode='rewrite')"
             )
         require(self.to, self.target.capabilities, Capability.SCHEMA_EVOLUTION, what)
-        metadata = self.state.app_metadata() if self.state is not None else {}
+        state = self.state
+        if state is not None and not before:
+            # This commit alone holds the source version (its rows did not change): it must
+            # say so, or a later run would translate the version again from an older schema.
+            state = replace(state, source_version=str(snapshot.version))
+        metadata = state.app_metadata() if state is not None else {}
         timestamp = self._timestamp(snapshot, before=before)
         with self.target.transaction(app_metadata=metadata, timestamp_ms=timestamp) as tx:
             self._check_unchanged(tx.snapshot, snapshot.version)
@@ -302,14 +307,8 @@ class _Run(TargetSide):
                     raise refused_widening(snapshot.version, old, f) from exc
             tx.stage(builder.actions(), CommitInfo("CHANGE SCHEMA"))
         assert tx.version is not None
-        if self.state is not None:
-            self.state = st.MigrationState(
-                self.state.source,
-                self.state.source_format,
-                self.state.source_version,
-                tx.version,
-                self.state.unit_map,
-            )
+        if state is not None:
+            self.state = replace(state, target_version=tx.version)
         self.expected = tx.version
         self.mirrored = source_schema
         self.count("commits", 1)
