@@ -108,6 +108,8 @@ def limited(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa
         return
     left = limit
     try:
+        if left <= 0:
+            return  # not even the first batch: it could open a file
         for batch in batches:
             if left <= 0:
                 break
