@@ -120,25 +120,31 @@ def _derived_changes(
     for a in adds:
         old = removed_by_path.get(a["path"])
         if old is not None:
-            pieces.append(_tag(_newly_deleted(storage, reader, state, old, a), "delete"))
+            gone, back = _dv_changes(storage, reader, state, old, a)
+            pieces += [_tag(gone, "delete"), _tag(back, "insert")]
     schema = pa.schema([*state.schema, pa.field(CHANGE_TYPE, pa.string())])
     return pa.concat_tables([p.cast(schema) for p in pieces] or [schema.empty_table()])
 
 
-def _newly_deleted(
+def _dv_changes(
     storage: Storage,
     reader: ScanContext,
     state: DeltaState,
     old: dict[str, Any],
     new: dict[str, Any],
-) -> pa.Table:
-    """Rows deleted by replacing ``old``'s deletion vector with ``new``'s (same file)."""
+) -> tuple[pa.Table, pa.Table]:
+    """Rows deleted, and rows brought back, by replacing ``old``'s deletion vector with
+    ``new``'s (same file). Only a restore brings rows back (to an older, smaller vector):
+    they are inserts, or a reader of the feed never sees them again."""
     before = _deleted_rows(storage, old.get("deletionVector"))
     after = _deleted_rows(storage, new.get("deletionVector"))
-    rows = np.setdiff1d(after, before)
+    gone, back = np.setdiff1d(after, before), np.setdiff1d(before, after)
     plain = dict(new, deletionVector=None)
     table = _read(reader, _index([plain], state, storage), None)
-    return table.take(pa.array(rows.astype(np.int64)))
+    return (
+        table.take(pa.array(gone.astype(np.int64))),
+        table.take(pa.array(back.astype(np.int64))),
+    )
 
 
 def _deleted_rows(storage: Storage, dv: dict[str, Any] | None) -> np.ndarray:
