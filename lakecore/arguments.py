@@ -187,6 +187,11 @@ def check_schema_names(schema: object) -> None:
     blank = [n for n in schema.names if not n.strip()]
     if blank:
         raise SchemaError(f"column names must not be blank, not {blank!r}")
-    repeated = sorted(n for n, times in Counter(schema.names).items() if times > 1)
+    repeated = repeated_names(schema.names)
     if repeated:
         raise SchemaError(f"column names must be distinct; repeated: {repeated}")
+
+
+def repeated_names(names: list[str]) -> list[str]:
+    """The names that occur more than once in ``names``, sorted."""
+    return sorted(n for n, times in Counter(names).items() if times > 1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from types import TracebackType
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.arguments import check_schema_names
+from lakecore.arguments import check_schema_names, repeated_names
 from lakecore.boundary import public_api
 from lakecore.errors import (
     CommitConflictError,
@@ -382,7 +381,7 @@ def _check_data_names(data: Any) -> None:
     schema = getattr(data, "schema", None)
     if not isinstance(schema, pa.Schema):
         return  # pandas and others: each writer converts and checks them
-    repeated = sorted(n for n, times in Counter(schema.names).items() if times > 1)
+    repeated = repeated_names(schema.names)
     if repeated:
         raise SchemaError(f"column(s) {repeated} appear more than once in the data")
 
