@@ -279,7 +279,8 @@ class Transaction:
 
     def commit(self) -> WriteResult:
         """Commit the staged changes; returns the new version and what was written
-        (``WriteResult``; also kept as ``result``, the version as ``version``).
+        (``WriteResult``; also kept as ``result``, the version as ``version``). With nothing
+        staged nothing is committed: ``committed=False`` and the latest version.
 
         Retries after concurrent commits that do not conflict; raises ``CommitConflictError``
         naming the winning version otherwise, and on storage faults ``CommitStorageError``
@@ -290,6 +291,8 @@ class Transaction:
         """
         if self._state != OPEN:
             raise CommitError(f"the transaction is already {self._state}")
+        if not self._actions:
+            return self._commit_nothing()
         self._state = UNKNOWN  # until the outcome is known: nothing may be deleted meanwhile
         committer = self._get_committer()
         info = _merge_infos(self._operations)
@@ -318,6 +321,18 @@ class Transaction:
         self._state = COMMITTED
         metrics = info.metrics or WriteMetrics()
         self.result = WriteResult.of(self.version, info.operation, metrics, self.elapsed())
+        return self.result
+
+    def _commit_nothing(self) -> WriteResult:
+        """End a transaction that staged nothing (a delete that matched no row): no version
+        on any format, as ``Table``'s writes (``committed=False``, the latest version)."""
+        with storage_faults("reading the latest version"):
+            version = self._table._format.latest_version(self._table._storage)
+        self._state = COMMITTED
+        self.version = version
+        self.result = WriteResult.of(
+            version, self.operation, self.metrics, self.elapsed(), committed=False
+        )
         return self.result
 
     def abort(self) -> None:
