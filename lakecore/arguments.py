@@ -195,3 +195,21 @@ def check_schema_names(schema: object) -> None:
 def repeated_names(names: list[str]) -> list[str]:
     """The names that occur more than once in ``names``, sorted."""
     return sorted(n for n, times in Counter(names).items() if times > 1)
+
+
+def check_merge_aliases(source_alias: object, target_alias: object) -> None:
+    """Raise unless the MERGE aliases are two distinct names SQL can spell (``a.x``)."""
+    source = _alias("source_alias", source_alias)
+    if source.lower() == _alias("target_alias", target_alias).lower():
+        raise InvalidArgumentError(
+            f"source_alias {source_alias!r} and target_alias {target_alias!r} are the same "
+            "name to SQL (case is ignored): conditions could not say which side they mean"
+        )
+
+
+def _alias(name: str, alias: object) -> str:
+    if not isinstance(alias, str):
+        raise ArgumentTypeError(f"{name} must be text, not {alias!r}")
+    if not alias.strip() or "." in alias:
+        raise InvalidArgumentError(f"{name} must be a name without dots, not {alias!r}")
+    return alias

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from lakecore.arguments import (
     TimestampLike,
     check_flag,
+    check_merge_aliases,
     check_number,
     check_properties,
     check_version,
@@ -19,7 +20,6 @@ from lakecore.arguments import (
 )
 from lakecore.boundary import public_api
 from lakecore.errors import (
-    ArgumentTypeError,
     ConstraintViolationError,
     InvalidArgumentError,
     LakecoreError,
@@ -343,12 +343,7 @@ class Table:
         with storage_faults(f"writing to {self.uri}"):
             with self.transaction() as tx:
                 stage(tx)
-            if tx.result is None:
-                version = self._format.latest_version(self._storage)
-                return WriteResult.of(
-                    version, tx.operation, tx.metrics, tx.elapsed(), committed=False
-                )
-            return tx.result
+            return tx.result if tx.result is not None else tx._nothing_committed()
 
     def append(self, data: Any, *, schema_mode: str | None = None) -> WriteResult:
         """Append rows (pyarrow Table/RecordBatch/RecordBatchReader, pandas).
@@ -445,7 +440,7 @@ class Table:
         from lakecore.planning.merge_eval import parse_on
 
         self._require(Capability.MERGE)
-        _check_aliases(source_alias, target_alias)
+        check_merge_aliases(source_alias, target_alias)
         parsed = parse_on(on, source_alias, target_alias)
         return MergeBuilder(self, source, parsed, source_alias, target_alias)
 
@@ -695,24 +690,6 @@ class Table:
         """
         self._require(Capability.SCHEMA_EVOLUTION)
         return SchemaUpdateContext(self)
-
-
-def _check_aliases(source_alias: object, target_alias: object) -> None:
-    """Raise unless the MERGE aliases are two distinct names SQL can spell (``a.x``)."""
-    source = _alias("source_alias", source_alias)
-    if source.lower() == _alias("target_alias", target_alias).lower():
-        raise InvalidArgumentError(
-            f"source_alias {source_alias!r} and target_alias {target_alias!r} are the same "
-            "name to SQL (case is ignored): conditions could not say which side they mean"
-        )
-
-
-def _alias(name: str, alias: object) -> str:
-    if not isinstance(alias, str):
-        raise ArgumentTypeError(f"{name} must be text, not {alias!r}")
-    if not alias.strip() or "." in alias:
-        raise InvalidArgumentError(f"{name} must be a name without dots, not {alias!r}")
-    return alias
 
 
 @public_api

@@ -325,15 +325,19 @@ class Transaction:
 
     def _commit_nothing(self) -> WriteResult:
         """End a transaction that staged nothing (a delete that matched no row): no version
-        on any format, as ``Table``'s writes (``committed=False``, the latest version)."""
+        on any format, as ``Table``'s writes."""
+        self.result = self._nothing_committed()
+        self._state = COMMITTED
+        self.version = self.result.version
+        return self.result
+
+    def _nothing_committed(self) -> WriteResult:
+        """The result of staging nothing: ``committed=False`` at the latest version."""
         with storage_faults("reading the latest version"):
             version = self._table._format.latest_version(self._table._storage)
-        self._state = COMMITTED
-        self.version = version
-        self.result = WriteResult.of(
+        return WriteResult.of(
             version, self.operation, self.metrics, self.elapsed(), committed=False
         )
-        return self.result
 
     def abort(self) -> None:
         """Drop the staged changes and delete what the transaction wrote.
