@@ -7,7 +7,6 @@ import math
 import numbers
 import operator
 import os
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -19,6 +18,7 @@ from lakecore.errors import (
     SchemaError,
     VersionNotFoundError,
 )
+from lakecore.model.distinct_values import repeated
 
 TimestampLike = int | float | str | dt.datetime | dt.date
 
@@ -187,14 +187,9 @@ def check_schema_names(schema: object) -> None:
     blank = [n for n in schema.names if not n.strip()]
     if blank:
         raise SchemaError(f"column names must not be blank, not {blank!r}")
-    repeated = repeated_names(schema.names)
-    if repeated:
-        raise SchemaError(f"column names must be distinct; repeated: {repeated}")
-
-
-def repeated_names(names: list[str]) -> list[str]:
-    """The names that occur more than once in ``names``, sorted."""
-    return sorted(n for n, times in Counter(names).items() if times > 1)
+    twice = repeated(schema.names)
+    if twice:
+        raise SchemaError(f"column names must be distinct; repeated: {twice}")
 
 
 def check_merge_aliases(source_alias: object, target_alias: object) -> None:

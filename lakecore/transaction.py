@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.arguments import check_schema_names, repeated_names
+from lakecore.arguments import check_schema_names
 from lakecore.boundary import public_api
 from lakecore.errors import (
     CommitConflictError,
@@ -38,6 +38,7 @@ from lakecore.model.actions import (
     SetTransaction,
     action_metrics,
 )
+from lakecore.model.distinct_values import repeated
 from lakecore.model.files import PATH
 from lakecore.model.metrics import WriteMetrics, WriteResult, file_metrics, record_count
 from lakecore.snapshot import Snapshot
@@ -400,9 +401,9 @@ def _check_data_names(data: Any) -> None:
     schema = getattr(data, "schema", None)
     if not isinstance(schema, pa.Schema):
         return  # pandas and others: each writer converts and checks them
-    repeated = repeated_names(schema.names)
-    if repeated:
-        raise SchemaError(f"column(s) {repeated} appear more than once in the data")
+    twice = repeated(schema.names)
+    if twice:
+        raise SchemaError(f"column(s) {twice} appear more than once in the data")
 
 
 def _changed_paths(actions: list[Action]) -> pa.Array:

@@ -7,10 +7,20 @@ cost, not the rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+T = TypeVar("T", str, int)
+
+
+def repeated(values: Iterable[T]) -> list[T]:
+    """The values that occur more than once in ``values``, sorted (column names of data or
+    a schema, a manifest's fragment ids: one pass, not a count per value)."""
+    return sorted(v for v, times in Counter(values).items() if times > 1)
 
 
 def map_distinct(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from lakecore.errors import CorruptTableError
+from lakecore.model.distinct_values import repeated
 from lakecore.storage import Storage
 from lakecore.storage.paths import contained_path
 from lakecore_lance import features
@@ -146,9 +147,8 @@ def ensure_unique_fragment_ids(manifest: table_pb2.Manifest, path: str) -> None:
     fragments by id does: a writer would rewrite or mark the wrong fragment (a delete in one
     replaced the other, losing its rows), the change feed would compare the wrong pairs.
     """
-    ids = [int(f.id) for f in manifest.fragments]
-    if len(set(ids)) != len(ids):
-        twice = sorted({i for i in ids if ids.count(i) > 1})
+    twice = repeated(int(f.id) for f in manifest.fragments)
+    if twice:
         raise CorruptTableError(f"{path} lists fragment ids {twice} more than once")
 
 

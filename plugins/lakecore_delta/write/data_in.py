@@ -7,6 +7,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.model.data_input import cast_lossless
+from lakecore.model.distinct_values import repeated
 from lakecore.model.schema import has_not_null_inside
 
 
@@ -23,7 +24,7 @@ def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
     refuse a NOT NULL child holding the placeholder nulls under a null parent; the checks here
     are what enforce NOT NULL.
     """
-    duplicates = sorted({c for c in data.column_names if data.column_names.count(c) > 1})
+    duplicates = repeated(data.column_names)
     if duplicates:
         raise SchemaError(f"column(s) {duplicates} appear more than once in the data")
     unknown = [c for c in data.column_names if schema.get_field_index(c) < 0]

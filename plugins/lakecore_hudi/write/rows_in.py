@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import ConstraintViolationError, SchemaError
 from lakecore.model.data_input import cast_lossless
-from lakecore.model.distinct_values import map_distinct
+from lakecore.model.distinct_values import map_distinct, repeated
 from lakecore.model.partition_paths import HIVE_NULL as DEFAULT_PARTITION
 from lakecore.model.partition_paths import escape_path_name
 from lakecore_hudi.keys import META_FIELDS, key_texts
@@ -42,7 +42,7 @@ def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
     """
     data = data.drop_columns([c for c in data.column_names if c in META_FIELDS])
     names = data.column_names
-    duplicates = sorted({c for c in names if names.count(c) > 1})
+    duplicates = repeated(names)
     if duplicates:
         raise SchemaError(f"column(s) {duplicates} appear more than once in the data")
     unknown = [c for c in names if schema.get_field_index(c) < 0]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from lakecore.errors import SchemaError
+from lakecore.model.distinct_values import repeated
 from lakecore_lance.proto import file_pb2
 from lakecore_lance.schema import FieldNode, field_tree
 
@@ -126,10 +127,8 @@ def lance_fields(schema: pa.Schema) -> list[file_pb2.Field]:
         )
         out.append(proto)
         if pa.types.is_struct(t):
-            names = [t.field(i).name for i in range(t.num_fields)]
-            if len(set(names)) != len(names):
-                # pylance writes such a struct but cannot read the dataset back.
-                twice = sorted({n for n in names if names.count(n) > 1})
+            twice = repeated(t.field(i).name for i in range(t.num_fields))
+            if twice:  # pylance writes such a struct but cannot read the dataset back
                 raise SchemaError(
                     f"{where}: struct field names must be distinct; repeated: {twice}"
                 )
